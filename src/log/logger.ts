@@ -1,0 +1,41 @@
+/**
+ * pino, JSON lines on stderr (stdout is kept for command output such as the sandbox's first line).
+ * Every string in a log object passes through secret redaction, and so does the final line, so a token
+ * cannot surface through a message, an error's stack or a nested field.
+ */
+import { pino, type Logger, type LoggerOptions } from 'pino';
+import { redactKnownSecrets, redactValue } from '../config/redact.ts';
+
+export type { Logger };
+
+export interface CreateLoggerOptions {
+  level?: string;
+  /** Where lines go; default stderr. Tests pass a stream to capture output. */
+  destination?: NodeJS.WritableStream;
+  base?: Record<string, unknown>;
+}
+
+export function createLogger(options: CreateLoggerOptions = {}): Logger {
+  const pinoOptions: LoggerOptions = {
+    level: options.level ?? 'info',
+    base: options.base ?? {},
+    formatters: {
+      log: (object) => redactValue(object),
+    },
+    hooks: {
+      logMethod(args, method) {
+        const redacted = args.map((a) => (typeof a === 'string' ? redactKnownSecrets(a) : a));
+        return method.apply(this, redacted as Parameters<typeof method>);
+      },
+    },
+    serializers: {
+      err: (err: unknown) => redactValue(pino.stdSerializers.err(err as Error)),
+      error: (err: unknown) => redactValue(pino.stdSerializers.err(err as Error)),
+    },
+  };
+  const destination = options.destination ?? pino.destination({ fd: 2, sync: false });
+  return pino(pinoOptions, destination as pino.DestinationStream);
+}
+
+/** A logger that discards everything (for library defaults and tests that do not look at logs). */
+export const silentLogger: Logger = pino({ level: 'silent' });

@@ -1,0 +1,68 @@
+/**
+ * The one shape every arrival path produces (DESIGN.md, "One path for data"): a batch of raw items as
+ * they came off the wire, plus the checkpoint the batch reaches. `applyBatch` (apply-batch.ts) writes
+ * both in one transaction, so a cursor never moves past uncommitted data.
+ */
+
+/** How a record reached the warehouse; stored in `records.arrived_via`. */
+export type ArrivedVia = 'poll' | 'stream' | 'replay' | 'legacy' | 'push';
+
+/**
+ * One raw item. `kind` says which parser applies; `frame` is a stream/replay `data` frame whose payload
+ * is routed by shape (a connection event or a record of any resource type). `unparseable` carries text
+ * that never became JSON (a truncated frame, say): it goes straight to quarantine with its reason.
+ */
+export type RawItem =
+  | { kind: 'record'; raw: unknown }
+  | { kind: 'user'; raw: unknown }
+  | { kind: 'connection_event'; raw: unknown }
+  | { kind: 'frame'; raw: unknown }
+  | { kind: 'legacy'; object: string; raw: unknown }
+  | { kind: 'unparseable'; text: string; reason: string };
+
+export interface Batch {
+  orgId: string;
+  arrivedVia: ArrivedVia;
+  items: RawItem[];
+}
+
+/** A named cursor in `validic_sync.checkpoints`, replaced by this batch's commit. */
+export interface CursorWrite {
+  key: string;
+  value: unknown;
+}
+
+/** Marks one backfill window of the ledger (`validic_sync.backfill_windows`) done with this batch. */
+export interface WindowDone {
+  runId: string;
+  windowKey: string;
+  /** Records this window brought (all pages). */
+  records: number;
+  /** HTTP requests this window cost. */
+  requests: number;
+}
+
+export interface Checkpoint {
+  cursors?: CursorWrite[];
+  windows?: WindowDone[];
+}
+
+export interface LoadCounts {
+  inserted: number;
+  updated: number;
+  unchanged: number;
+  /** An older version arriving after a newer one: kept in record_versions, never applied. */
+  stale: number;
+  quarantined: number;
+}
+
+export interface LoadResult extends LoadCounts {
+  /** The same counts per record type (`measurement`, `nutrition`, …, `user`, `connection_event`, `legacy:<object>`). */
+  byType: Record<string, LoadCounts>;
+  /** Newest `created_at` among the records of the batch that were committed (for lag metrics), ISO string. */
+  newestCreatedAt: string | null;
+}
+
+export function emptyCounts(): LoadCounts {
+  return { inserted: 0, updated: 0, unchanged: 0, stale: 0, quarantined: 0 };
+}
