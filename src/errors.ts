@@ -69,7 +69,10 @@ export class HttpError extends Error {
   readonly retryable: boolean;
   constructor(details: HttpErrorDetails, options: { cause?: unknown } = {}) {
     const detail = details.messages.length ? `: ${details.messages.join('; ')}` : '';
-    super(redactKnownSecrets(`${details.method} ${details.url} answered ${details.status}${detail}`), options);
+    super(
+      redactKnownSecrets(`${details.method} ${details.url} answered ${details.status}${detail}`),
+      options,
+    );
     this.name = 'HttpError';
     this.method = details.method;
     this.url = redactKnownSecrets(details.url);
@@ -83,7 +86,11 @@ export class HttpError extends Error {
 export class RateLimitedError extends HttpError {
   /** Milliseconds the server asked us to wait (`Retry-After`), when it said. */
   readonly retryAfterMs: number | undefined;
-  constructor(details: HttpErrorDetails, retryAfterMs: number | undefined, options: { cause?: unknown } = {}) {
+  constructor(
+    details: HttpErrorDetails,
+    retryAfterMs: number | undefined,
+    options: { cause?: unknown } = {},
+  ) {
     super(details, options);
     this.name = 'RateLimitedError';
     this.retryAfterMs = retryAfterMs;

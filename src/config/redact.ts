@@ -6,10 +6,7 @@
 /** Query parameters whose values are secrets. */
 const SECRET_PARAMS = ['token', 'access_token', 'api_key', 'authentication_token', 'secret'];
 
-const SECRET_PARAM_PATTERN = new RegExp(
-  `([?&;]|\\b)(${SECRET_PARAMS.join('|')})=([^&#\\s"'<>]*)`,
-  'gi',
-);
+const SECRET_PARAM_PATTERN = new RegExp(`([?&;]|\\b)(${SECRET_PARAMS.join('|')})=([^&#\\s"'<>]*)`, 'gi');
 /** JSON bodies (e.g. v1 POST bodies) carry tokens as `"access_token": "..."`. */
 const SECRET_JSON_PATTERN = new RegExp(`"(${SECRET_PARAMS.join('|')})"\\s*:\\s*"[^"]*"`, 'gi');
 
@@ -49,6 +46,14 @@ export function redactKnownSecrets(text: string): string {
 export function redactValue<T>(value: T): T {
   if (typeof value === 'string') return redactKnownSecrets(value) as T;
   if (Array.isArray(value)) return value.map((v) => redactValue(v)) as T;
+  if (value instanceof Error) {
+    // Error fields are not enumerable: copy the useful ones so they survive (redacted) serialization.
+    const out: Record<string, unknown> = { type: value.name, message: redactKnownSecrets(value.message) };
+    if (value.stack) out.stack = redactKnownSecrets(value.stack);
+    for (const [k, v] of Object.entries(value))
+      out[k] = SECRET_PARAMS.includes(k.toLowerCase()) ? REDACTED : redactValue(v);
+    return out as T;
+  }
   if (value && typeof value === 'object' && !(value instanceof Date)) {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value as Record<string, unknown>)) {

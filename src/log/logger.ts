@@ -3,7 +3,7 @@
  * Every string in a log object passes through secret redaction, and so does the final line, so a token
  * cannot surface through a message, an error's stack or a nested field.
  */
-import { pino, type Logger, type LoggerOptions } from 'pino';
+import { type Logger, type LoggerOptions, pino } from 'pino';
 import { redactKnownSecrets, redactValue } from '../config/redact.ts';
 
 export type { Logger };
@@ -33,8 +33,17 @@ export function createLogger(options: CreateLoggerOptions = {}): Logger {
       error: (err: unknown) => redactValue(pino.stdSerializers.err(err as Error)),
     },
   };
-  const destination = options.destination ?? pino.destination({ fd: 2, sync: false });
-  return pino(pinoOptions, destination as pino.DestinationStream);
+  const destination = (options.destination ??
+    pino.destination({ fd: 2, sync: false })) as pino.DestinationStream & {
+    flush?: () => void;
+  };
+  // The last line of defence: whatever path a secret took into the line (an Error passed as the first
+  // argument, a custom serializer), the serialized line itself is redacted before it is written.
+  const redactingDestination = {
+    write: (line: string) => destination.write(redactKnownSecrets(line)),
+    flush: () => destination.flush?.(),
+  };
+  return pino(pinoOptions, redactingDestination);
 }
 
 /** A logger that discards everything (for library defaults and tests that do not look at logs). */

@@ -1,0 +1,30 @@
+#!/usr/bin/env node
+/**
+ * The `validic-sync` command. Each subcommand lives in commands/<name>.ts; this file only assembles
+ * them and maps commander's own usage errors to exit code 2.
+ */
+import { Command, CommanderError } from 'commander';
+import type { GlobalOptions } from './command-context.ts';
+import { registerMigrate } from './commands/migrate.ts';
+import { EXIT_USAGE } from './exit-codes.ts';
+import { createRunner } from './run-command.ts';
+
+const program = new Command('validic-sync')
+  .description('Keep a PostgreSQL warehouse in step with the Validic platform (v2 API, streams, legacy v1).')
+  .option('-c, --config <file>', 'JSON config file (default: config/default.json, or VALIDIC_SYNC_CONFIG)')
+  .showHelpAfterError('(run validic-sync --help for usage)')
+  .exitOverride();
+
+const run = createRunner(() => program.opts<GlobalOptions>());
+registerMigrate(program, run);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  if (error instanceof CommanderError) {
+    // Help and version exit 0; everything else commander rejects is bad usage.
+    process.exitCode = error.exitCode === 0 ? 0 : EXIT_USAGE;
+  } else {
+    throw error;
+  }
+}

@@ -1,0 +1,206 @@
+/**
+ * Loads the configuration: the JSON file (default `config/default.json`, or `VALIDIC_SYNC_CONFIG`, or
+ * `--config`), then the environment on top (env wins), then validation. Every problem is reported at
+ * once, each with the env name to set and the fix. Called by entry points only: nothing parses config at
+ * import time, and library code never exits.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { z } from 'zod';
+import { ConfigError, type ConfigProblem } from '../errors.ts';
+import { registerSecret } from './redact.ts';
+import { type Config, configSchema } from './schema.ts';
+
+/** Environment variable → path in the config object. Organization ones apply to organizations[0]. */
+const ENV_TO_KEY: Record<string, string> = {
+  DATABASE_URL: 'databaseUrl',
+  REDIS_URL: 'redisUrl',
+  VALIDIC_DATA_DIR: 'dataDir',
+  LOG_LEVEL: 'logLevel',
+  HTTP_PORT: 'http.port',
+  HTTP_HOST: 'http.host',
+  PUSH_SECRET: 'http.pushSecret',
+  VALIDIC_ALLOW_INSECURE_LOOPBACK: 'allowInsecureLoopback',
+  VALIDIC_ALLOW_INSECURE_HOSTS: 'allowInsecureHosts',
+  VALIDIC_ORG_ID: 'organizations.0.orgId',
+  VALIDIC_TOKEN: 'organizations.0.token',
+  VALIDIC_API_URL: 'organizations.0.apiUrl',
+  VALIDIC_STREAMS_URL: 'organizations.0.streamsUrl',
+  VALIDIC_LEGACY_URL: 'organizations.0.legacyUrl',
+  VALIDIC_LEGACY_ORG_ID: 'organizations.0.legacyOrgId',
+  VALIDIC_LEGACY_TOKEN: 'organizations.0.legacyToken',
+  VALIDIC_REQUESTS_PER_HOUR: 'organizations.0.requestsPerHour',
+  VALIDIC_STREAM_NAME: 'organizations.0.stream.name',
+};
+const KEY_TO_ENV = Object.fromEntries(Object.entries(ENV_TO_KEY).map(([env, key]) => [key, env]));
+
+export const DEFAULT_CONFIG_FILE = 'config/default.json';
+
+export interface LoadConfigOptions {
+  /** Explicit config file; otherwise `VALIDIC_SYNC_CONFIG`, otherwise `config/default.json` if present. */
+  file?: string;
+  cwd?: string;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadConfigOptions = {}): Config {
+  const cwd = options.cwd ?? process.cwd();
+  const problems: ConfigProblem[] = [];
+  const raw = readConfigFile(options.file ?? env.VALIDIC_SYNC_CONFIG, cwd, problems);
+  applyEnvironment(raw, env);
+
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) problems.push(...parsed.error.issues.map(describeIssue));
+  problems.push(...checkUrlSecurity(raw));
+  if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
+
+  const config = finishOrganizations(parsed.data);
+
+  for (const org of config.organizations) {
+    registerSecret(org.token);
+    registerSecret(org.legacyToken);
+  }
+  registerSecret(config.http.pushSecret);
+  registerPasswordOf(config.databaseUrl);
+  registerPasswordOf(config.redisUrl);
+  return config;
+}
+
+function readConfigFile(
+  file: string | undefined,
+  cwd: string,
+  problems: ConfigProblem[],
+): Record<string, unknown> {
+  const path = resolve(cwd, file ?? DEFAULT_CONFIG_FILE);
+  if (!existsSync(path)) {
+    if (file) {
+      problems.push({
+        key: 'VALIDIC_SYNC_CONFIG',
+        message: `config file ${path} does not exist`,
+        fix: 'point VALIDIC_SYNC_CONFIG or --config at an existing JSON file',
+      });
+    }
+    return {};
+  }
+  try {
+    const value: unknown = JSON.parse(readFileSync(path, 'utf8'));
+    if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+    problems.push({
+      key: path,
+      message: 'is not a JSON object',
+      fix: 'write the settings as one JSON object',
+    });
+  } catch (error) {
+    problems.push({
+      key: path,
+      message: `is not valid JSON (${(error as Error).message})`,
+      fix: 'correct the JSON syntax of the config file',
+    });
+  }
+  return {};
+}
+
+function applyEnvironment(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): void {
+  for (const [name, key] of Object.entries(ENV_TO_KEY)) {
+    const value = env[name];
+    if (value === undefined || value === '') continue;
+    setPath(raw, key.split('.'), parseEnvValue(name, value));
+  }
+}
+
+function parseEnvValue(name: string, value: string): unknown {
+  if (name === 'VALIDIC_ALLOW_INSECURE_LOOPBACK') return parseBoolean(value);
+  if (name === 'VALIDIC_ALLOW_INSECURE_HOSTS')
+    return value
+      .split(',')
+      .map((host) => host.trim())
+      .filter(Boolean);
+  return value;
+}
+
+function parseBoolean(value: string): boolean | string {
+  if (/^(1|true|yes|on)$/i.test(value)) return true;
+  if (/^(0|false|no|off)$/i.test(value)) return false;
+  return value;
+}
+
+function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {
+  let node: any = target;
+  for (let i = 0; i < path.length - 1; i++) {
+    const part = path[i]!;
+    const nextIsIndex = /^\d+$/.test(path[i + 1]!);
+    if (node[part] === undefined || node[part] === null) node[part] = nextIsIndex ? [] : {};
+    node = node[part];
+  }
+  node[path[path.length - 1]!] = value;
+}
+
+/** Legacy credentials default to the v2 ones (DESIGN.md). */
+function finishOrganizations(config: Config): Config {
+  for (const org of config.organizations) {
+    org.legacyOrgId ??= org.orgId;
+    org.legacyToken ??= org.token;
+  }
+  return config;
+}
+
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || hostname === '::1' || /^127\./.test(hostname);
+}
+
+/**
+ * The token rides in every URL: refuse plain http except on loopback when explicitly allowed. Runs on
+ * the raw (unvalidated) settings so its problems are listed together with the schema's; URLs that do
+ * not parse are the schema's to report.
+ */
+function checkUrlSecurity(raw: Record<string, any>): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const allowLoopback = raw.allowInsecureLoopback === true;
+  const allowedHosts: unknown[] = Array.isArray(raw.allowInsecureHosts) ? raw.allowInsecureHosts : [];
+  const organizations: unknown[] = Array.isArray(raw.organizations) ? raw.organizations : [];
+  organizations.forEach((org: any, index) => {
+    for (const field of ['apiUrl', 'streamsUrl', 'legacyUrl'] as const) {
+      if (typeof org?.[field] !== 'string' || !URL.canParse(org[field])) continue;
+      const url = new URL(org[field]);
+      if (url.protocol === 'https:' || url.protocol !== 'http:') continue;
+      if (allowLoopback && isLoopback(url.hostname)) continue;
+      if (allowedHosts.includes(url.hostname)) continue;
+      const key = `organizations.${index}.${field}`;
+      problems.push({
+        key: envLabel(key),
+        message: `${url.protocol}//${url.host} is not https, and the token would travel in clear text`,
+        fix: isLoopback(url.hostname)
+          ? 'use https, or set VALIDIC_ALLOW_INSECURE_LOOPBACK=true for a local sandbox'
+          : 'use an https:// URL',
+      });
+    }
+  });
+  return problems;
+}
+
+function registerPasswordOf(url: string | undefined): void {
+  if (!url) return;
+  try {
+    const password = new URL(url).password;
+    if (password) registerSecret(decodeURIComponent(password));
+  } catch {
+    // Not a URL: nothing to register.
+  }
+}
+
+function envLabel(key: string): string {
+  const env = KEY_TO_ENV[key];
+  return env ? `${env} (${key})` : key;
+}
+
+function describeIssue(issue: z.core.$ZodIssue): ConfigProblem {
+  const key = issue.path.map(String).join('.') || '(root)';
+  const missing = issue.code === 'invalid_type' && /received undefined/.test(issue.message);
+  const env = KEY_TO_ENV[key];
+  return {
+    key: envLabel(key),
+    message: missing ? 'is missing' : issue.message,
+    fix: env
+      ? `set ${env}${missing ? '' : ' to a valid value'} (or ${key} in the config file)`
+      : `correct ${key} in the config file`,
+  };
+}

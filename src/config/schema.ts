@@ -1,0 +1,142 @@
+/**
+ * The one configuration schema. Every setting has a default here or is required, and the comment
+ * says what it does. The environment names of DESIGN.md override the file (see load-config.ts).
+ */
+import { z } from 'zod';
+
+/** v2 resource names as used in config and on the command line, mapped to API paths by the v2 client. */
+export const V2_RESOURCES = [
+  'measurements',
+  'nutrition',
+  'intraday',
+  'summaries',
+  'workouts',
+  'sleep',
+  'cgm',
+] as const;
+export type V2Resource = (typeof V2_RESOURCES)[number];
+
+/** Legacy (v1) standard objects; `tobacco_cessation` is known to older clients only. */
+export const LEGACY_OBJECTS = [
+  'fitness',
+  'routine',
+  'nutrition',
+  'sleep',
+  'weight',
+  'diabetes',
+  'biometrics',
+  'tobacco_cessation',
+] as const;
+export type LegacyObject = (typeof LEGACY_OBJECTS)[number];
+
+const baseUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+
+export const organizationSchema = z.object({
+  /** The organization id (`VALIDIC_ORG_ID`). */
+  orgId: z.string().min(1, 'is empty'),
+  /** The org token (`VALIDIC_TOKEN`); rides in URLs as `token=`, so it is redacted everywhere. */
+  token: z.string().min(1, 'is empty'),
+  /** v2 REST base (`VALIDIC_API_URL`). */
+  apiUrl: baseUrl.default('https://api.v2.validic.com'),
+  /** Streams and replay base (`VALIDIC_STREAMS_URL`). */
+  streamsUrl: baseUrl.default('https://streams.v2.validic.com'),
+  /** Legacy v1 base, paths under /v1 are appended (`VALIDIC_LEGACY_URL`). */
+  legacyUrl: baseUrl.default('https://api.validic.com'),
+  /** Legacy organization id (`VALIDIC_LEGACY_ORG_ID`), default: orgId. */
+  legacyOrgId: z.string().min(1).optional(),
+  /** Legacy access token (`VALIDIC_LEGACY_TOKEN`), default: token. */
+  legacyToken: z.string().min(1).optional(),
+  /** Requests per hour the token may make (`VALIDIC_REQUESTS_PER_HOUR`); the worker paces itself under it. */
+  requestsPerHour: z.coerce.number().int().positive().default(2000),
+  /** v2 resource types polled by backfill and scheduled polling. */
+  resources: z.array(z.enum(V2_RESOURCES)).default([...V2_RESOURCES]),
+  stream: z
+    .object({
+      /** Name of the platform stream this org consumes; found by name or created. */
+      name: z.string().min(1).default('validic-sync'),
+      /** Optional resource filter set when the stream is created. */
+      resources: z.array(z.string()).optional(),
+      /** Concurrent connections to the stream (the platform allows 3). */
+      connections: z.coerce.number().int().min(1).max(3).default(1),
+    })
+    .prefault({}),
+  legacy: z
+    .object({
+      /** Whether the worker schedules legacy latest polling for this org. */
+      enabled: z.boolean().default(false),
+      objects: z
+        .array(z.enum(LEGACY_OBJECTS))
+        .default(['fitness', 'routine', 'nutrition', 'sleep', 'weight', 'diabetes', 'biometrics']),
+      /** Sent as the `Service-Version` header when set (YYYY-MM-DD). */
+      serviceVersion: z
+        .string()
+        .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD')
+        .optional(),
+    })
+    .prefault({}),
+});
+export type OrganizationConfig = z.infer<typeof organizationSchema>;
+
+export const configSchema = z.object({
+  /** PostgreSQL URL (`DATABASE_URL`); without it an embedded PGlite warehouse in `dataDir` is used. */
+  databaseUrl: z.string().min(1).optional(),
+  /** Folder for the embedded warehouse (`VALIDIC_DATA_DIR`). */
+  dataDir: z.string().min(1).default('.data'),
+  /** Redis URL (`REDIS_URL`); without it one-shot commands run jobs inline and `worker` refuses to start. */
+  redisUrl: z.string().min(1).optional(),
+  /** Prefix of every Redis key (queues, budget, locks). */
+  redisPrefix: z.string().min(1).default('validic-sync'),
+  /** Log level (`LOG_LEVEL`). */
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * Allow plain-http base URLs on loopback hosts (`VALIDIC_ALLOW_INSECURE_LOOPBACK`). Off by default:
+   * the token rides in every URL, so anything but https would expose it. The sandbox and tests turn it on.
+   */
+  allowInsecureLoopback: z.boolean().default(false),
+  /**
+   * Host names that may be reached over plain http (`VALIDIC_ALLOW_INSECURE_HOSTS`, comma-separated),
+   * e.g. the sandbox service on a private compose network. Empty by default.
+   */
+  allowInsecureHosts: z.array(z.string().min(1)).default([]),
+  http: z
+    .object({
+      /** Port of the worker's health/metrics/push server (`HTTP_PORT`). */
+      port: z.coerce.number().int().min(0).max(65535).default(3000),
+      /** Interface it binds (`HTTP_HOST`); loopback unless set. */
+      host: z.string().default('127.0.0.1'),
+      /** Shared secret guarding the push-notification endpoint (`PUSH_SECRET`); push is off without it. */
+      pushSecret: z.string().min(16, 'must be at least 16 characters').optional(),
+      /** Serve the BullMQ dashboard at /queues. */
+      dashboard: z.boolean().default(false),
+    })
+    .prefault({}),
+  sync: z
+    .object({
+      /** Days re-polled by scheduled polling to catch late data. */
+      lookbackDays: z.coerce.number().int().min(0).max(30).default(3),
+      /** Overlap between consecutive legacy `latest` windows, in minutes, so late syncs are caught. */
+      legacyOverlapMinutes: z.coerce.number().int().min(0).default(10),
+      /** Length of one legacy `latest` window, in hours. */
+      legacyWindowHours: z.coerce.number().int().min(1).default(24),
+      /** Concurrent record windows fetched by one process during backfill. */
+      concurrency: z.coerce.number().int().min(1).max(64).default(4),
+    })
+    .prefault({}),
+  stream: z
+    .object({
+      /** Drop and reconnect when no frame (not even a poke) arrives for this long. */
+      staleAfterMs: z.coerce.number().int().positive().default(30_000),
+      /** A disconnect longer than this is filled by replay. */
+      gapAfterMs: z.coerce.number().int().positive().default(60_000),
+      /** Micro-batch: commit after this many frames… */
+      batchMaxFrames: z.coerce.number().int().positive().default(500),
+      /** …or after this long, whichever comes first. */
+      batchMaxWaitMs: z.coerce.number().int().positive().default(250),
+      /** Connection hygiene: drop after this many pokes in a row without data (0 = off). */
+      maxPokesWithoutData: z.coerce.number().int().min(0).default(0),
+    })
+    .prefault({}),
+  /** The organizations to sync. Environment variables describe (and override) the first one. */
+  organizations: z.array(organizationSchema).default([]),
+});
+export type Config = z.infer<typeof configSchema>;

@@ -1,0 +1,121 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load-config.ts';
+import { ConfigError } from '../../src/errors.ts';
+
+const emptyDir = mkdtempSync(join(tmpdir(), 'vs-config-'));
+
+function problemsOf(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as ConfigError).problems.map((p) => `${p.key}: ${p.message} | ${p.fix}`);
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('builds an organization from the environment, with legacy credentials defaulting to v2 ones', () => {
+    const config = loadConfig({ VALIDIC_ORG_ID: 'org-1', VALIDIC_TOKEN: 'tok-123456' }, { cwd: emptyDir });
+    expect(config.organizations).toHaveLength(1);
+    const org = config.organizations[0]!;
+    expect(org).toMatchObject({
+      orgId: 'org-1',
+      legacyOrgId: 'org-1',
+      legacyToken: 'tok-123456',
+      requestsPerHour: 2000,
+    });
+    expect(org.apiUrl).toBe('https://api.v2.validic.com');
+    expect(config.http.port).toBe(3000);
+  });
+
+  it('lets the environment win over the file, and keeps several organizations from the file', () => {
+    const file = join(emptyDir, 'several.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        logLevel: 'warn',
+        organizations: [
+          { orgId: 'a', token: 'token-a-1234' },
+          { orgId: 'b', token: 'token-b-1234', requestsPerHour: 500 },
+        ],
+      }),
+    );
+    const config = loadConfig(
+      { LOG_LEVEL: 'debug', VALIDIC_REQUESTS_PER_HOUR: '1000' },
+      { file, cwd: emptyDir },
+    );
+    expect(config.logLevel).toBe('debug');
+    expect(config.organizations.map((o) => [o.orgId, o.requestsPerHour])).toEqual([
+      ['a', 1000],
+      ['b', 500],
+    ]);
+  });
+
+  it('lists every problem at once, each naming the env variable and the fix', () => {
+    const problems = problemsOf(() =>
+      loadConfig(
+        {
+          VALIDIC_ORG_ID: 'o',
+          HTTP_PORT: 'abc',
+          LOG_LEVEL: 'loud',
+          VALIDIC_API_URL: 'http://api.example.com',
+        },
+        { cwd: emptyDir },
+      ),
+    );
+    expect(problems.join('\n')).toMatch(/VALIDIC_TOKEN.*is missing \| set VALIDIC_TOKEN/);
+    expect(problems.join('\n')).toMatch(/HTTP_PORT/);
+    expect(problems.join('\n')).toMatch(/LOG_LEVEL/);
+    expect(problems.join('\n')).toMatch(/VALIDIC_API_URL.*not https/);
+    expect(problems).toHaveLength(4);
+  });
+
+  it('allows plain http only on loopback and only when asked', () => {
+    const env = {
+      VALIDIC_ORG_ID: 'o',
+      VALIDIC_TOKEN: 'tok-123456',
+      VALIDIC_API_URL: 'http://127.0.0.1:9/api',
+    };
+    expect(problemsOf(() => loadConfig(env, { cwd: emptyDir })).join()).toMatch(
+      /VALIDIC_ALLOW_INSECURE_LOOPBACK/,
+    );
+    expect(
+      loadConfig({ ...env, VALIDIC_ALLOW_INSECURE_LOOPBACK: 'true' }, { cwd: emptyDir }).organizations[0]!
+        .apiUrl,
+    ).toBe('http://127.0.0.1:9/api');
+    const remote = {
+      ...env,
+      VALIDIC_API_URL: 'http://10.1.2.3/api',
+      VALIDIC_ALLOW_INSECURE_LOOPBACK: 'true',
+    };
+    expect(problemsOf(() => loadConfig(remote, { cwd: emptyDir })).join()).toMatch(/use an https:\/\/ URL/);
+  });
+
+  it('reports a broken or missing config file', () => {
+    const bad = join(emptyDir, 'bad.json');
+    writeFileSync(bad, '{ not json');
+    expect(problemsOf(() => loadConfig({}, { file: bad, cwd: emptyDir })).join()).toMatch(/not valid JSON/);
+    expect(
+      problemsOf(() => loadConfig({ VALIDIC_SYNC_CONFIG: 'nope.json' }, { cwd: emptyDir })).join(),
+    ).toMatch(/does not exist/);
+  });
+});
+
+describe('insecure hosts', () => {
+  it('accepts plain http for hosts listed in VALIDIC_ALLOW_INSECURE_HOSTS only', () => {
+    const env = {
+      VALIDIC_ORG_ID: 'o',
+      VALIDIC_TOKEN: 'tok-123456',
+      VALIDIC_API_URL: 'http://sandbox:8080/api',
+      VALIDIC_ALLOW_INSECURE_HOSTS: 'sandbox, other',
+    };
+    expect(loadConfig(env, { cwd: emptyDir }).allowInsecureHosts).toEqual(['sandbox', 'other']);
+    expect(() => loadConfig({ ...env, VALIDIC_ALLOW_INSECURE_HOSTS: 'other' }, { cwd: emptyDir })).toThrow(
+      ConfigError,
+    );
+  });
+});
