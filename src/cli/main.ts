@@ -5,7 +5,9 @@
  */
 import { Command, CommanderError } from 'commander';
 import type { GlobalOptions } from './command-context.ts';
+import { registerBackfill } from './commands/backfill.ts';
 import { registerMigrate } from './commands/migrate.ts';
+import { registerSandbox } from './commands/sandbox.ts';
 import { EXIT_USAGE } from './exit-codes.ts';
 import { createRunner } from './run-command.ts';
 
@@ -17,6 +19,8 @@ const program = new Command('validic-sync')
 
 const run = createRunner(() => program.opts<GlobalOptions>());
 registerMigrate(program, run);
+registerBackfill(program, run);
+registerSandbox(program, run);
 
 try {
   await program.parseAsync(process.argv);

@@ -1,0 +1,78 @@
+/**
+ * connections.reconcile: pages `/connections` for one window of at most 30 days and loads every page.
+ * Events are immutable and keyed by id, so what the stream already delivered is a no-op; what it
+ * missed is inserted and counted (`inserted` = events the stream missed).
+ */
+import { z } from 'zod';
+import { applyBatch } from '../src/warehouse/apply-batch.ts';
+import { emptyCounts, type LoadCounts } from '../src/warehouse/batch.ts';
+import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
+import { defineJob } from './job-definition.ts';
+
+const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD');
+
+/** The platform keeps connection events captured on or after this date only (PLATFORM-FACTS.md). */
+export const CONNECTION_EVENTS_SINCE = '2025-07-01';
+
+export const connectionsReconcilePayload = z.object({
+  orgId: z.string().min(1),
+  startDate: isoDate,
+  endDate: isoDate,
+  runId: z.string().optional(),
+  windowKey: z.string().optional(),
+});
+
+export interface ConnectionsReconcileResult extends LoadCounts {
+  events: number;
+  pages: number;
+}
+
+export const connectionsReconcile = defineJob({
+  name: 'connections.reconcile',
+  payload: connectionsReconcilePayload,
+  // Reconciliation goes before backfill work (lower number = higher priority in BullMQ).
+  options: { attempts: 5, backoff: { type: 'exponential', delay: 2000 }, priority: 10 },
+  jobId: (p) => ['connections.reconcile', p.orgId, p.startDate, p.endDate, p.runId ?? ''].map(encodeURIComponent).join('|'),
+  async run(ctx, payload): Promise<ConnectionsReconcileResult> {
+    const { v2 } = ctx.org(payload.orgId);
+    const result: ConnectionsReconcileResult = { ...emptyCounts(), events: 0, pages: 0 };
+    for await (const page of v2.listConnectionsPages({
+      startDate: payload.startDate,
+      endDate: payload.endDate,
+      signal: ctx.signal,
+    })) {
+      result.pages++;
+      result.events += page.connections.length;
+      const loaded = await applyBatch(
+        ctx.warehouse,
+        {
+          orgId: payload.orgId,
+          arrivedVia: 'poll',
+          items: page.connections.map((raw) => ({ kind: 'connection_event' as const, raw })),
+        },
+        {},
+        { log: ctx.log },
+      );
+      for (const key of ['inserted', 'updated', 'unchanged', 'stale', 'quarantined'] as const) result[key] += loaded[key];
+    }
+    // Only after every page is committed is the window done; a crash before this line redoes the window,
+    // which costs requests but no data (events are keyed by id).
+    const windows =
+      payload.runId && payload.windowKey
+        ? [{ runId: payload.runId, windowKey: payload.windowKey, records: result.events, requests: result.pages + 1 }]
+        : [];
+    const cursor = {
+      key: 'reconcile:last',
+      value: { at: new Date().toISOString(), startDate: payload.startDate, endDate: payload.endDate, events: result.events, missed: result.inserted },
+    };
+    await applyBatch(ctx.warehouse, { orgId: payload.orgId, arrivedVia: 'poll', items: [] }, { windows, cursors: [cursor] });
+    if (payload.runId) await finishRunIfComplete(ctx.warehouse.db, payload.runId);
+    if (result.inserted > 0) {
+      ctx.log.info(
+        { missed: result.inserted, window: `${payload.startDate}..${payload.endDate}` },
+        'connection events that were not yet in the warehouse were added',
+      );
+    }
+    return result;
+  },
+});

@@ -1,0 +1,140 @@
+/**
+ * records.backfill: plans a backfill run and fans out. It syncs the user list, plans one ledger window
+ * per user × resource × ≤ 30-day window (and one per 30 days of connection events), and enqueues the
+ * windows still pending. Running the same backfill again resumes the unfinished run with the same
+ * arguments (only pending windows are fetched); a finished run is not resumed: the same command then
+ * starts a new run, because fetching the range again is what the user asked for.
+ */
+import { z } from 'zod';
+import { planDateWindows } from '../src/validic/date-windows.ts';
+import { toV2Resource, V2_RESOURCES } from '../src/validic/v2-resources.ts';
+import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
+import {
+  findUnfinishedRun,
+  finishRun,
+  listPendingWindows,
+  type PlannedWindow,
+  planWindows,
+  startRun,
+} from '../src/warehouse/window-ledger.ts';
+import { CONNECTION_EVENTS_SINCE } from './connections-reconcile.ts';
+import { defineJob } from './job-definition.ts';
+import { syncUsers } from './users-sync.ts';
+
+const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD');
+
+export const recordsBackfillPayload = z
+  .object({
+    orgId: z.string().min(1),
+    from: isoDate,
+    to: isoDate,
+    /** v2 resource names; default: the org's configured resources. */
+    resources: z.array(z.string().min(1)).optional(),
+    /** Limit to these uids; default: every user of the org. */
+    uids: z.array(z.string().min(1)).optional(),
+    /** Start a new run even if an unfinished one with the same arguments exists. */
+    restart: z.boolean().default(false),
+    /** Also fetch connection events for the range. */
+    connections: z.boolean().default(true),
+  })
+  .refine((p) => p.from <= p.to, { message: 'from must not be after to', path: ['from'] });
+export type RecordsBackfillPayload = z.infer<typeof recordsBackfillPayload>;
+
+export interface RecordsBackfillResult {
+  runId: string;
+  resumed: boolean;
+  users: number;
+  windows: number;
+  alreadyDone: number;
+  enqueued: number;
+  unknownUids: string[];
+}
+
+export const recordsBackfill = defineJob({
+  name: 'records.backfill',
+  payload: recordsBackfillPayload,
+  options: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, priority: 30 },
+  async run(ctx, payload): Promise<RecordsBackfillResult> {
+    const { orgId } = payload;
+    const db = ctx.warehouse.db;
+    const org = ctx.org(orgId);
+    const resources = [...new Set((payload.resources ?? org.config.resources).map(toV2Resource))].sort(
+      (a, b) => V2_RESOURCES.indexOf(a) - V2_RESOURCES.indexOf(b),
+    );
+    // The run's identity: the same arguments resume the same run.
+    const args = {
+      from: payload.from,
+      to: payload.to,
+      resources,
+      uids: payload.uids ? [...new Set(payload.uids)].sort() : null,
+      connections: payload.connections,
+    };
+
+    const previous = await findUnfinishedRun(db, { orgId, command: 'backfill', args });
+    if (previous && payload.restart) await finishRun(db, previous.id, 'failed', { supersededBy: 'restart' });
+    const resumed = previous !== undefined && !payload.restart;
+    const run = resumed ? previous : await startRun(db, { orgId, command: 'backfill', args });
+
+    const users = await syncUsers(ctx, orgId);
+    const known = new Set(users.uids);
+    const unknownUids = (args.uids ?? []).filter((uid) => !known.has(uid));
+    if (unknownUids.length > 0) {
+      ctx.log.warn({ unknownUids }, 'these uids are not users of the organization and are skipped');
+    }
+    const uids = args.uids ? args.uids.filter((uid) => known.has(uid)) : [...known].sort();
+
+    const dateWindows = planDateWindows(payload.from, payload.to);
+    const planned: PlannedWindow[] = [];
+    for (const window of dateWindows) {
+      for (const resource of resources) {
+        for (const uid of uids) {
+          planned.push({
+            windowKey: `${resource}|${uid}|${window.startDate}|${window.endDate}`,
+            uid,
+            resource,
+            startDate: window.startDate,
+            endDate: window.endDate,
+          });
+        }
+      }
+    }
+    if (payload.connections && payload.to >= CONNECTION_EVENTS_SINCE) {
+      const from = payload.from < CONNECTION_EVENTS_SINCE ? CONNECTION_EVENTS_SINCE : payload.from;
+      for (const window of planDateWindows(from, payload.to)) {
+        planned.push({
+          windowKey: `connections|${window.startDate}|${window.endDate}`,
+          uid: null,
+          resource: 'connections',
+          startDate: window.startDate,
+          endDate: window.endDate,
+        });
+      }
+    }
+    await planWindows(db, run.id, orgId, planned);
+
+    const pending = await listPendingWindows(db, run.id);
+    let enqueued = 0;
+    for (const window of pending) {
+      const common = { orgId, runId: run.id, windowKey: window.windowKey, startDate: window.startDate, endDate: window.endDate };
+      const added =
+        window.resource === 'connections'
+          ? await ctx.enqueue('connections.reconcile', common)
+          : await ctx.enqueue('records.poll', { ...common, uid: window.uid!, resource: window.resource });
+      if (added) enqueued++;
+    }
+    await finishRunIfComplete(db, run.id);
+    ctx.log.info(
+      { runId: run.id, resumed, windows: planned.length, pending: pending.length },
+      resumed ? 'resuming backfill run' : 'planned backfill run',
+    );
+    return {
+      runId: run.id,
+      resumed,
+      users: uids.length,
+      windows: planned.length,
+      alreadyDone: planned.length - pending.length,
+      enqueued,
+      unknownUids,
+    };
+  },
+});

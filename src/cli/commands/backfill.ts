@@ -1,0 +1,109 @@
+/**
+ * `validic-sync backfill --from D --to D [--resources r,…] [--users uid,…] [--restart] [--org id]`:
+ * users, v2 records and connection events for the range, resumable and idempotent.
+ */
+import type { Command } from 'commander';
+import { requireOrganizations } from '../../config/require-organizations.ts';
+import { UsageError, UserFacingError } from '../../errors.ts';
+import { emptyCounts, type LoadCounts } from '../../warehouse/batch.ts';
+import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
+import { parseDateRange, parseList } from '../parse-options.ts';
+import { createProgress } from '../progress.ts';
+import type { CommandRunner } from '../run-command.ts';
+
+interface BackfillOptions {
+  from: string;
+  to: string;
+  resources?: string;
+  users?: string;
+  restart?: boolean;
+  org?: string;
+  connections: boolean;
+}
+
+export function registerBackfill(program: Command, run: CommandRunner): void {
+  program
+    .command('backfill')
+    .description('users, v2 records and connection events for a date range; resumable and idempotent')
+    .requiredOption('--from <date>', 'first day, YYYY-MM-DD (UTC), "today" or e.g. 30d')
+    .requiredOption('--to <date>', 'last day (inclusive)')
+    .option('--resources <list>', 'comma-separated resources (default: all configured)')
+    .option('--users <list>', 'comma-separated uids (default: every user)')
+    .option('--no-connections', 'skip connection events')
+    .option('--restart', 'start over instead of resuming an unfinished run with the same arguments')
+    .option('--org <id>', 'only this organization (default: every configured one)')
+    .action((options: BackfillOptions) =>
+      run(async ({ config, log, signal, print }) => {
+        const range = parseDateRange(options.from, options.to);
+        const orgs = requireOrganizations(config).filter((o) => !options.org || o.orgId === options.org);
+        if (orgs.length === 0) throw new UsageError(`organization ${options.org} is not configured`, 'use an org id from the config');
+        const { toV2Resource } = await import('../../validic/v2-resources.ts');
+        const resources = parseList(options.resources)?.map(toV2Resource);
+        const { openRuntime } = await import('../../runtime/runtime.ts');
+        const { createInlineRunner } = await import('../run-jobs-inline.ts');
+        const runtime = await openRuntime(config, log);
+        let failed = false;
+        try {
+          for (const org of orgs) {
+            const started = Date.now();
+            const runner = createInlineRunner(runtime, signal, config.sync.concurrency);
+            const progress = createProgress({ label: `backfill ${org.orgId}` });
+            const counts: LoadCounts = emptyCounts();
+            let plan: { runId: string; windows: number; alreadyDone: number; users: number; resumed: boolean } | undefined;
+            let windowsDone = 0;
+            const progressDetail = () =>
+              `${counts.inserted} new, ${counts.updated} updated, ${counts.unchanged} unchanged`;
+            runner.on('completed', (job, result: any) => {
+              if (job.name === 'records.backfill') {
+                plan = result;
+                progress.setTotal(result.windows);
+                progress.update(result.alreadyDone + windowsDone, progressDetail());
+                if (result.resumed) {
+                  log.info(`resuming run ${result.runId}: ${result.alreadyDone} of ${result.windows} windows already done`);
+                }
+                return;
+              }
+              windowsDone++;
+              for (const key of Object.keys(counts) as (keyof LoadCounts)[]) counts[key] += result[key] ?? 0;
+              if (plan) progress.update(plan.alreadyDone + windowsDone, progressDetail());
+            });
+            runner.enqueue('records.backfill', {
+              orgId: org.orgId,
+              from: range.from,
+              to: range.to,
+              resources,
+              uids: parseList(options.users),
+              restart: options.restart === true,
+              connections: options.connections,
+            });
+            const failures = await runner.drain();
+            progress.stop();
+            const stats = runtime.requestStats;
+            const seconds = ((Date.now() - started) / 1000).toFixed(1);
+            print(`backfill ${org.orgId} ${range.from}..${range.to}: ${signal.aborted ? 'interrupted' : failures.length ? 'incomplete' : 'done'} in ${seconds} s`);
+            if (plan) {
+              print(
+                `  users ${plan.users} | windows ${plan.windows}${plan.resumed ? ` (resumed run: ${plan.alreadyDone} were already done)` : ''} | requests ${stats.requests} (retries ${stats.retries})`,
+              );
+            }
+            print(
+              `  records: inserted ${counts.inserted}, updated ${counts.updated}, unchanged ${counts.unchanged}, stale ${counts.stale}, quarantined ${counts.quarantined}`,
+            );
+            if (signal.aborted) {
+              throw new UserFacingError('backfill interrupted; committed windows are kept', {
+                fix: 'run the same command again to resume where it stopped',
+              });
+            }
+            if (failures.length > 0) {
+              failed = true;
+              for (const { job, error } of failures.slice(0, 5)) print(`  failed: ${job.name} ${job.id}: ${error.message}`);
+              print('  run the same command again to retry the windows that failed (finished ones are kept)');
+            }
+          }
+        } finally {
+          await runtime.close();
+        }
+        return failed ? EXIT_FAILED : EXIT_OK;
+      }),
+    );
+}

@@ -1,0 +1,31 @@
+/**
+ * Runs job modules in this process for a one-shot command: an InlineRunner whose jobs get contexts cut
+ * from the runtime, and whose fan-out (`ctx.enqueue`) lands in the same runner.
+ */
+import { jobCatalog } from '../../jobs/index.ts';
+import type { JobDefinition } from '../../jobs/job-definition.ts';
+import { InlineRunner } from '../queue/inline-runner.ts';
+import type { Runtime } from '../runtime/runtime.ts';
+
+export function createInlineRunner(runtime: Runtime, signal: AbortSignal, concurrency: number): InlineRunner {
+  const runner: InlineRunner = new InlineRunner({
+    catalog: jobCatalog as Record<string, JobDefinition>,
+    concurrency,
+    signal,
+    execute: (definition, job, jobSignal) =>
+      definition.run(
+        runtime.jobContext({
+          jobId: job.id,
+          attempt: job.attempt,
+          signal: jobSignal,
+          enqueue: async (name, payload) => runner.enqueue(name, payload),
+        }),
+        job.payload,
+      ),
+  });
+  runner.on('retrying', (job, error, delayMs) =>
+    runtime.log.warn({ job: job.name, jobId: job.id, attempt: job.attempt, delayMs, err: error }, 'job failed, retrying'),
+  );
+  runner.on('failed', (job, error) => runtime.log.error({ job: job.name, jobId: job.id, err: error }, 'job failed'));
+  return runner;
+}

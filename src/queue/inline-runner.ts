@@ -1,0 +1,133 @@
+/**
+ * Runs job modules in this process, for one-shot commands without Redis. It keeps BullMQ's contract
+ * where it matters to a job: payloads are validated on enqueue and on dequeue, a deterministic job id is
+ * queued at most once, transient failures are retried with exponential back-off up to `attempts`, and
+ * `PermanentError`s are not retried. Concurrency is bounded; an abort stops new jobs from starting.
+ */
+import { EventEmitter } from 'node:events';
+import { PermanentError, toError } from '../errors.ts';
+import { abortableSleep } from '../http/clock.ts';
+import type { JobDefinition } from '../../jobs/job-definition.ts';
+
+export interface InlineJob {
+  id: string;
+  name: string;
+  payload: unknown;
+  attempt: number;
+}
+
+export interface InlineRunnerEvents {
+  completed: [job: InlineJob, result: unknown];
+  failed: [job: InlineJob, error: Error];
+  retrying: [job: InlineJob, error: Error, delayMs: number];
+}
+
+export interface InlineRunnerOptions {
+  catalog: Record<string, JobDefinition>;
+  concurrency: number;
+  /** Runs one job; the caller builds the job's context (log, warehouse, clients …). */
+  execute: (definition: JobDefinition, job: InlineJob, signal: AbortSignal) => Promise<unknown>;
+  signal?: AbortSignal;
+  /** Back-off cap, so a one-shot command never sleeps for minutes between attempts. */
+  maxBackoffMs?: number;
+}
+
+export class InlineRunner extends EventEmitter<InlineRunnerEvents> {
+  readonly #options: InlineRunnerOptions;
+  readonly #pending: InlineJob[] = [];
+  readonly #seen = new Set<string>();
+  #running = 0;
+  #sequence = 0;
+  readonly #failures: { job: InlineJob; error: Error }[] = [];
+  #idleWaiters: (() => void)[] = [];
+
+  constructor(options: InlineRunnerOptions) {
+    super();
+    this.#options = options;
+  }
+
+  /** Queues a job; returns false when a job with the same deterministic id was queued before. */
+  enqueue(name: string, payload: unknown): boolean {
+    const definition = this.#definition(name);
+    const parsed = definition.payload.parse(payload);
+    const id = definition.jobId ? definition.jobId(parsed) : `${name}:${++this.#sequence}`;
+    if (this.#seen.has(id)) return false;
+    this.#seen.add(id);
+    this.#pending.push({ id, name, payload: parsed, attempt: 1 });
+    this.#pump();
+    return true;
+  }
+
+  /** Resolves when nothing is queued or running; returns the jobs that failed for good. */
+  async drain(): Promise<{ job: InlineJob; error: Error }[]> {
+    if (this.#running > 0 || (this.#pending.length > 0 && !this.#options.signal?.aborted)) {
+      await new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
+    }
+    return [...this.#failures];
+  }
+
+  get pendingCount(): number {
+    return this.#pending.length;
+  }
+
+  #definition(name: string): JobDefinition {
+    const definition = this.#options.catalog[name];
+    if (!definition) throw new PermanentError(`unknown job ${name}`);
+    return definition;
+  }
+
+  #pump(): void {
+    const signal = this.#options.signal;
+    while (this.#running < this.#options.concurrency && this.#pending.length > 0 && !signal?.aborted) {
+      const job = this.#pending.shift()!;
+      this.#running++;
+      void this.#runOne(job).finally(() => {
+        this.#running--;
+        this.#pump();
+        this.#notifyIfIdle();
+      });
+    }
+    this.#notifyIfIdle();
+  }
+
+  #notifyIfIdle(): void {
+    const idle = this.#running === 0 && (this.#pending.length === 0 || this.#options.signal?.aborted);
+    if (!idle) return;
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  async #runOne(job: InlineJob): Promise<void> {
+    const definition = this.#definition(job.name);
+    const signal = this.#options.signal ?? new AbortController().signal;
+    for (;;) {
+      try {
+        // Validated again on dequeue, as the BullMQ worker does.
+        const payload = definition.payload.parse(job.payload);
+        const result = await this.#options.execute(definition, { ...job, payload }, signal);
+        this.emit('completed', job, result);
+        return;
+      } catch (thrown) {
+        const error = toError(thrown);
+        const lastAttempt = job.attempt >= definition.options.attempts;
+        if (error instanceof PermanentError || lastAttempt || signal.aborted) {
+          this.#failures.push({ job, error });
+          this.emit('failed', job, error);
+          return;
+        }
+        const base = definition.options.backoff.delay * 2 ** (job.attempt - 1);
+        const delayMs = Math.min(base, this.#options.maxBackoffMs ?? 30_000);
+        this.emit('retrying', job, error, delayMs);
+        try {
+          await abortableSleep(delayMs, signal);
+        } catch {
+          this.#failures.push({ job, error });
+          this.emit('failed', job, error);
+          return;
+        }
+        job = { ...job, attempt: job.attempt + 1 };
+      }
+    }
+  }
+}

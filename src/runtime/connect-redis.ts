@@ -1,0 +1,41 @@
+/**
+ * Connects to Redis with a bounded first attempt, so a wrong REDIS_URL is one clear error instead of an
+ * endless reconnect loop. Once connected, ioredis reconnects by itself when Redis goes away and returns.
+ */
+import { Redis } from 'ioredis';
+import { redactKnownSecrets } from '../config/redact.ts';
+import { UserFacingError } from '../errors.ts';
+
+export async function connectRedis(url: string, options: { timeoutMs?: number } = {}): Promise<Redis> {
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    // BullMQ requires this for its blocking workers; it is also what lets commands wait out a restart.
+    maxRetriesPerRequest: null,
+    connectTimeout: options.timeoutMs ?? 5000,
+    retryStrategy: (times) => Math.min(times * 200, 2000),
+  });
+  try {
+    await Promise.race([
+      redis.connect(),
+      new Promise((_, reject) =>
+        setTimeout(() => reject(new Error('timed out')), options.timeoutMs ?? 5000).unref(),
+      ),
+    ]);
+    return redis;
+  } catch (error) {
+    redis.disconnect();
+    throw new UserFacingError(`cannot reach Redis at ${redactKnownSecrets(safeHost(url))}: ${(error as Error).message}`, {
+      fix: 'start Redis or correct REDIS_URL; one-shot commands also run without REDIS_URL (jobs run inline)',
+      cause: error,
+    });
+  }
+}
+
+function safeHost(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.hostname}:${parsed.port || 6379}`;
+  } catch {
+    return 'the configured URL';
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * A process's assembled parts: validated config, logger, warehouse (migrated), optional Redis, and the
+ * platform clients of every configured organization. One-shot commands and the worker build it the
+ * same way and hand jobs a `JobContext` cut from it.
+ */
+import type { Redis } from 'ioredis';
+import type { JobContext } from '../../jobs/job-context.ts';
+import type { Config } from '../config/schema.ts';
+import { ConfigError } from '../errors.ts';
+import type { Logger } from '../log/logger.ts';
+import { migrateToLatest } from '../warehouse/migrate.ts';
+import { openWarehouse, type Warehouse } from '../warehouse/open-warehouse.ts';
+import { connectRedis } from './connect-redis.ts';
+import { createOrgClients, type OrgClients } from './org-clients.ts';
+import { createRequestStats, type RequestStats } from './request-stats.ts';
+
+export interface Runtime {
+  config: Config;
+  log: Logger;
+  warehouse: Warehouse;
+  redis: Redis | undefined;
+  requestStats: RequestStats;
+  org(orgId: string): OrgClients;
+  /** A job context for one job execution. */
+  jobContext(input: {
+    jobId: string;
+    attempt: number;
+    signal: AbortSignal;
+    enqueue: JobContext['enqueue'];
+  }): JobContext;
+  close(): Promise<void>;
+}
+
+export interface OpenRuntimeOptions {
+  /** Use Redis (for the shared request budget) when REDIS_URL is set; default true. */
+  useRedis?: boolean;
+  /** An already open warehouse (tests, demo); otherwise opened from config. */
+  warehouse?: Warehouse;
+}
+
+export async function openRuntime(config: Config, log: Logger, options: OpenRuntimeOptions = {}): Promise<Runtime> {
+  const warehouse =
+    options.warehouse ?? (await openWarehouse({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log }));
+  let redis: Redis | undefined;
+  try {
+    await migrateToLatest(warehouse.db);
+    if (config.redisUrl && options.useRedis !== false) redis = await connectRedis(config.redisUrl);
+  } catch (error) {
+    if (!options.warehouse) await warehouse.close();
+    throw error;
+  }
+  const requestStats = createRequestStats();
+  const clients = new Map<string, OrgClients>();
+  for (const org of config.organizations) {
+    clients.set(
+      org.orgId,
+      createOrgClients(org, {
+        log,
+        redis,
+        redisPrefix: config.redisPrefix,
+        onRequest: (event) => requestStats.record(event),
+      }),
+    );
+  }
+  const org = (orgId: string): OrgClients => {
+    const found = clients.get(orgId);
+    if (found) return found;
+    throw new ConfigError([
+      {
+        key: 'organizations',
+        message: `organization ${orgId} is not configured`,
+        fix: `add ${orgId} to the organizations of the config file (or set VALIDIC_ORG_ID)`,
+      },
+    ]);
+  };
+  return {
+    config,
+    log,
+    warehouse,
+    redis,
+    requestStats,
+    org,
+    jobContext: ({ jobId, attempt, signal, enqueue }) => ({
+      log: log.child({ jobId }),
+      warehouse,
+      org,
+      signal,
+      attempt,
+      jobId,
+      enqueue,
+      config,
+    }),
+    async close() {
+      await Promise.all([...clients.values()].map((c) => c.close()));
+      redis?.disconnect();
+      if (!options.warehouse) await warehouse.close();
+    },
+  };
+}
