@@ -32,7 +32,10 @@ export const connectionsReconcile = defineJob({
   payload: connectionsReconcilePayload,
   // Reconciliation goes before backfill work (lower number = higher priority in BullMQ).
   options: { attempts: 5, backoff: { type: 'exponential', delay: 2000 }, priority: 10 },
-  jobId: (p) => ['connections.reconcile', p.orgId, p.startDate, p.endDate, p.runId ?? ''].map(encodeURIComponent).join('|'),
+  jobId: (p) =>
+    ['connections.reconcile', p.orgId, p.startDate, p.endDate, p.runId ?? '']
+      .map(encodeURIComponent)
+      .join('|'),
   async run(ctx, payload): Promise<ConnectionsReconcileResult> {
     const { v2 } = ctx.org(payload.orgId);
     const result: ConnectionsReconcileResult = { ...emptyCounts(), events: 0, pages: 0 };
@@ -53,19 +56,37 @@ export const connectionsReconcile = defineJob({
         {},
         { log: ctx.log },
       );
-      for (const key of ['inserted', 'updated', 'unchanged', 'stale', 'quarantined'] as const) result[key] += loaded[key];
+      for (const key of ['inserted', 'updated', 'unchanged', 'stale', 'quarantined'] as const)
+        result[key] += loaded[key];
     }
     // Only after every page is committed is the window done; a crash before this line redoes the window,
     // which costs requests but no data (events are keyed by id).
     const windows =
       payload.runId && payload.windowKey
-        ? [{ runId: payload.runId, windowKey: payload.windowKey, records: result.events, requests: result.pages + 1 }]
+        ? [
+            {
+              runId: payload.runId,
+              windowKey: payload.windowKey,
+              records: result.events,
+              requests: result.pages + 1,
+            },
+          ]
         : [];
     const cursor = {
       key: 'reconcile:last',
-      value: { at: new Date().toISOString(), startDate: payload.startDate, endDate: payload.endDate, events: result.events, missed: result.inserted },
+      value: {
+        at: new Date().toISOString(),
+        startDate: payload.startDate,
+        endDate: payload.endDate,
+        events: result.events,
+        missed: result.inserted,
+      },
     };
-    await applyBatch(ctx.warehouse, { orgId: payload.orgId, arrivedVia: 'poll', items: [] }, { windows, cursors: [cursor] });
+    await applyBatch(
+      ctx.warehouse,
+      { orgId: payload.orgId, arrivedVia: 'poll', items: [] },
+      { windows, cursors: [cursor] },
+    );
     if (payload.runId) await finishRunIfComplete(ctx.warehouse.db, payload.runId);
     if (result.inserted > 0) {
       ctx.log.info(

@@ -115,7 +115,13 @@ export const recordsBackfill = defineJob({
     const pending = await listPendingWindows(db, run.id);
     let enqueued = 0;
     for (const window of pending) {
-      const common = { orgId, runId: run.id, windowKey: window.windowKey, startDate: window.startDate, endDate: window.endDate };
+      const common = {
+        orgId,
+        runId: run.id,
+        windowKey: window.windowKey,
+        startDate: window.startDate,
+        endDate: window.endDate,
+      };
       const added =
         window.resource === 'connections'
           ? await ctx.enqueue('connections.reconcile', common)

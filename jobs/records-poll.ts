@@ -50,7 +50,11 @@ export const recordsPoll = defineJob({
         : [];
     const loaded = await applyBatch(
       ctx.warehouse,
-      { orgId: payload.orgId, arrivedVia: 'poll', items: records.map((raw) => ({ kind: 'record' as const, raw })) },
+      {
+        orgId: payload.orgId,
+        arrivedVia: 'poll',
+        items: records.map((raw) => ({ kind: 'record' as const, raw })),
+      },
       {
         windows,
         cursors: [

@@ -3,10 +3,10 @@
  * page as one batch. The cursor records when the list was last read completely.
  */
 import { z } from 'zod';
-import type { LoadCounts } from '../src/warehouse/batch.ts';
 import { applyBatch } from '../src/warehouse/apply-batch.ts';
-import { defineJob } from './job-definition.ts';
+import type { LoadCounts } from '../src/warehouse/batch.ts';
 import type { JobContext } from './job-context.ts';
+import { defineJob } from './job-definition.ts';
 
 export const usersSyncPayload = z.object({ orgId: z.string().min(1) });
 
@@ -17,7 +17,15 @@ export interface UsersSyncResult extends LoadCounts {
 
 export async function syncUsers(ctx: JobContext, orgId: string): Promise<UsersSyncResult> {
   const { v2 } = ctx.org(orgId);
-  const result: UsersSyncResult = { users: 0, uids: [], inserted: 0, updated: 0, unchanged: 0, stale: 0, quarantined: 0 };
+  const result: UsersSyncResult = {
+    users: 0,
+    uids: [],
+    inserted: 0,
+    updated: 0,
+    unchanged: 0,
+    stale: 0,
+    quarantined: 0,
+  };
   const pages = v2.listUsersPages({ signal: ctx.signal });
   const iterator = pages[Symbol.asyncIterator]();
   let next = await iterator.next();
@@ -25,14 +33,17 @@ export async function syncUsers(ctx: JobContext, orgId: string): Promise<UsersSy
     const page = next.value;
     next = await iterator.next();
     // The cursor moves with the last page only, in the same transaction as that page's users.
-    const cursors = next.done ? [{ key: 'users:last_full_sync', value: { at: new Date().toISOString() } }] : [];
+    const cursors = next.done
+      ? [{ key: 'users:last_full_sync', value: { at: new Date().toISOString() } }]
+      : [];
     const loaded = await applyBatch(
       ctx.warehouse,
       { orgId, arrivedVia: 'poll', items: page.users.map((raw) => ({ kind: 'user' as const, raw })) },
       { cursors },
       { log: ctx.log },
     );
-    for (const key of ['inserted', 'updated', 'unchanged', 'stale', 'quarantined'] as const) result[key] += loaded[key];
+    for (const key of ['inserted', 'updated', 'unchanged', 'stale', 'quarantined'] as const)
+      result[key] += loaded[key];
     result.users += page.users.length;
     for (const user of page.users) if (typeof user.uid === 'string') result.uids.push(user.uid);
   }

@@ -24,8 +24,13 @@ export function createInlineRunner(runtime: Runtime, signal: AbortSignal, concur
       ),
   });
   runner.on('retrying', (job, error, delayMs) =>
-    runtime.log.warn({ job: job.name, jobId: job.id, attempt: job.attempt, delayMs, err: error }, 'job failed, retrying'),
+    runtime.log.warn(
+      { job: job.name, jobId: job.id, attempt: job.attempt, delayMs, err: error },
+      'job failed, retrying',
+    ),
   );
-  runner.on('failed', (job, error) => runtime.log.error({ job: job.name, jobId: job.id, err: error }, 'job failed'));
+  runner.on('failed', (job, error) =>
+    runtime.log.error({ job: job.name, jobId: job.id, err: error }, 'job failed'),
+  );
   return runner;
 }

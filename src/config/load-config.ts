@@ -31,6 +31,7 @@ const ENV_TO_KEY: Record<string, string> = {
   VALIDIC_LEGACY_TOKEN: 'organizations.0.legacyToken',
   VALIDIC_REQUESTS_PER_HOUR: 'organizations.0.requestsPerHour',
   VALIDIC_STREAM_NAME: 'organizations.0.stream.name',
+  VALIDIC_SYNC_CONCURRENCY: 'sync.concurrency',
 };
 const KEY_TO_ENV = Object.fromEntries(Object.entries(ENV_TO_KEY).map(([env, key]) => [key, env]));
 

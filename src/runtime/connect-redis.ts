@@ -24,10 +24,13 @@ export async function connectRedis(url: string, options: { timeoutMs?: number } 
     return redis;
   } catch (error) {
     redis.disconnect();
-    throw new UserFacingError(`cannot reach Redis at ${redactKnownSecrets(safeHost(url))}: ${(error as Error).message}`, {
-      fix: 'start Redis or correct REDIS_URL; one-shot commands also run without REDIS_URL (jobs run inline)',
-      cause: error,
-    });
+    throw new UserFacingError(
+      `cannot reach Redis at ${redactKnownSecrets(safeHost(url))}: ${(error as Error).message}`,
+      {
+        fix: 'start Redis or correct REDIS_URL; one-shot commands also run without REDIS_URL (jobs run inline)',
+        cause: error,
+      },
+    );
   }
 }
 

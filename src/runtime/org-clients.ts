@@ -3,10 +3,10 @@
  * bucket (in Redis when the process has Redis, so a fleet shares it).
  */
 import type { OrganizationConfig } from '../config/schema.ts';
-import { createHttpClient, type HttpClient, type RequestEvent } from '../http/http-client.ts';
-import { createRequestBudget, type RequestBudget } from '../http/request-budget.ts';
 import { budgetKeyOf } from '../http/budget-key.ts';
+import { createHttpClient, type HttpClient, type RequestEvent } from '../http/http-client.ts';
 import type { RedisEvalClient } from '../http/redis-request-budget.ts';
+import { createRequestBudget, type RequestBudget } from '../http/request-budget.ts';
 import type { Logger } from '../log/logger.ts';
 import { createLegacyClient, type LegacyClient } from '../validic/legacy-client.ts';
 import { createStreamsClient, type StreamsClient } from '../validic/streams-client.ts';

@@ -38,9 +38,14 @@ export interface OpenRuntimeOptions {
   warehouse?: Warehouse;
 }
 
-export async function openRuntime(config: Config, log: Logger, options: OpenRuntimeOptions = {}): Promise<Runtime> {
+export async function openRuntime(
+  config: Config,
+  log: Logger,
+  options: OpenRuntimeOptions = {},
+): Promise<Runtime> {
   const warehouse =
-    options.warehouse ?? (await openWarehouse({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log }));
+    options.warehouse ??
+    (await openWarehouse({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log }));
   let redis: Redis | undefined;
   try {
     await migrateToLatest(warehouse.db);

@@ -36,7 +36,11 @@ export function registerBackfill(program: Command, run: CommandRunner): void {
       run(async ({ config, log, signal, print }) => {
         const range = parseDateRange(options.from, options.to);
         const orgs = requireOrganizations(config).filter((o) => !options.org || o.orgId === options.org);
-        if (orgs.length === 0) throw new UsageError(`organization ${options.org} is not configured`, 'use an org id from the config');
+        if (orgs.length === 0)
+          throw new UsageError(
+            `organization ${options.org} is not configured`,
+            'use an org id from the config',
+          );
         const { toV2Resource } = await import('../../validic/v2-resources.ts');
         const resources = parseList(options.resources)?.map(toV2Resource);
         const { openRuntime } = await import('../../runtime/runtime.ts');
@@ -49,7 +53,9 @@ export function registerBackfill(program: Command, run: CommandRunner): void {
             const runner = createInlineRunner(runtime, signal, config.sync.concurrency);
             const progress = createProgress({ label: `backfill ${org.orgId}` });
             const counts: LoadCounts = emptyCounts();
-            let plan: { runId: string; windows: number; alreadyDone: number; users: number; resumed: boolean } | undefined;
+            let plan:
+              | { runId: string; windows: number; alreadyDone: number; users: number; resumed: boolean }
+              | undefined;
             let windowsDone = 0;
             const progressDetail = () =>
               `${counts.inserted} new, ${counts.updated} updated, ${counts.unchanged} unchanged`;
@@ -59,7 +65,9 @@ export function registerBackfill(program: Command, run: CommandRunner): void {
                 progress.setTotal(result.windows);
                 progress.update(result.alreadyDone + windowsDone, progressDetail());
                 if (result.resumed) {
-                  log.info(`resuming run ${result.runId}: ${result.alreadyDone} of ${result.windows} windows already done`);
+                  log.info(
+                    `resuming run ${result.runId}: ${result.alreadyDone} of ${result.windows} windows already done`,
+                  );
                 }
                 return;
               }
@@ -80,7 +88,9 @@ export function registerBackfill(program: Command, run: CommandRunner): void {
             progress.stop();
             const stats = runtime.requestStats;
             const seconds = ((Date.now() - started) / 1000).toFixed(1);
-            print(`backfill ${org.orgId} ${range.from}..${range.to}: ${signal.aborted ? 'interrupted' : failures.length ? 'incomplete' : 'done'} in ${seconds} s`);
+            print(
+              `backfill ${org.orgId} ${range.from}..${range.to}: ${signal.aborted ? 'interrupted' : failures.length ? 'incomplete' : 'done'} in ${seconds} s`,
+            );
             if (plan) {
               print(
                 `  users ${plan.users} | windows ${plan.windows}${plan.resumed ? ` (resumed run: ${plan.alreadyDone} were already done)` : ''} | requests ${stats.requests} (retries ${stats.retries})`,
@@ -96,7 +106,8 @@ export function registerBackfill(program: Command, run: CommandRunner): void {
             }
             if (failures.length > 0) {
               failed = true;
-              for (const { job, error } of failures.slice(0, 5)) print(`  failed: ${job.name} ${job.id}: ${error.message}`);
+              for (const { job, error } of failures.slice(0, 5))
+                print(`  failed: ${job.name} ${job.id}: ${error.message}`);
               print('  run the same command again to retry the windows that failed (finished ones are kept)');
             }
           }

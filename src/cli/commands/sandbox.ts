@@ -38,7 +38,9 @@ export function registerSandbox(program: Command, run: CommandRunner): void {
           users: parsePositiveInt('users', options.users),
           days: parsePositiveInt('days', options.days),
           pokeIntervalMs: parsePositiveInt('poke-ms', options.pokeMs),
-          requestsPerHour: options.requestsPerHour ? parsePositiveInt('requests-per-hour', options.requestsPerHour) : null,
+          requestsPerHour: options.requestsPerHour
+            ? parsePositiveInt('requests-per-hour', options.requestsPerHour)
+            : null,
         });
         print(
           JSON.stringify({
@@ -53,7 +55,9 @@ export function registerSandbox(program: Command, run: CommandRunner): void {
           }),
         );
         log.info({ port: sandbox.port }, 'sandbox running; stop it with Ctrl-C');
-        await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+        await new Promise<void>((resolve) =>
+          signal.addEventListener('abort', () => resolve(), { once: true }),
+        );
         await sandbox.close();
       }),
     );

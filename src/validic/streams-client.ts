@@ -1,0 +1,170 @@
+/**
+ * Typed client of the streams API (`{streamsUrl}/streams...`) and the replay URL. Connecting itself is
+ * the SSE consumer's job: `connectUrl` / `replayUrl` give it the URLs to pass to
+ * `http.openEventStream(url, { budgetKey: token })`.
+ */
+import { UserFacingError } from '../errors.ts';
+import type { HttpClient } from '../http/http-client.ts';
+import { httpStatusOf, PermanentHttpError } from '../http/http-errors.ts';
+import { buildUrl } from './build-url.ts';
+import { listItems, parseEnvelope, type RawObject, rawObject, UnexpectedResponseError } from './envelopes.ts';
+
+/** Streams per customer the platform allows. */
+export const MAX_STREAMS = 5;
+
+export interface StreamInfo extends RawObject {
+  id: string;
+  name: string;
+}
+
+export interface CreateStreamParams {
+  name: string;
+  /** YYYY-MM-DD: deliver data from this date on. */
+  start_date?: string;
+  /** Record types, e.g. ['measurement', 'nutrition']. */
+  resource_filter?: string[];
+  event_type_filter?: string[];
+}
+
+export interface StreamsClientOptions {
+  http: HttpClient;
+  /** e.g. https://streams.v2.validic.com (a path prefix is kept). */
+  streamsUrl: string;
+  token: string;
+}
+
+export interface StreamsClient {
+  listStreams(options?: { signal?: AbortSignal }): Promise<StreamInfo[]>;
+  createStream(params: CreateStreamParams, options?: { signal?: AbortSignal }): Promise<StreamInfo>;
+  getStream(id: string, options?: { signal?: AbortSignal }): Promise<StreamInfo>;
+  renameStream(id: string, name: string, options?: { signal?: AbortSignal }): Promise<StreamInfo>;
+  deleteStream(id: string, options?: { signal?: AbortSignal }): Promise<void>;
+  /** The stream named `name` (first match), created with `resources` as its filter when missing. */
+  findOrCreateStream(params: {
+    name: string;
+    resources?: string[];
+    startDate?: string;
+    signal?: AbortSignal;
+  }): Promise<StreamInfo>;
+  /** SSE URL of a stream (carries the token: never log it unredacted). */
+  connectUrl(id: string): URL;
+  /** SSE replay URL from `date` (YYYY-MM-DD), optionally for some record types only. */
+  replayUrl(params: { date: string; resources?: string[] }): URL;
+}
+
+export function createStreamsClient(options: StreamsClientOptions): StreamsClient {
+  const { http, streamsUrl, token } = options;
+  const url = (segments: string[], query: Record<string, string | undefined> = {}) =>
+    buildUrl(streamsUrl, segments, { ...query, token });
+  const req = { budgetKey: token };
+
+  const listStreams = async ({ signal }: { signal?: AbortSignal } = {}): Promise<StreamInfo[]> => {
+    const body = await http.getJson<unknown>(url(['streams']), { ...req, signal });
+    return listItems(body, 'streams', 'GET /streams').items.map((s) => toStream(s, 'GET /streams'));
+  };
+
+  const createStream = async (params: CreateStreamParams, { signal }: { signal?: AbortSignal } = {}) => {
+    try {
+      const body = await http.sendJson<unknown>('POST', url(['streams']), params, { ...req, signal });
+      return toStream(unwrap(body), 'POST /streams');
+    } catch (err) {
+      if (err instanceof PermanentHttpError && (await isStreamLimit(err, signal))) {
+        throw new UserFacingError(
+          `cannot create stream "${params.name}": the platform allows at most ${MAX_STREAMS} streams per customer`,
+          {
+            fix: 'delete an unused stream (GET/DELETE {streamsUrl}/streams/{id}), or set the stream name in the config to one of the existing streams',
+            cause: err,
+          },
+        );
+      }
+      throw err;
+    }
+  };
+
+  /** The 6th stream fails as 422 (observed) or another 4xx; confirm by counting when the status is unusual. */
+  const isStreamLimit = async (
+    err: PermanentHttpError,
+    signal: AbortSignal | undefined,
+  ): Promise<boolean> => {
+    if (err.status === 401 || err.status === 403) return false;
+    if (err.status === 422 || err.status === 409) return true;
+    if (err.messages.some((m) => /limit|maximum|max\b|exceed|too many/i.test(m))) return true;
+    try {
+      return (await listStreams({ signal })).length >= MAX_STREAMS;
+    } catch {
+      return false;
+    }
+  };
+
+  return {
+    listStreams,
+    createStream,
+    async getStream(id, { signal } = {}) {
+      const body = await http.getJson<unknown>(url(['streams', id]), { ...req, signal });
+      return toStream(unwrap(body), 'GET /streams/{id}');
+    },
+    async renameStream(id, name, { signal } = {}) {
+      const body = await http.sendJson<unknown>('PUT', url(['streams', id]), { name }, { ...req, signal });
+      // Some servers answer a rename with no body: report the new name anyway.
+      if (body === undefined) return { id, name };
+      return toStream(unwrap(body), 'PUT /streams/{id}');
+    },
+    async deleteStream(id, { signal } = {}) {
+      try {
+        await http.sendJson<unknown>('DELETE', url(['streams', id]), undefined, { ...req, signal });
+      } catch (err) {
+        // Deleting what is already gone is done (a retried DELETE may see its own success as 404).
+        if (httpStatusOf(err) === 404) return;
+        throw err;
+      }
+    },
+    async findOrCreateStream({ name, resources, startDate, signal }) {
+      const existing = (await listStreams({ signal })).find((s) => s.name === name);
+      if (existing) return existing;
+      const params: CreateStreamParams = { name };
+      if (resources && resources.length > 0) params.resource_filter = resources;
+      if (startDate) params.start_date = startDate;
+      try {
+        return await createStream(params, { signal });
+      } catch (err) {
+        // A POST whose answer was lost (cut body, 5xx after acting) is not repeated by the HTTP layer;
+        // the stream may exist now, so look again before giving up.
+        if (!isRetryable(err)) throw err;
+        const created = (await listStreams({ signal })).find((s) => s.name === name);
+        if (created) return created;
+        throw err;
+      }
+    },
+    connectUrl(id) {
+      return url(['streams', id, 'connect']);
+    },
+    replayUrl({ date, resources }) {
+      return url(['replay'], {
+        date,
+        resources: resources && resources.length > 0 ? resources.join(',') : undefined,
+      });
+    },
+  };
+}
+
+function isRetryable(err: unknown): boolean {
+  return (err as { retryable?: unknown } | null)?.retryable === true;
+}
+
+/** Single objects come bare; tolerate `{ stream: {...} }` and `{ data: {...} }`. */
+function unwrap(body: unknown): RawObject {
+  const obj = parseEnvelope(rawObject, body, 'streams API');
+  for (const key of ['stream', 'data']) {
+    const inner = obj[key];
+    if (inner && typeof inner === 'object' && !Array.isArray(inner)) return inner as RawObject;
+  }
+  return obj;
+}
+
+function toStream(obj: RawObject, what: string): StreamInfo {
+  const id = obj.id ?? obj._id;
+  if (typeof id !== 'string' && typeof id !== 'number') {
+    throw new UnexpectedResponseError(what, 'a stream without an id');
+  }
+  return { ...obj, id: String(id), name: typeof obj.name === 'string' ? obj.name : '' };
+}

@@ -1,0 +1,149 @@
+/**
+ * Typed client of the v2 REST API: users, records per resource, connection events. The org token
+ * rides as `?token=` (no header alternative exists) and also keys the request budget.
+ *
+ * Pagers never loop: they stop on `{}`, on `{ data: [] }`, on a short page, and when a page repeats the
+ * previous page's ids (a server ignoring `offset` would otherwise be read forever).
+ */
+
+import { UsageError } from '../errors.ts';
+import type { HttpClient } from '../http/http-client.ts';
+import { buildUrl, type QueryValue } from './build-url.ts';
+import { parseUtcDate } from './date-windows.ts';
+import {
+  listItems,
+  numberField,
+  pageSignature,
+  parseEnvelope,
+  type RawObject,
+  rawObject,
+} from './envelopes.ts';
+import { resourcePath, toV2Resource, type V2Resource } from './v2-resources.ts';
+
+export interface V2ClientOptions {
+  http: HttpClient;
+  /** e.g. https://api.v2.validic.com (a path prefix is kept). */
+  apiUrl: string;
+  orgId: string;
+  token: string;
+  /** Safety stop for pagers, in pages (default 100,000). */
+  maxPages?: number;
+}
+
+export interface UsersPage {
+  /** Page index sent as `offset`. */
+  offset: number;
+  /** User objects as received. */
+  users: RawObject[];
+  meta: RawObject | undefined;
+}
+
+export interface ConnectionsPage {
+  /** Page index sent as `page`. */
+  page: number;
+  /** Connection events as received. */
+  connections: RawObject[];
+  meta: RawObject | undefined;
+}
+
+export interface FetchRecordsParams {
+  uid: string;
+  /** Path name or record type: measurements|measurement, nutrition, intraday, summaries, workouts, sleep, cgm. */
+  resource: V2Resource | string;
+  /** YYYY-MM-DD inclusive; at most 30 days with endDate (use planDateWindows). */
+  startDate: string;
+  endDate: string;
+  /** Optional source filter (comma-separated). */
+  source?: string;
+  signal?: AbortSignal;
+}
+
+export interface V2Client {
+  listUsersPages(options?: {
+    limit?: number;
+    startOffset?: number;
+    signal?: AbortSignal;
+  }): AsyncIterable<UsersPage>;
+  getUser(uid: string, options?: { signal?: AbortSignal }): Promise<RawObject>;
+  fetchRecords(params: FetchRecordsParams): Promise<RawObject[]>;
+  listConnectionsPages(options: {
+    startDate: string;
+    endDate: string;
+    limit?: number;
+    startPage?: number;
+    signal?: AbortSignal;
+  }): AsyncIterable<ConnectionsPage>;
+}
+
+const MAX_WINDOW_DAYS = 30;
+
+export function createV2Client(options: V2ClientOptions): V2Client {
+  const { http, apiUrl, orgId, token } = options;
+  const maxPages = options.maxPages ?? 100_000;
+  const url = (segments: string[], query: Record<string, QueryValue> = {}) =>
+    buildUrl(apiUrl, ['organizations', orgId, ...segments], { ...query, token });
+  const get = (target: URL, signal: AbortSignal | undefined) =>
+    http.getJson<unknown>(target, { signal, budgetKey: token });
+
+  return {
+    async *listUsersPages({ limit = 1000, startOffset = 0, signal } = {}) {
+      let previous: string | undefined;
+      for (let offset = startOffset; offset < startOffset + maxPages; offset++) {
+        const body = await get(url(['users'], { limit, offset }), signal);
+        const { items, meta } = listItems(body, 'data', 'GET /users');
+        if (items.length === 0) return;
+        const signature = pageSignature(items);
+        if (signature === previous) return;
+        previous = signature;
+        yield { offset, users: items, meta };
+        // The server may cap `limit` below what we asked; a page is short only against what it applied.
+        const applied = Math.min(limit, numberField(meta, 'limit') ?? limit);
+        if (items.length < applied) return;
+      }
+    },
+
+    async getUser(uid, { signal } = {}) {
+      const body = await get(url(['users', uid]), signal);
+      // A single object comes bare; tolerate `{ data: {...} }` too.
+      const user = parseEnvelope(rawObject, body, 'GET /users/{uid}');
+      const inner = user.data;
+      return inner && typeof inner === 'object' && !Array.isArray(inner) ? (inner as RawObject) : user;
+    },
+
+    async fetchRecords({ uid, resource, startDate, endDate, source, signal }) {
+      const name = toV2Resource(resource);
+      const days = parseUtcDate(endDate) - parseUtcDate(startDate) + 1;
+      if (days < 1 || days > MAX_WINDOW_DAYS) {
+        throw new UsageError(
+          `record window ${startDate}..${endDate} spans ${days} days; the platform allows 1 to ${MAX_WINDOW_DAYS}`,
+          'split the range with planDateWindows()',
+        );
+      }
+      const body = await get(
+        url(['users', uid, resourcePath(name)], { start_date: startDate, end_date: endDate, source }),
+        signal,
+      );
+      return listItems(body, 'data', `GET /users/{uid}/${name}`).items;
+    },
+
+    async *listConnectionsPages({ startDate, endDate, limit = 1000, startPage = 0, signal }) {
+      let previous: string | undefined;
+      for (let page = startPage; page < startPage + maxPages; page++) {
+        const body = await get(
+          url(['connections'], { start_date: startDate, end_date: endDate, page, limit }),
+          signal,
+        );
+        const { items, meta } = listItems(body, 'connections', 'GET /connections');
+        if (items.length === 0) return;
+        const signature = pageSignature(items);
+        if (signature === previous) return;
+        previous = signature;
+        yield { page, connections: items, meta };
+        const applied = Math.min(limit, numberField(meta, 'limit') ?? limit);
+        if (items.length < applied) return;
+        const total = numberField(meta, 'total');
+        if (total !== undefined && (page + 1) * applied >= total) return;
+      }
+    },
+  };
+}

@@ -1,0 +1,139 @@
+import { MockAgent } from 'undici';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { PermanentError, UserFacingError } from '../../src/errors.ts';
+import { createManualClock } from '../../src/http/clock.ts';
+import { createHttpClient } from '../../src/http/http-client.ts';
+import { createStreamsClient } from '../../src/validic/streams-client.ts';
+
+const ORIGIN = 'https://streams.example.test';
+type Call = { method: string; url: URL; body: unknown };
+let agent: MockAgent;
+let calls: Call[];
+
+beforeEach(() => {
+  agent = new MockAgent();
+  agent.disableNetConnect();
+  calls = [];
+});
+afterEach(async () => {
+  await agent.close();
+});
+
+/** A tiny in-memory streams service with the 5-stream limit. */
+function serveStreams(initial: Array<{ id: string; name: string }>, limitStatus = 422) {
+  const streams = [...initial];
+  let next = 100;
+  for (const method of ['GET', 'POST', 'PUT', 'DELETE']) {
+    agent
+      .get(ORIGIN)
+      .intercept({ path: () => true, method })
+      .reply((req) => {
+        const url = new URL(req.path, ORIGIN);
+        const body = typeof req.body === 'string' && req.body !== '' ? JSON.parse(req.body) : undefined;
+        calls.push({ method, url, body });
+        const [, , id, action] = url.pathname.split('/');
+        if (method === 'GET' && !id) return { statusCode: 200, data: JSON.stringify({ streams }) };
+        if (method === 'POST') {
+          if (streams.length >= 5)
+            return { statusCode: limitStatus, data: JSON.stringify({ message: 'too many' }) };
+          const created = { id: `s${next++}`, name: body.name, resource_filter: body.resource_filter ?? [] };
+          streams.unshift(created);
+          return { statusCode: 201, data: JSON.stringify(created) };
+        }
+        const found = streams.find((s) => s.id === id);
+        if (!found || action) return { statusCode: 404, data: JSON.stringify({ message: 'not found' }) };
+        if (method === 'PUT') found.name = body.name;
+        if (method === 'DELETE') {
+          streams.splice(streams.indexOf(found), 1);
+          return { statusCode: 204, data: '' };
+        }
+        return { statusCode: 200, data: JSON.stringify(found) };
+      })
+      .persist();
+  }
+  return streams;
+}
+
+const client = () =>
+  createStreamsClient({
+    http: createHttpClient({ dispatcher: agent, clock: createManualClock() }),
+    streamsUrl: `${ORIGIN}/`,
+    token: 'stream-tok',
+  });
+
+describe('streams client', () => {
+  it('lists, creates, gets, renames and deletes', async () => {
+    const store = serveStreams([{ id: 's1', name: 'old' }]);
+    const c = client();
+    expect((await c.listStreams()).map((s) => s.id)).toEqual(['s1']);
+    const created = await c.createStream({ name: 'warehouse', resource_filter: ['measurement'] });
+    expect(created).toMatchObject({ id: 's100', name: 'warehouse', resource_filter: ['measurement'] });
+    expect(calls.at(-1)).toMatchObject({
+      method: 'POST',
+      body: { name: 'warehouse', resource_filter: ['measurement'] },
+    });
+    expect((await c.getStream('s1')).name).toBe('old');
+    expect((await c.renameStream('s1', 'renamed')).name).toBe('renamed');
+    await c.deleteStream('s1');
+    await c.deleteStream('s1'); // already gone: fine
+    expect(store.map((s) => s.id)).toEqual(['s100']);
+    expect(calls.every((call) => call.url.searchParams.get('token') === 'stream-tok')).toBe(true);
+    await expect(c.getStream('missing')).rejects.toBeInstanceOf(PermanentError);
+  });
+
+  it('findOrCreateStream reuses a stream by name, else creates it', async () => {
+    serveStreams([{ id: 's1', name: 'warehouse' }]);
+    const c = client();
+    expect((await c.findOrCreateStream({ name: 'warehouse' })).id).toBe('s1');
+    expect(calls.filter((call) => call.method === 'POST')).toHaveLength(0);
+    const made = await c.findOrCreateStream({ name: 'other', resources: ['nutrition'] });
+    expect(made.id).toBe('s100');
+    expect(calls.at(-1)!.body).toEqual({ name: 'other', resource_filter: ['nutrition'] });
+  });
+
+  for (const status of [422, 400]) {
+    it(`turns the 5-stream limit (${status}) into a UserFacingError naming the fix`, async () => {
+      serveStreams(
+        Array.from({ length: 5 }, (_, i) => ({ id: `s${i}`, name: `n${i}` })),
+        status,
+      );
+      const err = await client()
+        .createStream({ name: 'sixth' })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(UserFacingError);
+      expect((err as UserFacingError).fix).toMatch(/delete an unused stream/);
+      expect((err as UserFacingError).fix).toMatch(/existing/);
+      expect((err as Error).message).not.toContain('stream-tok');
+    });
+  }
+
+  it('builds connect and replay URLs', () => {
+    const c = createStreamsClient({
+      http: createHttpClient({ dispatcher: agent }),
+      streamsUrl: 'http://127.0.0.1:9/sse',
+      token: 't',
+    });
+    expect(c.connectUrl('a b').href).toBe('http://127.0.0.1:9/sse/streams/a%20b/connect?token=t');
+    expect(c.replayUrl({ date: '2026-01-05', resources: ['measurement', 'nutrition'] }).href).toBe(
+      'http://127.0.0.1:9/sse/replay?date=2026-01-05&resources=measurement%2Cnutrition&token=t',
+    );
+    expect(c.replayUrl({ date: '2026-01-05' }).searchParams.has('resources')).toBe(false);
+  });
+});
+
+describe('findOrCreateStream when the create answer is lost', () => {
+  it('finds the stream the lost POST created instead of failing', async () => {
+    const streams: Array<{ id: string; name: string }> = [];
+    const pool = agent.get(ORIGIN);
+    pool
+      .intercept({ path: (p) => p.startsWith('/streams?'), method: 'GET' })
+      .reply(() => ({ statusCode: 200, data: JSON.stringify({ streams }) }))
+      .persist();
+    pool.intercept({ path: (p) => p.startsWith('/streams?'), method: 'POST' }).reply(() => {
+      streams.push({ id: 's9', name: 'warehouse' });
+      return { statusCode: 201, data: '{"id":"s9","na' };
+    });
+    const found = await client().findOrCreateStream({ name: 'warehouse' });
+    expect(found.id).toBe('s9');
+  });
+});
