@@ -1,0 +1,135 @@
+/**
+ * The example queries of docs/warehouse.md. They live here, not only in the document, so that a test
+ * runs every one of them against a warehouse filled from the sandbox: an example that stops working
+ * fails CI.
+ */
+export interface ExampleQuery {
+  title: string;
+  /** What the query answers and anything to know when adapting it. */
+  description: string;
+  sql: string;
+}
+
+export const EXAMPLE_QUERIES: ExampleQuery[] = [
+  {
+    title: 'Daily steps per user (local date)',
+    description:
+      "Intraday step points summed per user and local calendar day, using the `daily_intraday_totals` view (each record's own `utc_offset` decides the day).",
+    sql: `select uid, local_date, total as steps
+from validic.daily_intraday_totals
+where metric_type = 'steps'
+order by uid, local_date desc
+limit 50;`,
+  },
+  {
+    title: 'Blood pressure trend per user and week',
+    description: 'Weekly averages of systolic and diastolic measurements, from record-level metrics.',
+    sql: `select r.uid, date_trunc('week', r.start_time)::date as week,
+       round(avg(m.value) filter (where m.type = 'systolic')::numeric, 1) as systolic,
+       round(avg(m.value) filter (where m.type = 'diastolic')::numeric, 1) as diastolic,
+       count(distinct r.id) as readings
+from validic.records r
+join validic.record_metrics m on m.org_id = r.org_id and m.record_id = r.id
+where r.type = 'measurement' and r.deleted_at is null and m.type in ('systolic', 'diastolic')
+group by r.uid, week
+order by r.uid, week;`,
+  },
+  {
+    title: 'Latest blood pressure of every user',
+    description: 'One row per user from the `latest_blood_pressure` view.',
+    sql: `select uid, measured_at, systolic, diastolic, pulse, unit, source_type
+from validic.latest_blood_pressure
+order by measured_at desc;`,
+  },
+  {
+    title: 'Nutrition per meal',
+    description:
+      'Energy, carbohydrate, fat and protein per nutrition record (meal), with its name and category, newest first.',
+    sql: `select r.uid, r.start_time, r.name as meal, r.category,
+       sum(m.value) filter (where m.type = 'energy_consumed') as energy_kcal,
+       sum(m.value) filter (where m.type = 'carbohydrate') as carbohydrate,
+       sum(m.value) filter (where m.type = 'fat') as fat,
+       sum(m.value) filter (where m.type = 'protein') as protein
+from validic.records r
+join validic.record_metrics m on m.org_id = r.org_id and m.record_id = r.id
+where r.type = 'nutrition' and r.deleted_at is null
+group by r.org_id, r.id, r.uid, r.start_time, r.name, r.category
+order by r.start_time desc
+limit 50;`,
+  },
+  {
+    title: 'Foods eaten most often',
+    description: 'Food items of nutrition segments, counted, with their typical serving.',
+    sql: `select f.name, nullif(f.brand, '') as brand, count(*) as times,
+       round(avg(f.serving_amount)::numeric, 1) as avg_serving, min(f.serving_unit_name) as unit
+from validic.nutrition_food f
+join validic.records r on r.org_id = f.org_id and r.id = f.record_id and r.deleted_at is null
+group by f.name, f.brand
+order by times desc
+limit 20;`,
+  },
+  {
+    title: 'Who connected or disconnected which source',
+    description:
+      'Connection events of the last 90 days, newest first; `deleted_reason` says why a source was disconnected.',
+    sql: `select event_time, uid, source_type, action, deleted_reason
+from validic.connection_events
+where event_time > now() - interval '90 days'
+order by event_time desc
+limit 100;`,
+  },
+  {
+    title: 'Sources connected right now, per user',
+    description: "A source is connected when the user's latest event for it is a create.",
+    sql: `select uid, source_type, event_time as connected_since
+from (
+  select distinct on (org_id, uid, source_type) uid, source_type, action, event_time
+  from validic.connection_events
+  order by org_id, uid, source_type, event_time desc, id
+) latest
+where action = 'create'
+order by uid, source_type;`,
+  },
+  {
+    title: 'Data freshness',
+    description:
+      'How old the newest data is per record type and source (`data_freshness` view); a growing age means a source or the sync has stalled.',
+    sql: `select record_type, source_type, records, newest_created_at, age_of_newest
+from validic.data_freshness
+order by age_of_newest desc;`,
+  },
+  {
+    title: 'Records per day, type and source',
+    description: 'Volume by local day of the record, type and source: the shape of the data at a glance.',
+    sql: `select (start_time + make_interval(secs => coalesce(utc_offset, 0)))::date as local_date,
+       type, source_type, count(*) as records
+from validic.records
+where deleted_at is null
+group by 1, type, source_type
+order by local_date desc, type, source_type
+limit 100;`,
+  },
+  {
+    title: 'Updated and deleted records',
+    description:
+      'Records the platform changed after first delivery (earlier versions in `record_versions`) and records it marked deleted.',
+    sql: `select r.type,
+       count(*) filter (where r.deleted_at is not null) as deleted,
+       count(distinct v.record_id) as updated,
+       count(v.record_id) as earlier_versions_kept
+from validic.records r
+left join validic.record_versions v on v.org_id = r.org_id and v.record_id = r.id
+group by r.type
+order by r.type;`,
+  },
+  {
+    title: 'Daily totals of summary metrics',
+    description:
+      'Steps, calories and other daily summary metrics per user and local date (`daily_metrics` view).',
+    sql: `select uid, local_date, metric_type, unit, total
+from validic.daily_metrics
+where record_type = 'summary'
+order by uid, local_date desc, metric_type
+limit 100;`,
+  },
+];

@@ -1,0 +1,91 @@
+/**
+ * Switchable faults. Every switch is off by default. Rates are probabilities per request (or per event)
+ * drawn from a PRNG seeded from the sandbox seed and re-seeded whenever faults are set, so the same
+ * sequence of requests meets the same faults.
+ */
+
+import { createPrng, type Prng } from './prng.ts';
+import { RequestBudget } from './request-budget.ts';
+
+export interface Faults {
+  /** Added delay before every platform request is answered, in ms. */
+  latencyMs: number;
+  /** Share of platform requests answered 429. */
+  rate429: number;
+  /** `Retry-After` seconds sent with fault 429s; null sends none (the platform does not promise it). */
+  retryAfterSeconds: number | null;
+  /** Share of platform requests answered with a 5xx. */
+  rate5xx: number;
+  /** Status used for 5xx faults. */
+  status5xx: number;
+  /** Share of JSON responses cut off: Content-Length is sent, half the body written, socket destroyed. */
+  truncateRate: number;
+  /** Only requests whose path contains one of these strings meet the per-request faults above. */
+  paths: string[] | null;
+  /** Drop a stream (or replay) connection after every K data events sent on it. */
+  streamDropEvery: number | null;
+  /** Stream and replay connections stay open but send nothing: no data, no pokes. */
+  silentStream: boolean;
+  /** After a stream connection ends, the next `rejections` connects within `windowMs` answer 422. */
+  reconnectStorm: { rejections: number; windowMs: number } | null;
+  /** Share of data events preceded by a frame with another event name (`rule`, `connection`). */
+  unknownEventRate: number;
+  /** Replay sends, after each changed record, the version it replaced again (an older version late). */
+  replayOlderVersions: boolean;
+  /** Legacy lists: after the last page `next` points back to the first page instead of null. */
+  legacyNextWraps: boolean;
+  /** Legacy latest endpoints cap `limit` at this value (the "200" description). */
+  latestLimitCap: number | null;
+  /** Request budget per token: `limit` requests per fixed window of `windowMs` (sandbox clock), then 429. */
+  requestBudget: { limit: number; windowMs: number } | null;
+}
+
+export const DEFAULT_FAULTS: Faults = {
+  latencyMs: 0,
+  rate429: 0,
+  retryAfterSeconds: null,
+  rate5xx: 0,
+  status5xx: 503,
+  truncateRate: 0,
+  paths: null,
+  streamDropEvery: null,
+  silentStream: false,
+  reconnectStorm: null,
+  unknownEventRate: 0,
+  replayOlderVersions: false,
+  legacyNextWraps: false,
+  latestLimitCap: null,
+  requestBudget: null,
+};
+
+export class FaultSwitches {
+  current: Faults;
+  private prng: Prng;
+  private readonly seed: number;
+  /** Budget of the `requestBudget` switch; replaced whenever faults are set. */
+  budget = new RequestBudget(null);
+
+  constructor(seed: number, initial: Partial<Faults> = {}) {
+    this.seed = seed;
+    this.current = { ...DEFAULT_FAULTS, ...initial };
+    this.prng = createPrng(seed ^ 0x5eed);
+    this.budget = new RequestBudget(this.current.requestBudget);
+  }
+
+  /** Merges switches; `reset: true` first returns every switch to its default. */
+  set(faults: Partial<Faults>, reset = false): Faults {
+    this.current = { ...(reset ? DEFAULT_FAULTS : this.current), ...faults };
+    this.prng = createPrng(this.seed ^ 0x5eed);
+    this.budget = new RequestBudget(this.current.requestBudget);
+    return this.current;
+  }
+
+  appliesTo(path: string): boolean {
+    const paths = this.current.paths;
+    return !paths || paths.some((p) => path.includes(p));
+  }
+
+  roll(rate: number): boolean {
+    return rate > 0 && (rate >= 1 || this.prng.next() < rate);
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * The sandbox: a simulated health-data platform (v2 REST, streams + replay, legacy v1) on one loopback
+ * port, with seeded data, ground truth and switchable faults. See README.md next to this file.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createControl, type SandboxControl, type SandboxTruth } from './control.ts';
+import type { CoreBase, SandboxCore } from './core.ts';
+import { FaultSwitches, type Faults } from './faults.ts';
+import { DEFAULT_MIX, generateData } from './generate-data.ts';
+import { LiveFeed } from './live-feed.ts';
+import { Notifier } from './notifier.ts';
+import { createPrng } from './prng.ts';
+import { RequestBudget } from './request-budget.ts';
+import { createRequestHandler, PREFIXES } from './server.ts';
+import { SandboxState } from './state.ts';
+import { RequestStats } from './stats.ts';
+import { StreamHub } from './stream-hub.ts';
+import { createClock, DAY_MS, startOfUtcDay } from './time.ts';
+import type { ResourceType } from './types.ts';
+
+export type { SandboxControl, SandboxTruth } from './control.ts';
+export type { Faults } from './faults.ts';
+export { DEFAULT_FAULTS } from './faults.ts';
+export type * from './types.ts';
+
+export interface SandboxOptions {
+  /** 0 (default) picks a free port. */
+  port?: number;
+  host?: string;
+  /** Seed of every generated value and fault decision (default 1). */
+  seed?: number;
+  /** Generated users (default 10). */
+  users?: number;
+  /** Generated days ending today (default 30). */
+  days?: number;
+  /** Clock anchor: "now" for the generated data and the sandbox clock (default: real now). */
+  now?: Date;
+  /** Poke interval of idle stream and replay connections (default 5000 ms). */
+  pokeIntervalMs?: number;
+  orgId?: string;
+  token?: string;
+  /** Legacy org and token default to `orgId` and `token`. */
+  legacyOrgId?: string;
+  legacyToken?: string;
+  /** The platform's rate limit per token and hour; null (default) for none. */
+  requestsPerHour?: number | null;
+  faults?: Partial<Faults>;
+  /** Expected records per user per day for each resource type. */
+  mix?: Partial<Record<ResourceType, number>>;
+  /** Intraday point spacing (default 15 minutes). */
+  intradayIntervalMinutes?: number;
+  /** Events re-sent after a stream reconnect (default 3). */
+  redeliverCount?: number;
+}
+
+export interface Sandbox {
+  port: number;
+  apiUrl: string;
+  streamsUrl: string;
+  legacyUrl: string;
+  controlUrl: string;
+  orgId: string;
+  token: string;
+  legacyOrgId: string;
+  legacyToken: string;
+  /** A valid token of another organization (for the 401 path). */
+  otherOrgId: string;
+  otherToken: string;
+  truth: SandboxTruth;
+  control: SandboxControl;
+  close(): Promise<void>;
+}
+
+export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
+  const seed = options.seed ?? 1;
+  const host = options.host ?? '127.0.0.1';
+  const anchor = options.now?.getTime() ?? Date.now();
+  const idPrng = createPrng(seed ^ 0x7a11);
+  const orgId = options.orgId ?? 'sandbox-org';
+  const token = options.token ?? `sbx_${idPrng.hexId()}`;
+  const state = new SandboxState(
+    { orgId, token },
+    { orgId: `${orgId}-other`, token: `sbx_other_${idPrng.hexId()}` },
+    { orgId: options.legacyOrgId ?? orgId, token: options.legacyToken ?? token },
+  );
+  const days = options.days ?? 30;
+
+  const server = createServer({ keepAliveTimeout: 30_000 });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const root = `http://${host}:${port}`;
+  const apiUrl = `${root}${PREFIXES.api}`;
+
+  const base: CoreBase = {
+    state,
+    clock: createClock(anchor),
+    faults: new FaultSwitches(seed, options.faults),
+    rateLimit: new RequestBudget(
+      options.requestsPerHour ? { limit: options.requestsPerHour, windowMs: 3_600_000 } : null,
+    ),
+    stats: new RequestStats(),
+    prng: createPrng(seed ^ 0xc0de),
+    notifier: new Notifier(),
+    settings: {
+      pokeIntervalMs: options.pokeIntervalMs ?? 5000,
+      intradayIntervalMinutes: options.intradayIntervalMinutes ?? 15,
+      redeliverCount: options.redeliverCount ?? 3,
+      checkpointRetentionMs: 7 * DAY_MS,
+      eventsAvailableFromMs: Date.parse('2025-07-01T00:00:00Z'),
+      renameDayMs: startOfUtcDay(anchor) - (days - 1) * DAY_MS + Math.floor(days / 2) * DAY_MS,
+    },
+    offsets: new Map(),
+    apiUrl,
+  };
+  const core: SandboxCore = Object.assign(base, { streams: new StreamHub(base) });
+  const { built } = generateData(state, {
+    seed,
+    users: options.users ?? 10,
+    days,
+    nowMs: anchor,
+    mix: { ...DEFAULT_MIX, ...options.mix },
+    intradayIntervalMinutes: core.settings.intradayIntervalMinutes,
+    baseUrl: apiUrl,
+  });
+  for (const b of built) core.offsets.set(b.user.uid, b.utcOffset);
+  state.onEvent(() => core.streams.onEvent());
+
+  const feed = new LiveFeed(core, seed);
+  const { control, truth } = createControl(core, feed);
+  server.on('request', createRequestHandler(core, control, truth));
+
+  return {
+    port,
+    apiUrl,
+    streamsUrl: `${root}${PREFIXES.streams}`,
+    legacyUrl: `${root}${PREFIXES.legacy}`,
+    controlUrl: `${root}${PREFIXES.control}`,
+    orgId,
+    token,
+    legacyOrgId: state.legacyOrg.orgId,
+    legacyToken: state.legacyOrg.token,
+    otherOrgId: state.otherOrg.orgId,
+    otherToken: state.otherOrg.token,
+    truth,
+    control,
+    close: async () => {
+      feed.stop();
+      core.streams.closeAll();
+      await core.notifier.flush();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
