@@ -1,0 +1,58 @@
+/**
+ * The analyst guide: docs/warehouse.md is what the generator makes from the schema, and every example
+ * query in it runs, as the read-only analyst role, against a warehouse filled from the sandbox.
+ */
+import { readFile } from 'node:fs/promises';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXAMPLE_QUERIES } from '../../src/docs/example-queries.ts';
+import { generateGuide } from '../../src/docs/generate-warehouse-guide.ts';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { runCli, sandboxEnv } from '../helpers/cli.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+
+describe('warehouse guide', () => {
+  let sandbox: Sandbox;
+  let db: TestDatabase;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ seed: 3, users: 4, days: 14 });
+    db = await createTestDatabase();
+    const to = new Date().toISOString().slice(0, 10);
+    const from = new Date(Date.now() - 40 * 86_400_000).toISOString().slice(0, 10);
+    const result = await runCli(['backfill', '--from', from, '--to', to], sandboxEnv(sandbox, { DATABASE_URL: db.url }));
+    expect(result.code, result.stderr).toBe(0);
+    // One record updated and one deleted, so the versions/deletes example has something to show.
+    const [first, second] = sandbox.truth.records({ type: 'measurement' });
+    sandbox.control.updateRecord(first!.id);
+    sandbox.control.deleteRecord(second!.id);
+    const again = await runCli(['backfill', '--from', from, '--to', to], sandboxEnv(sandbox, { DATABASE_URL: db.url }));
+    expect(again.code, again.stderr).toBe(0);
+  });
+  afterAll(async () => {
+    await sandbox?.close();
+    await db?.drop();
+  });
+
+  it('is current with the schema', async () => {
+    const committed = await readFile(new URL('../../docs/warehouse.md', import.meta.url), 'utf8');
+    expect(committed).toBe(await generateGuide());
+  });
+
+  it.each(EXAMPLE_QUERIES.map((q) => [q.title, q] as const))('example query runs as the analyst: %s', async (_title, query) => {
+    const rows = await db.warehouse.db.transaction().execute(async (tx) => {
+      await sql`set local role validic_analyst`.execute(tx);
+      return (await sql.raw(query.sql.replace(/;\s*$/, '')).execute(tx)).rows;
+    });
+    expect(rows.length).toBeGreaterThan(0);
+  });
+
+  it('does not let the analyst role write', async () => {
+    await expect(
+      db.warehouse.db.transaction().execute(async (tx) => {
+        await sql`set local role validic_analyst`.execute(tx);
+        await sql`delete from validic.records`.execute(tx);
+      }),
+    ).rejects.toThrow(/permission denied/);
+  });
+});
