@@ -8,6 +8,7 @@ import type { GlobalOptions } from './command-context.ts';
 import { registerBackfill } from './commands/backfill.ts';
 import { registerMigrate } from './commands/migrate.ts';
 import { registerSandbox } from './commands/sandbox.ts';
+import { registerSql } from './commands/sql.ts';
 import { EXIT_USAGE } from './exit-codes.ts';
 import { createRunner } from './run-command.ts';
 
@@ -21,6 +22,7 @@ const run = createRunner(() => program.opts<GlobalOptions>());
 registerMigrate(program, run);
 registerBackfill(program, run);
 registerSandbox(program, run);
+registerSql(program, run);
 
 try {
   await program.parseAsync(process.argv);

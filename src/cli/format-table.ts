@@ -1,0 +1,19 @@
+/** Plain-text table for terminal output: columns padded to their widest cell, values stringified. */
+export function formatTable(rows: readonly Record<string, unknown>[], columns?: readonly string[]): string {
+  const names = columns ?? (rows[0] ? Object.keys(rows[0]) : []);
+  if (names.length === 0) return '(no rows)';
+  const text = (value: unknown): string => {
+    if (value === null || value === undefined) return '';
+    if (value instanceof Date) return value.toISOString();
+    if (typeof value === 'object') return JSON.stringify(value);
+    return String(value);
+  };
+  const cells = rows.map((row) => names.map((name) => text(row[name]).replaceAll('\n', ' ')));
+  const widths = names.map((name, i) => Math.min(60, Math.max(name.length, ...cells.map((c) => c[i]!.length))));
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => (v.length > widths[i]! ? `${v.slice(0, widths[i]! - 1)}…` : v.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return [line([...names]), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
+}
