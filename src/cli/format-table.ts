@@ -9,7 +9,9 @@ export function formatTable(rows: readonly Record<string, unknown>[], columns?: 
     return String(value);
   };
   const cells = rows.map((row) => names.map((name) => text(row[name]).replaceAll('\n', ' ')));
-  const widths = names.map((name, i) => Math.min(60, Math.max(name.length, ...cells.map((c) => c[i]!.length))));
+  const widths = names.map((name, i) =>
+    Math.min(60, Math.max(name.length, ...cells.map((c) => c[i]!.length))),
+  );
   const line = (values: string[]) =>
     values
       .map((v, i) => (v.length > widths[i]! ? `${v.slice(0, widths[i]! - 1)}…` : v.padEnd(widths[i]!)))

@@ -6,7 +6,9 @@
 import { Command, CommanderError } from 'commander';
 import type { GlobalOptions } from './command-context.ts';
 import { registerBackfill } from './commands/backfill.ts';
+import { registerLegacy } from './commands/legacy.ts';
 import { registerMigrate } from './commands/migrate.ts';
+import { registerReport } from './commands/report.ts';
 import { registerSandbox } from './commands/sandbox.ts';
 import { registerSql } from './commands/sql.ts';
 import { EXIT_USAGE } from './exit-codes.ts';
@@ -21,8 +23,10 @@ const program = new Command('validic-sync')
 const run = createRunner(() => program.opts<GlobalOptions>());
 registerMigrate(program, run);
 registerBackfill(program, run);
+registerLegacy(program, run);
 registerSandbox(program, run);
 registerSql(program, run);
+registerReport(program, run);
 
 try {
   await program.parseAsync(process.argv);

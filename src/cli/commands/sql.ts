@@ -12,21 +12,30 @@ import type { CommandRunner } from '../run-command.ts';
 export function registerSql(program: Command, run: CommandRunner): void {
   program
     .command('sql')
-    .description('run a read-only SQL query against the warehouse (embedded or PostgreSQL) and print the rows')
+    .description(
+      'run a read-only SQL query against the warehouse (embedded or PostgreSQL) and print the rows',
+    )
     .argument('<query>', 'one SQL statement, e.g. "select * from validic.data_freshness"')
     .option('--json', 'print the rows as JSON lines')
     .action((query: string, options: { json?: boolean }) =>
       run(async ({ config, log, print }) => {
         const { openWarehouse } = await import('../../warehouse/open-warehouse.ts');
         const { migrateToLatest } = await import('../../warehouse/migrate.ts');
-        const warehouse = await openWarehouse({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log });
+        const warehouse = await openWarehouse({
+          databaseUrl: config.databaseUrl,
+          dataDir: config.dataDir,
+          log,
+        });
         try {
           await migrateToLatest(warehouse.db);
           const rows = await warehouse.db
             .transaction()
             .execute(async (tx) => {
               await sql`set transaction read only`.execute(tx);
-              return (await sql.raw(query.trim().replace(/;\s*$/, '')).execute(tx)).rows as Record<string, unknown>[];
+              return (await sql.raw(query.trim().replace(/;\s*$/, '')).execute(tx)).rows as Record<
+                string,
+                unknown
+              >[];
             })
             .catch((error: Error) => {
               throw new UserFacingError(`query failed: ${error.message}`, {

@@ -1,0 +1,118 @@
+/**
+ * `validic-sync legacy --from T --to T [--objects o,…] [--org id]`: legacy (v1) records updated in the
+ * range, fetched as consecutive `last_updated` windows of the latest endpoints (with the configured
+ * overlap) and loaded idempotently. Running it again is harmless: unchanged records are not rewritten.
+ */
+import type { Command } from 'commander';
+import { requireOrganizations } from '../../config/require-organizations.ts';
+import { UsageError, UserFacingError } from '../../errors.ts';
+import { emptyCounts, type LoadCounts } from '../../warehouse/batch.ts';
+import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
+import { parseInstantOption, parseList } from '../parse-options.ts';
+import { createProgress } from '../progress.ts';
+import type { CommandRunner } from '../run-command.ts';
+
+interface LegacyOptions {
+  from: string;
+  to: string;
+  objects?: string;
+  org?: string;
+}
+
+export function registerLegacy(program: Command, run: CommandRunner): void {
+  program
+    .command('legacy')
+    .description('legacy v1 records updated in a time range (latest windows with overlap); idempotent')
+    .requiredOption('--from <time>', 'start: ISO 8601 time, YYYY-MM-DD (UTC midnight), "now" or e.g. 30d')
+    .option('--to <time>', 'end, same forms', 'now')
+    .option('--objects <list>', "comma-separated legacy objects (default: the org's legacy.objects)")
+    .option('--org <id>', 'only this organization (default: every configured one)')
+    .action((options: LegacyOptions) =>
+      run(async ({ config, log, signal, print }) => {
+        const from = parseInstantOption('from', options.from);
+        const to = parseInstantOption('to', options.to);
+        if (from.getTime() >= to.getTime()) {
+          throw new UsageError(
+            `--from ${from.toISOString()} is not before --to ${to.toISOString()}`,
+            'give a --from earlier than --to',
+          );
+        }
+        const { toLegacyObject } = await import('../../validic/legacy-objects.ts');
+        const objects = parseList(options.objects)?.map(toLegacyObject);
+        const orgs = requireOrganizations(config).filter((o) => !options.org || o.orgId === options.org);
+        if (orgs.length === 0)
+          throw new UsageError(
+            `organization ${options.org} is not configured`,
+            'use an org id from the config',
+          );
+        const { openRuntime } = await import('../../runtime/runtime.ts');
+        const { createInlineRunner } = await import('../run-jobs-inline.ts');
+        const runtime = await openRuntime(config, log);
+        let failed = false;
+        try {
+          for (const org of orgs) {
+            const started = Date.now();
+            const stats = runtime.requestStats;
+            const requestsBefore = stats.requests;
+            const retriesBefore = stats.retries;
+            const runner = createInlineRunner(runtime, signal, config.sync.concurrency);
+            const progress = createProgress({ label: `legacy ${org.orgId}` });
+            const counts: LoadCounts = emptyCounts();
+            let records = 0;
+            let windowsDone = 0;
+            let planned: { windows: number; objects: { object: string; windows: number }[] } | undefined;
+            const detail = () =>
+              `${records} records: ${counts.inserted} new, ${counts.updated} updated, ${counts.unchanged} unchanged`;
+            runner.on('completed', (job, result: any) => {
+              if (job.name === 'legacy.sync') {
+                planned = result;
+                progress.setTotal(result.windows);
+                progress.update(windowsDone, detail());
+                return;
+              }
+              if (job.name !== 'legacy.latest') return;
+              windowsDone++;
+              records += result.records ?? 0;
+              for (const key of Object.keys(counts) as (keyof LoadCounts)[]) counts[key] += result[key] ?? 0;
+              progress.update(windowsDone, detail());
+            });
+            runner.enqueue('legacy.sync', {
+              orgId: org.orgId,
+              objects: objects ?? org.legacy.objects,
+              from: from.toISOString(),
+              to: to.toISOString(),
+            });
+            const failures = await runner.drain();
+            progress.stop();
+            const seconds = ((Date.now() - started) / 1000).toFixed(1);
+            const state = signal.aborted ? 'interrupted' : failures.length ? 'incomplete' : 'done';
+            print(`legacy ${org.orgId} ${from.toISOString()}..${to.toISOString()}: ${state} in ${seconds} s`);
+            if (planned) {
+              print(
+                `  objects ${planned.objects.map((o) => o.object).join(',')} | windows ${windowsDone}/${planned.windows} | requests ${stats.requests - requestsBefore} (retries ${stats.retries - retriesBefore})`,
+              );
+            }
+            print(
+              `  records ${records}: inserted ${counts.inserted}, updated ${counts.updated}, unchanged ${counts.unchanged}, quarantined ${counts.quarantined}`,
+            );
+            if (signal.aborted) {
+              throw new UserFacingError('legacy sync interrupted; committed windows are kept', {
+                fix: 'run the same command again (records already loaded are not rewritten)',
+              });
+            }
+            if (failures.length > 0) {
+              failed = true;
+              for (const { job, error } of failures.slice(0, 5))
+                print(`  failed: ${job.name} ${job.id}: ${error.message}`);
+              print(
+                '  run the same command again to fetch the windows that failed (loaded records are kept)',
+              );
+            }
+          }
+        } finally {
+          await runtime.close();
+        }
+        return failed ? EXIT_FAILED : EXIT_OK;
+      }),
+    );
+}

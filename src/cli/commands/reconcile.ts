@@ -1,0 +1,121 @@
+/**
+ * `validic-sync reconcile --from D --to D [--org id]`: pages `/connections` in ≤ 30-day windows
+ * (the `connections.reconcile` job, run inline) and adds the connection events the stream missed.
+ * Events are keyed by id, so what the stream already stored is a no-op and "added" counts exactly
+ * what it missed. The totals also go to the `reconcile:last` cursor, which `status` shows.
+ */
+import type { Command } from 'commander';
+import { CONNECTION_EVENTS_SINCE } from '../../../jobs/connections-reconcile.ts';
+import { requireOrganizations } from '../../config/require-organizations.ts';
+import { UsageError, UserFacingError } from '../../errors.ts';
+import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
+import { parseDateRange } from '../parse-options.ts';
+import type { CommandRunner } from '../run-command.ts';
+
+interface ReconcileOptions {
+  from: string;
+  to: string;
+  org?: string;
+}
+
+/** The `reconcile:last` cursor (same shape the job writes per window; here the totals of the command). */
+export interface ReconcileCursor {
+  at: string;
+  startDate: string;
+  endDate: string;
+  /** Events the platform listed. */
+  events: number;
+  /** Of those, events that were not in the warehouse yet (the stream missed them). */
+  missed: number;
+}
+
+export function registerReconcile(program: Command, run: CommandRunner): void {
+  program
+    .command('reconcile')
+    .description('connection events: page /connections and add what the stream missed')
+    .requiredOption('--from <date>', 'first day, YYYY-MM-DD (UTC), "today" or e.g. 30d')
+    .requiredOption('--to <date>', 'last day (inclusive)')
+    .option('--org <id>', 'only this organization (default: every configured one)')
+    .action((options: ReconcileOptions) =>
+      run(async ({ config, log, signal, print }) => {
+        const range = parseDateRange(options.from, options.to);
+        const orgs = requireOrganizations(config).filter((o) => !options.org || o.orgId === options.org);
+        if (orgs.length === 0)
+          throw new UsageError(
+            `organization ${options.org} is not configured`,
+            'use an org id from the config',
+          );
+        if (range.to < CONNECTION_EVENTS_SINCE) {
+          throw new UsageError(
+            `the platform keeps connection events from ${CONNECTION_EVENTS_SINCE} on; ${range.from}..${range.to} has none`,
+            `give --to on or after ${CONNECTION_EVENTS_SINCE}`,
+          );
+        }
+        const from = range.from < CONNECTION_EVENTS_SINCE ? CONNECTION_EVENTS_SINCE : range.from;
+        const { planDateWindows } = await import('../../validic/date-windows.ts');
+        const { openRuntime } = await import('../../runtime/runtime.ts');
+        const { createInlineRunner } = await import('../run-jobs-inline.ts');
+        const { applyBatch } = await import('../../warehouse/apply-batch.ts');
+        const windows = planDateWindows(from, range.to, 30);
+        const runtime = await openRuntime(config, log);
+        let failed = false;
+        try {
+          for (const org of orgs) {
+            const started = Date.now();
+            const runner = createInlineRunner(runtime, signal, config.sync.concurrency);
+            const totals = { events: 0, missed: 0, pages: 0, quarantined: 0 };
+            runner.on('completed', (_job, result: any) => {
+              totals.events += result.events ?? 0;
+              totals.missed += result.inserted ?? 0;
+              totals.pages += result.pages ?? 0;
+              totals.quarantined += result.quarantined ?? 0;
+            });
+            for (const w of windows)
+              runner.enqueue('connections.reconcile', {
+                orgId: org.orgId,
+                startDate: w.startDate,
+                endDate: w.endDate,
+              });
+            const failures = await runner.drain();
+            const complete = failures.length === 0 && !signal.aborted;
+            if (complete) {
+              // Each window's job wrote its own `reconcile:last`; the command's totals replace them.
+              const value: ReconcileCursor = {
+                at: new Date().toISOString(),
+                startDate: from,
+                endDate: range.to,
+                events: totals.events,
+                missed: totals.missed,
+              };
+              await applyBatch(
+                runtime.warehouse,
+                { orgId: org.orgId, arrivedVia: 'poll', items: [] },
+                { cursors: [{ key: 'reconcile:last', value }] },
+              );
+            }
+            const seconds = ((Date.now() - started) / 1000).toFixed(1);
+            print(
+              `reconcile ${org.orgId} ${from}..${range.to}: ${signal.aborted ? 'interrupted' : complete ? 'done' : 'incomplete'} in ${seconds} s`,
+            );
+            print(
+              `  windows ${windows.length} | pages ${totals.pages} | connection events seen ${totals.events}, added ${totals.missed} (missed by the stream)${totals.quarantined ? `, quarantined ${totals.quarantined}` : ''}`,
+            );
+            if (signal.aborted) {
+              throw new UserFacingError('reconcile interrupted; committed pages are kept', {
+                fix: 'run the same command again (events already stored are not added twice)',
+              });
+            }
+            if (failures.length > 0) {
+              failed = true;
+              for (const { job, error } of failures.slice(0, 5))
+                print(`  failed: ${job.name} ${job.id}: ${error.message}`);
+              print('  run the same command again to retry (events already stored are not added twice)');
+            }
+          }
+        } finally {
+          await runtime.close();
+        }
+        return failed ? EXIT_FAILED : EXIT_OK;
+      }),
+    );
+}

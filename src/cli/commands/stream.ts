@@ -1,0 +1,121 @@
+/**
+ * `validic-sync stream [--exit-when-idle S] [--org id]`: consumes each org's stream (with replay gap
+ * filling) until Ctrl-C, or until S seconds pass without a data frame. Stopping flushes the current
+ * micro-batch and commits the checkpoint before the connections close; a closing summary is printed.
+ * Gaps the replay cannot fill are backfilled over REST by jobs run in this process.
+ */
+import type { Command } from 'commander';
+import { requireOrganizations } from '../../config/require-organizations.ts';
+import { UsageError } from '../../errors.ts';
+import type { OrgStreamSummary } from '../../stream/stream-summary.ts';
+import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
+import { parsePositiveInt } from '../parse-options.ts';
+import type { CommandRunner } from '../run-command.ts';
+
+interface StreamOptions {
+  exitWhenIdle?: string;
+  org?: string;
+}
+
+export function registerStream(program: Command, run: CommandRunner): void {
+  program
+    .command('stream')
+    .description("consume the org's stream with replay gap filling, until Ctrl-C")
+    .option('--exit-when-idle <seconds>', 'stop once this many seconds pass without a data frame')
+    .option('--org <id>', 'only this organization (default: every configured one)')
+    .action((options: StreamOptions) =>
+      run(async ({ config, log, signal, print }) => {
+        const idleMs =
+          options.exitWhenIdle === undefined
+            ? undefined
+            : parsePositiveInt('exit-when-idle', options.exitWhenIdle) * 1000;
+        const orgs = requireOrganizations(config).filter((o) => !options.org || o.orgId === options.org);
+        if (orgs.length === 0)
+          throw new UsageError(
+            `organization ${options.org} is not configured`,
+            'use an org id from the config',
+          );
+        const { openRuntime } = await import('../../runtime/runtime.ts');
+        const { createInlineRunner } = await import('../run-jobs-inline.ts');
+        const { startOrgStream } = await import('../../stream/run-org-stream.ts');
+        const { consumerOptionsFromConfig } = await import('../../stream/consumer-options.ts');
+        const runtime = await openRuntime(config, log);
+        const started = Date.now();
+        const idle = new AbortController();
+        const stop = AbortSignal.any([signal, idle.signal]);
+        // REST backfills for gaps the replay cannot fill run here, beside the stream; an idle stop
+        // lets them finish, Ctrl-C does not.
+        const runner = createInlineRunner(runtime, signal, config.sync.concurrency);
+        let timer: NodeJS.Timeout | undefined;
+        try {
+          const handles = await Promise.all(
+            orgs.map((org) =>
+              startOrgStream({
+                warehouse: runtime.warehouse,
+                org: runtime.org(org.orgId),
+                signal: stop,
+                consumerOptions: consumerOptionsFromConfig(config.stream),
+                enqueue: (name, payload) => runner.enqueue(name, payload),
+                log,
+              }),
+            ),
+          );
+          let idleStop = false;
+          if (idleMs !== undefined) {
+            // Checked a few times per idle period: the stop lands at most a quarter period late.
+            timer = setInterval(
+              () => {
+                const lastData = Math.max(...handles.map((h) => h.lastDataAt()));
+                if (Date.now() - lastData >= idleMs) {
+                  idleStop = true;
+                  idle.abort(new Error('idle'));
+                }
+              },
+              Math.max(50, Math.min(1000, idleMs / 4)),
+            );
+          }
+          const results = await Promise.allSettled(handles.map((h) => h.done));
+          clearInterval(timer);
+          const failures = await runner.drain();
+          const seconds = ((Date.now() - started) / 1000).toFixed(1);
+          const how = idleStop ? `idle for ${idleMs! / 1000} s` : signal.aborted ? 'interrupted' : 'stopped';
+          let failed = failures.length > 0;
+          results.forEach((result, i) => {
+            const handle = handles[i]!;
+            if (result.status === 'rejected') failed = true;
+            printSummary(print, handle.summary(), `${how} after ${seconds} s`);
+            if (result.status === 'rejected')
+              print(`  failed: ${(result.reason as Error)?.message ?? String(result.reason)}`);
+          });
+          for (const { job, error } of failures.slice(0, 5))
+            print(`  backfill for a gap failed: ${job.id}: ${error.message}`);
+          const rejected = results.find((r) => r.status === 'rejected');
+          if (rejected && results.length === 1) throw rejected.reason;
+          return failed ? EXIT_FAILED : EXIT_OK;
+        } finally {
+          clearInterval(timer);
+          await runtime.close();
+        }
+      }),
+    );
+}
+
+function printSummary(print: (line: string) => void, s: OrgStreamSummary, how: string): void {
+  const c = s.counters;
+  const r = s.records;
+  print(
+    `stream ${s.orgId} "${s.streamName}" (id ${s.streamId}, ${s.connections} connection${s.connections === 1 ? '' : 's'}): ${how}`,
+  );
+  print(
+    `  frames: data ${c.frames.data}, poke ${c.frames.poke}, other ${c.frames.other}, bad ${c.frames.bad}`,
+  );
+  print(
+    `  records: inserted ${r.inserted}, updated ${r.updated}, unchanged ${r.unchanged}, stale ${r.stale}, quarantined ${r.quarantined}`,
+  );
+  print(
+    `  connections: connects ${c.connects}, reconnects ${c.reconnects}, rebalancing 422 ${c.rebalancing}, stale ${c.staleDetections}, idle drops ${c.idleDrops}, errors ${c.errors}`,
+  );
+  print(
+    `  replays ${c.replays} (caught up ${c.replaysCaughtUp}), gaps ${s.gaps} (REST backfills enqueued ${s.backfillsEnqueued})`,
+  );
+}

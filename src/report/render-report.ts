@@ -1,0 +1,114 @@
+/**
+ * The HTML report: one self-contained page (inline CSS and SVG, no scripts, no external resources) that
+ * opens offline. Pure: data in, HTML out. Every value from the warehouse is escaped, since uids, source
+ * names and quarantine reasons come from outside.
+ */
+import { escapeHtml as e } from './escape-html.ts';
+import type { ReportData } from './report-data.ts';
+
+const PALETTE = [
+  '#4e79a7',
+  '#f28e2b',
+  '#59a14f',
+  '#e15759',
+  '#76b7b2',
+  '#edc948',
+  '#b07aa1',
+  '#ff9da7',
+  '#9c755f',
+  '#bab0ac',
+];
+
+function stackedBars(perDay: ReportData['perDay']): string {
+  const days = [...new Set(perDay.map((r) => r.day))].sort();
+  const types = [...new Set(perDay.map((r) => r.type))].sort();
+  if (days.length === 0) return '<p>No records yet.</p>';
+  const totals = days.map((day) => perDay.filter((r) => r.day === day).reduce((s, r) => s + r.records, 0));
+  const max = Math.max(...totals, 1);
+  const width = 900;
+  const height = 260;
+  const left = 50;
+  const bottom = 30;
+  const barWidth = (width - left) / days.length;
+  const scale = (height - bottom - 10) / max;
+  const bars: string[] = [];
+  days.forEach((day, i) => {
+    let y = height - bottom;
+    for (const [t, type] of types.entries()) {
+      const count = perDay.find((r) => r.day === day && r.type === type)?.records ?? 0;
+      if (count === 0) continue;
+      const h = count * scale;
+      y -= h;
+      bars.push(
+        `<rect x="${(left + i * barWidth + 1).toFixed(1)}" y="${y.toFixed(1)}" width="${Math.max(barWidth - 2, 1).toFixed(1)}" height="${h.toFixed(1)}" fill="${PALETTE[t % PALETTE.length]}"><title>${e(day)} ${e(type)}: ${count}</title></rect>`,
+      );
+    }
+  });
+  const labels = days
+    .map((day, i) =>
+      i % Math.ceil(days.length / 10) === 0
+        ? `<text x="${(left + i * barWidth).toFixed(1)}" y="${height - 10}" font-size="11">${e(day.slice(5))}</text>`
+        : '',
+    )
+    .join('');
+  const axis = `<text x="0" y="15" font-size="11">${max}</text><text x="0" y="${height - bottom}" font-size="11">0</text>`;
+  const legend = types
+    .map(
+      (type, t) =>
+        `<span class="key"><i style="background:${PALETTE[t % PALETTE.length]}"></i>${e(type)}</span>`,
+    )
+    .join(' ');
+  return `<svg viewBox="0 0 ${width} ${height}" width="100%" role="img" aria-label="Records per day by type">${axis}${bars.join('')}${labels}</svg><div>${legend}</div>`;
+}
+
+function table(headers: string[], rows: unknown[][]): string {
+  if (rows.length === 0) return '<p>None.</p>';
+  const head = headers.map((h) => `<th>${e(h)}</th>`).join('');
+  const body = rows.map((r) => `<tr>${r.map((c) => `<td>${e(c)}</td>`).join('')}</tr>`).join('');
+  return `<table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
+}
+
+export function renderReport(data: ReportData): string {
+  const t = data.totals;
+  const quarantined = data.quarantine.reduce((s, q) => s + q.items, 0);
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>validic-sync report</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body{font-family:system-ui,sans-serif;margin:2rem;color:#222;max-width:1000px}
+h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}
+.cards{display:flex;gap:1rem;flex-wrap:wrap}.card{border:1px solid #ddd;border-radius:6px;padding:.6rem 1rem}
+.card b{display:block;font-size:1.3rem}
+table{border-collapse:collapse;font-size:.9rem}td,th{border-bottom:1px solid #eee;padding:.25rem .6rem;text-align:left}
+.key{margin-right:1rem;font-size:.85rem}.key i{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:middle}
+</style></head><body>
+<h1>validic-sync warehouse report</h1>
+<p>Generated ${e(data.generatedAt)}.</p>
+<div class="cards">
+<div class="card"><b>${t.users}</b>users</div>
+<div class="card"><b>${t.records}</b>records (${t.deleted} deleted)</div>
+<div class="card"><b>${t.connectionEvents}</b>connection events</div>
+<div class="card"><b>${t.legacyRecords}</b>legacy records</div>
+<div class="card"><b>${quarantined}</b>quarantined items</div>
+</div>
+<h2>Records per day by type</h2>
+${stackedBars(data.perDay)}
+<h2>Records by source and type</h2>
+${table(
+  ['source', 'type', 'records'],
+  data.perSource.map((r) => [r.source, r.type, r.records]),
+)}
+<h2>Freshness</h2>
+<p>Newest platform processing time per type and source; the oldest first.</p>
+${table(
+  ['type', 'source', 'records', 'newest created_at'],
+  data.freshness.map((r) => [r.type, r.source, r.records, r.newestCreatedAt ?? '']),
+)}
+<h2>Quarantine</h2>
+${table(
+  ['kind', 'reason', 'items', 'last seen'],
+  data.quarantine.map((q) => [q.kind, q.reason, q.items, q.lastSeenAt ?? '']),
+)}
+</body></html>
+`;
+}
