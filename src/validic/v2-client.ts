@@ -77,6 +77,20 @@ export interface V2Client {
 
 const MAX_WINDOW_DAYS = 30;
 
+/**
+ * Whether a page is known to be the last without asking for the next one. Only what the server said
+ * counts: a page shorter than the `meta.limit` it reports, or `meta.total` reached. Without `meta` a
+ * short page proves nothing (a server may silently apply a smaller limit than asked), so the pager
+ * asks once more and stops on the `{}` the spec promises past the end.
+ */
+function isLastPage(count: number, meta: RawObject | undefined, page?: number): boolean {
+  const applied = numberField(meta, 'limit');
+  if (applied === undefined) return false;
+  if (count < applied) return true;
+  const total = numberField(meta, 'total');
+  return page !== undefined && total !== undefined && (page + 1) * applied >= total;
+}
+
 export function createV2Client(options: V2ClientOptions): V2Client {
   const { http, apiUrl, orgId, token } = options;
   const maxPages = options.maxPages ?? 100_000;
@@ -96,9 +110,7 @@ export function createV2Client(options: V2ClientOptions): V2Client {
         if (signature === previous) return;
         previous = signature;
         yield { offset, users: items, meta };
-        // The server may cap `limit` below what we asked; a page is short only against what it applied.
-        const applied = Math.min(limit, numberField(meta, 'limit') ?? limit);
-        if (items.length < applied) return;
+        if (isLastPage(items.length, meta)) return;
       }
     },
 
@@ -139,10 +151,7 @@ export function createV2Client(options: V2ClientOptions): V2Client {
         if (signature === previous) return;
         previous = signature;
         yield { page, connections: items, meta };
-        const applied = Math.min(limit, numberField(meta, 'limit') ?? limit);
-        if (items.length < applied) return;
-        const total = numberField(meta, 'total');
-        if (total !== undefined && (page + 1) * applied >= total) return;
+        if (isLastPage(items.length, meta, page)) return;
       }
     },
   };

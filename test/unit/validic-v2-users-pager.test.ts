@@ -76,11 +76,19 @@ describe('listUsersPages', () => {
     expect(requested).toHaveLength(3);
   });
 
-  it('stops after a short page without asking again', async () => {
-    serveUsers((offset) => ({ data: users(offset * 3, offset === 1 ? 1 : 3) }));
+  it('stops after a page shorter than the limit the server reports, without asking again', async () => {
+    serveUsers((offset) => ({ data: users(offset * 3, offset === 1 ? 1 : 3), meta: { limit: 3 } }));
     const pages = await client(3)();
     expect(pages.map((p) => p.offset)).toEqual([0, 1]);
     expect(requested).toHaveLength(2);
+  });
+
+  it('asks past a short page when the server does not say its limit (it may cap silently)', async () => {
+    // The server applies 2 per page whatever is asked: stopping at the first short page would lose users.
+    serveUsers((offset) => (offset < 3 ? { data: users(offset * 2, 2) } : {}));
+    const pages = await client(3)();
+    expect(pages.flatMap((p) => p.users)).toHaveLength(6);
+    expect(requested).toHaveLength(4);
   });
 
   it('never loops when the server ignores offset', async () => {
