@@ -119,8 +119,8 @@ export async function up(db: Kysely<any>): Promise<void> {
       await sql.raw(`comment on column validic.${view.name}.${column} is ${quote(comment)}`).execute(db);
     }
   }
-  // Views created after 0001 need the analyst grant too (default privileges cover tables, not views
-  // created by other roles in every setup, so grant explicitly).
+  // 0001's default privileges already cover views the same role creates later; the explicit grant also
+  // covers a migration run by another role than 0001's.
   await sql
     .raw(`grant select on ${views.map((v) => `validic.${v.name}`).join(', ')} to validic_analyst`)
     .execute(db);

@@ -1,0 +1,291 @@
+/**
+ * The kysely `Database` interface, hand-written to match migrations/ (the only way the schema changes).
+ * Reading: timestamptz columns come back as `Date` and `date` columns as 'YYYY-MM-DD' strings (see the
+ * type parsers in open-warehouse.ts); writing accepts a `Date` or an ISO string.
+ */
+import type { ColumnType, Generated } from 'kysely';
+
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+type TimestampDefault = ColumnType<Date, Date | string | undefined, Date | string>;
+type Json = ColumnType<unknown, string, string>;
+type ArrivedVia = 'poll' | 'stream' | 'replay' | 'legacy' | 'push';
+
+export interface UsersTable {
+  org_id: string;
+  uid: string;
+  user_id: string | null;
+  timezone: string | null;
+  country_code: string | null;
+  status: string | null;
+  marketplace_url: string | null;
+  created_at: Timestamp | null;
+  updated_at: Timestamp | null;
+  raw: Json;
+  ingested_at: TimestampDefault;
+  synced_at: TimestampDefault;
+}
+
+export interface RecordsTable {
+  org_id: string;
+  id: string;
+  type: string;
+  version: string | null;
+  checksum: string;
+  uid: string | null;
+  user_id: string | null;
+  source_type: string | null;
+  source_device: Json | null;
+  log_id: string | null;
+  start_time: Timestamp | null;
+  end_time: Timestamp | null;
+  utc_offset: number | null;
+  offset_origin: string | null;
+  created_at: Timestamp;
+  deleted_at: Timestamp | null;
+  tags: Json | null;
+  user_notes: Json | null;
+  name: string | null;
+  category: string | null;
+  granularity_interval: number | null;
+  granularity_unit: string | null;
+  raw: Json;
+  arrived_via: ArrivedVia;
+  ingested_at: TimestampDefault;
+  updated_at: TimestampDefault;
+}
+
+interface MetricColumns {
+  type: string;
+  origin: string | null;
+  unit: string | null;
+  value: number | null;
+}
+
+export interface RecordMetricsTable extends MetricColumns {
+  org_id: string;
+  record_id: string;
+  metric_index: number;
+}
+
+export interface NutritionSegmentsTable {
+  org_id: string;
+  record_id: string;
+  segment_index: number;
+  name: string | null;
+}
+
+export interface NutritionSegmentMetricsTable extends MetricColumns {
+  org_id: string;
+  record_id: string;
+  segment_index: number;
+  metric_index: number;
+}
+
+export interface NutritionFoodTable {
+  org_id: string;
+  record_id: string;
+  segment_index: number;
+  food_index: number;
+  name: string | null;
+  brand: string | null;
+  serving_amount: number | null;
+  serving_unit_name: string | null;
+}
+
+export interface NutritionFoodMetricsTable extends MetricColumns {
+  org_id: string;
+  record_id: string;
+  segment_index: number;
+  food_index: number;
+  metric_index: number;
+}
+
+export interface IntradaySeriesTable {
+  org_id: string;
+  record_id: string;
+  metric_index: number;
+  metric_type: string;
+  unit: string | null;
+  origin: string | null;
+  time: ColumnType<Date[], string[] | Date[], string[] | Date[]>;
+  value: number[];
+}
+
+export interface IntradayPointsView {
+  org_id: string;
+  record_id: string;
+  metric_type: string;
+  unit: string | null;
+  origin: string | null;
+  time: Date;
+  value: number;
+}
+
+export interface ConnectionEventsTable {
+  org_id: string;
+  id: string;
+  action: string;
+  uid: string | null;
+  user_id: string | null;
+  source_type: string | null;
+  created_at: Timestamp | null;
+  event_time: Timestamp | null;
+  deleted_at: Timestamp | null;
+  deleted_reason: string | null;
+  profile: Json | null;
+  credentials: Json | null;
+  raw: Json;
+  arrived_via: ArrivedVia;
+  ingested_at: TimestampDefault;
+}
+
+export interface LegacyRecordsTable {
+  org_id: string;
+  object: string;
+  id: string;
+  user_id: string | null;
+  timestamp: Timestamp | null;
+  utc_offset: string | null;
+  last_updated: Timestamp | null;
+  source: string | null;
+  source_name: string | null;
+  activity_id: string | null;
+  validated: boolean | null;
+  raw: Json;
+  arrived_via: ArrivedVia;
+  ingested_at: TimestampDefault;
+  updated_at: TimestampDefault;
+}
+
+/** Columns every legacy_<object> view has; object-specific typed columns come on top. */
+export interface LegacyViewCommon {
+  org_id: string;
+  id: string;
+  user_id: string | null;
+  timestamp: Date | null;
+  utc_offset: string | null;
+  last_updated: Date | null;
+  source: string | null;
+  source_name: string | null;
+  activity_id: string | null;
+  validated: boolean | null;
+  raw: unknown;
+  ingested_at: Date;
+}
+
+export interface LegacyFitnessView extends LegacyViewCommon {
+  activity_type: string | null;
+  intensity: string | null;
+  start_time: string | null;
+  distance: number | null;
+  duration: number | null;
+  calories: number | null;
+  activity_category: string | null;
+  extras: unknown;
+}
+
+export interface LegacyRoutineView extends LegacyViewCommon {
+  steps: number | null;
+  distance: number | null;
+  floors: number | null;
+  elevation: number | null;
+  calories_burned: number | null;
+  extras: unknown;
+}
+
+export interface LegacyNutritionView extends LegacyViewCommon {
+  calories: number | null;
+  carbohydrates: number | null;
+  fat: number | null;
+  fiber: number | null;
+  protein: number | null;
+  sodium: number | null;
+  water: number | null;
+  meal: string | null;
+}
+
+export interface RecordVersionsTable {
+  org_id: string;
+  record_id: string;
+  checksum: string;
+  type: string;
+  created_at: Timestamp;
+  deleted_at: Timestamp | null;
+  raw: Json;
+  arrived_via: ArrivedVia;
+  archived_at: TimestampDefault;
+}
+
+export interface CheckpointsTable {
+  org_id: string;
+  key: string;
+  value: Json;
+  updated_at: TimestampDefault;
+}
+
+export interface RunsTable {
+  id: string;
+  org_id: string;
+  command: string;
+  args: Json;
+  status: 'running' | 'done' | 'failed';
+  started_at: TimestampDefault;
+  finished_at: Timestamp | null;
+  summary: Json | null;
+}
+
+export interface BackfillWindowsTable {
+  run_id: string;
+  window_key: string;
+  org_id: string;
+  uid: string | null;
+  resource: string;
+  /** 'YYYY-MM-DD' */
+  start_date: string;
+  /** 'YYYY-MM-DD' */
+  end_date: string;
+  status: ColumnType<'pending' | 'done', 'pending' | 'done' | undefined, 'pending' | 'done'>;
+  records: ColumnType<number, number | undefined, number>;
+  requests: ColumnType<number, number | undefined, number>;
+  completed_at: Timestamp | null;
+}
+
+export interface QuarantineTable {
+  id: Generated<number>;
+  org_id: string;
+  arrived_via: ArrivedVia;
+  kind: string;
+  reason: string;
+  raw: string;
+  raw_sha256: string;
+  first_seen_at: TimestampDefault;
+  last_seen_at: TimestampDefault;
+  seen_count: ColumnType<number, number | undefined, number>;
+}
+
+export interface Database {
+  'validic.users': UsersTable;
+  'validic.records': RecordsTable;
+  'validic.record_metrics': RecordMetricsTable;
+  'validic.nutrition_segments': NutritionSegmentsTable;
+  'validic.nutrition_segment_metrics': NutritionSegmentMetricsTable;
+  'validic.nutrition_food': NutritionFoodTable;
+  'validic.nutrition_food_metrics': NutritionFoodMetricsTable;
+  'validic.intraday_series': IntradaySeriesTable;
+  'validic.intraday_points': IntradayPointsView;
+  'validic.connection_events': ConnectionEventsTable;
+  'validic.legacy_records': LegacyRecordsTable;
+  'validic.legacy_fitness': LegacyFitnessView;
+  'validic.legacy_routine': LegacyRoutineView;
+  'validic.legacy_nutrition': LegacyNutritionView;
+  'validic.legacy_sleep': LegacyViewCommon;
+  'validic.legacy_weight': LegacyViewCommon;
+  'validic.legacy_diabetes': LegacyViewCommon;
+  'validic.legacy_biometrics': LegacyViewCommon;
+  'validic.legacy_tobacco_cessation': LegacyViewCommon;
+  'validic.record_versions': RecordVersionsTable;
+  'validic_sync.checkpoints': CheckpointsTable;
+  'validic_sync.runs': RunsTable;
+  'validic_sync.backfill_windows': BackfillWindowsTable;
+  'validic_sync.quarantine': QuarantineTable;
+}

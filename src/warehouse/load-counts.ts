@@ -1,0 +1,21 @@
+/** Counting helpers for LoadResult: totals and the same counts per type. */
+import { emptyCounts, type LoadCounts, type LoadResult } from './batch.ts';
+
+export function emptyLoadResult(): LoadResult {
+  return { ...emptyCounts(), byType: {}, newestCreatedAt: null };
+}
+
+function counter(result: LoadResult, type: string): LoadCounts {
+  let counts = result.byType[type];
+  if (!counts) {
+    counts = emptyCounts();
+    result.byType[type] = counts;
+  }
+  return counts;
+}
+
+export function bump(result: LoadResult, type: string, key: keyof LoadCounts, by = 1): void {
+  if (by === 0) return;
+  result[key] += by;
+  counter(result, type)[key] += by;
+}

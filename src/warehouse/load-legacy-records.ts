@@ -1,0 +1,73 @@
+/** Legacy (v1) records keyed (org_id, object, _id): the later last_updated wins. */
+import { sql } from 'kysely';
+import type { LegacyRecordRow } from '../normalize/normalized-types.ts';
+import type { Batch, LoadResult } from './batch.ts';
+import { bump } from './load-counts.ts';
+import type { WarehouseTransaction } from './open-warehouse.ts';
+import { STAGE, stageRows } from './staging-tables.ts';
+
+export async function loadLegacy(
+  tx: WarehouseTransaction,
+  batch: Batch,
+  legacy: LegacyRecordRow[],
+  result: LoadResult,
+) {
+  if (legacy.length === 0) return;
+  // Newest per (object, _id): later last_updated (missing = oldest); tie: the greater raw text.
+  const newest = new Map<string, LegacyRecordRow>();
+  const rank = (r: LegacyRecordRow) => (r.lastUpdated ? Date.parse(r.lastUpdated) : Number.NEGATIVE_INFINITY);
+  for (const r of legacy) {
+    const key = `${r.object}\u0001${r.id}`;
+    const known = newest.get(key);
+    if (!known || rank(r) > rank(known) || (rank(r) === rank(known) && r.raw > known.raw)) newest.set(key, r);
+  }
+  await stageRows(
+    tx,
+    STAGE.legacy,
+    [...newest.values()].map((r) => [
+      r.object,
+      r.id,
+      r.userId,
+      r.timestamp,
+      r.utcOffset,
+      r.lastUpdated,
+      r.source,
+      r.sourceName,
+      r.activityId,
+      r.validated,
+      r.raw,
+    ]),
+  );
+  const written = await sql<{ object: string; id: string; inserted: boolean }>`
+    insert into validic.legacy_records as l
+      (org_id, object, id, user_id, timestamp, utc_offset, last_updated, source, source_name, activity_id, validated,
+       raw, arrived_via)
+    select ${batch.orgId}, s.object, s.id, s.user_id, s.timestamp, s.utc_offset, s.last_updated, s.source,
+           s.source_name, s.activity_id, s.validated, s.raw, ${batch.arrivedVia}
+    from validic_stage_legacy s
+    left join validic.legacy_records cur on cur.org_id = ${batch.orgId} and cur.object = s.object and cur.id = s.id
+    where cur.id is null
+       or (cur.raw is distinct from s.raw
+           and (coalesce(s.last_updated, '-infinity') > coalesce(cur.last_updated, '-infinity')
+                or (coalesce(s.last_updated, '-infinity') = coalesce(cur.last_updated, '-infinity')
+                    and s.raw::text collate "C" > cur.raw::text collate "C")))
+    on conflict (org_id, object, id) do update set
+      user_id = excluded.user_id, timestamp = excluded.timestamp, utc_offset = excluded.utc_offset,
+      last_updated = excluded.last_updated, source = excluded.source, source_name = excluded.source_name,
+      activity_id = excluded.activity_id, validated = excluded.validated, raw = excluded.raw,
+      arrived_via = excluded.arrived_via, updated_at = now()
+    returning l.object, l.id, (l.xmax = 0) as inserted`.execute(tx.db);
+  const writtenKeys = new Map(written.rows.map((w) => [`${w.object}\u0001${w.id}`, w.inserted]));
+  const seen = new Set<string>();
+  for (const r of legacy) {
+    const key = `${r.object}\u0001${r.id}`;
+    const type = `legacy:${r.object}`;
+    const inserted = writtenKeys.get(key);
+    if (inserted !== undefined && newest.get(key) === r && !seen.has(key)) {
+      seen.add(key);
+      bump(result, type, inserted ? 'inserted' : 'updated');
+    } else {
+      bump(result, type, 'unchanged');
+    }
+  }
+}

@@ -1,0 +1,316 @@
+/**
+ * v2 records of every type, keyed (org_id, id), with the dedupe rules of DESIGN.md:
+ * - same id and checksum: nothing is written (counted unchanged);
+ * - different checksum: the later created_at wins, ties go to the greater checksum (so the outcome never
+ *   depends on arrival order); the replaced version goes to record_versions;
+ * - an older version arriving late is never applied (counted stale) and is kept in record_versions;
+ * - child rows (metrics, segments, food, intraday series) are replaced only for changed records.
+ * So record_versions = every distinct (id, checksum) ever seen minus the current one, in any order.
+ *
+ * Phase 1 probes the stored versions with one keys-only query (a redelivered batch costs no more);
+ * phase 2 COPYs only the rows to write into temp tables and applies them set-based.
+ */
+import { sql } from 'kysely';
+import type { NormalizedRecord } from '../normalize/normalized-types.ts';
+import type { Batch, LoadResult } from './batch.ts';
+import { bump } from './load-counts.ts';
+import type { WarehouseTransaction } from './open-warehouse.ts';
+import { STAGE, stageRows } from './staging-tables.ts';
+
+/** Total order of versions of one id: created_at, then checksum (code-unit order). */
+export function isNewerVersion(
+  a: { createdAt: string; checksum: string },
+  b: { createdAt: string; checksum: string },
+) {
+  const ta = Date.parse(a.createdAt);
+  const tb = Date.parse(b.createdAt);
+  if (ta !== tb) return ta > tb;
+  return a.checksum > b.checksum;
+}
+
+type Action = 'insert' | 'update' | 'same' | 'stale';
+
+interface StoredVersion {
+  checksum: string;
+  createdAt: string;
+}
+
+const versionKey = (id: string, checksum: string) => `${id}\u0001${checksum}`;
+
+export async function loadRecords(
+  tx: WarehouseTransaction,
+  batch: Batch,
+  records: NormalizedRecord[],
+  result: LoadResult,
+) {
+  if (records.length === 0) return;
+  const org = batch.orgId;
+
+  // Distinct versions per id, and the newest one (the candidate) per id.
+  const versions = new Map<string, NormalizedRecord>();
+  const winners = new Map<string, NormalizedRecord>();
+  for (const r of records) {
+    const key = versionKey(r.record.id, r.record.checksum);
+    if (!versions.has(key)) versions.set(key, r);
+    const best = winners.get(r.record.id);
+    if (!best || isNewerVersion(r.record, best.record)) winners.set(r.record.id, r);
+  }
+
+  // Phase 1, keys only (cheap even when the whole batch is a redelivery): the stored current version
+  // of each id, and which of the batch's versions record_versions already holds.
+  const distinct = [...versions.values()];
+  const probe = await sql<{
+    id: string;
+    checksum: string;
+    cur_checksum: string | null;
+    cur_created_at: Date | string | null;
+    archived: boolean;
+  }>`
+    select k.id, k.checksum, cur.checksum as cur_checksum, cur.created_at as cur_created_at,
+           exists (select 1 from validic.record_versions v
+                   where v.org_id = ${org} and v.record_id = k.id and v.checksum = k.checksum) as archived
+    from unnest(${distinct.map((v) => v.record.id)}::text[], ${distinct.map((v) => v.record.checksum)}::text[])
+      as k(id, checksum)
+    left join validic.records cur on cur.org_id = ${org} and cur.id = k.id`.execute(tx.db);
+  const stored = new Map<string, StoredVersion | null>();
+  const archived = new Set<string>();
+  for (const row of probe.rows) {
+    stored.set(
+      row.id,
+      row.cur_checksum === null
+        ? null
+        : {
+            checksum: row.cur_checksum,
+            createdAt: new Date(row.cur_created_at as Date | string).toISOString(),
+          },
+    );
+    if (row.archived) archived.add(versionKey(row.id, row.checksum));
+  }
+
+  // Decide per id (the per-org lock makes the probe current for the whole transaction).
+  const actions = new Map<string, Action>();
+  for (const [id, winner] of winners) {
+    const current = stored.get(id) ?? null;
+    let action: Action;
+    if (!current) action = 'insert';
+    else if (current.checksum === winner.record.checksum) action = 'same';
+    else action = isNewerVersion(winner.record, current) ? 'update' : 'stale';
+    actions.set(id, action);
+  }
+  const applied = (id: string) => {
+    const a = actions.get(id);
+    return a === 'insert' || a === 'update';
+  };
+  const toApply = [...winners.values()].filter((w) => applied(w.record.id));
+  // Every version that does not end up current goes to record_versions once: the batch's older or
+  // stale versions here, the stored row being replaced below (straight from validic.records).
+  const toArchive = distinct.filter(({ record: r }) => {
+    if (r.checksum === stored.get(r.id)?.checksum) return false;
+    if (applied(r.id) && winners.get(r.id)?.record.checksum === r.checksum) return false;
+    return !archived.has(versionKey(r.id, r.checksum));
+  });
+  const updatedIds = [...actions].filter(([, a]) => a === 'update').map(([id]) => id);
+
+  // Phase 2: full rows only for what is written.
+  if (toApply.length + toArchive.length > 0) {
+    const row = ({ record: r }: NormalizedRecord, apply: boolean) => [
+      r.id,
+      r.type,
+      r.version,
+      r.checksum,
+      r.uid,
+      r.userId,
+      r.sourceType,
+      r.sourceDevice,
+      r.logId,
+      r.startTime,
+      r.endTime,
+      r.utcOffset,
+      r.offsetOrigin,
+      r.createdAt,
+      r.deletedAt,
+      r.tags,
+      r.userNotes,
+      r.name,
+      r.category,
+      r.granularityInterval,
+      r.granularityUnit,
+      r.raw,
+      apply,
+    ];
+    await stageRows(tx, STAGE.records, [
+      ...toApply.map((r) => row(r, true)),
+      ...toArchive.map((r) => row(r, false)),
+    ]);
+  }
+
+  if (updatedIds.length > 0) {
+    await sql`
+      insert into validic.record_versions (org_id, record_id, checksum, type, created_at, deleted_at, raw, arrived_via)
+      select cur.org_id, cur.id, cur.checksum, cur.type, cur.created_at, cur.deleted_at, cur.raw, cur.arrived_via
+      from validic.records cur
+      where cur.org_id = ${org} and cur.id = any(${updatedIds}::text[])
+        and not exists (select 1 from validic.record_versions v
+                        where v.org_id = ${org} and v.record_id = cur.id and v.checksum = cur.checksum)
+      on conflict do nothing`.execute(tx.db);
+  }
+  if (toArchive.length > 0) {
+    await sql`
+      insert into validic.record_versions (org_id, record_id, checksum, type, created_at, deleted_at, raw, arrived_via)
+      select ${org}, s.id, s.checksum, s.type, s.created_at, s.deleted_at, s.raw, ${batch.arrivedVia}
+      from validic_stage_records s
+      where not s.apply
+      on conflict do nothing`.execute(tx.db);
+  }
+  if (toApply.length > 0) {
+    await sql`
+      insert into validic.records as r
+        (org_id, id, type, version, checksum, uid, user_id, source_type, source_device, log_id, start_time, end_time,
+         utc_offset, offset_origin, created_at, deleted_at, tags, user_notes, name, category, granularity_interval,
+         granularity_unit, raw, arrived_via)
+      select ${org}, s.id, s.type, s.version, s.checksum, s.uid, s.user_id, s.source_type, s.source_device, s.log_id,
+             s.start_time, s.end_time, s.utc_offset, s.offset_origin, s.created_at, s.deleted_at, s.tags, s.user_notes,
+             s.name, s.category, s.granularity_interval, s.granularity_unit, s.raw, ${batch.arrivedVia}
+      from validic_stage_records s
+      where s.apply
+      on conflict (org_id, id) do update set
+        type = excluded.type, version = excluded.version, checksum = excluded.checksum, uid = excluded.uid,
+        user_id = excluded.user_id, source_type = excluded.source_type, source_device = excluded.source_device,
+        log_id = excluded.log_id, start_time = excluded.start_time, end_time = excluded.end_time,
+        utc_offset = excluded.utc_offset, offset_origin = excluded.offset_origin, created_at = excluded.created_at,
+        deleted_at = excluded.deleted_at, tags = excluded.tags, user_notes = excluded.user_notes, name = excluded.name,
+        category = excluded.category, granularity_interval = excluded.granularity_interval,
+        granularity_unit = excluded.granularity_unit, raw = excluded.raw, arrived_via = excluded.arrived_via,
+        updated_at = now()`.execute(tx.db);
+    await replaceChildren(tx, org, toApply, updatedIds);
+  }
+
+  countRecords(records, winners, actions, stored, result);
+}
+
+const CHILD_TABLES = [
+  'validic.record_metrics',
+  'validic.nutrition_segments',
+  'validic.nutrition_segment_metrics',
+  'validic.nutrition_food',
+  'validic.nutrition_food_metrics',
+  'validic.intraday_series',
+] as const;
+
+/** Child rows of changed records only: delete the old ones (updates), insert the new ones. */
+async function replaceChildren(
+  tx: WarehouseTransaction,
+  org: string,
+  changed: NormalizedRecord[],
+  updatedIds: string[],
+) {
+  const metrics: unknown[][] = [];
+  const segments: unknown[][] = [];
+  const food: unknown[][] = [];
+  const intraday: unknown[][] = [];
+  for (const n of changed) {
+    const id = n.record.id;
+    for (const m of n.metrics) {
+      metrics.push([id, 'record', null, null, m.metricIndex, m.type, m.origin, m.unit, m.value]);
+    }
+    for (const m of n.segmentMetrics) {
+      metrics.push([id, 'segment', m.segmentIndex, null, m.metricIndex, m.type, m.origin, m.unit, m.value]);
+    }
+    for (const m of n.foodMetrics) {
+      metrics.push([
+        id,
+        'food',
+        m.segmentIndex,
+        m.foodIndex,
+        m.metricIndex,
+        m.type,
+        m.origin,
+        m.unit,
+        m.value,
+      ]);
+    }
+    for (const s of n.segments) segments.push([id, s.segmentIndex, s.name]);
+    for (const f of n.food) {
+      food.push([id, f.segmentIndex, f.foodIndex, f.name, f.brand, f.servingAmount, f.servingUnitName]);
+    }
+    for (const s of n.intraday) {
+      intraday.push([id, s.metricIndex, s.metricType, s.unit, s.origin, s.times, s.values]);
+    }
+  }
+
+  if (updatedIds.length > 0) {
+    for (const target of CHILD_TABLES) {
+      await sql`
+        delete from ${sql.table(target)}
+        where org_id = ${org} and record_id = any(${updatedIds}::text[])`.execute(tx.db);
+    }
+  }
+
+  if (metrics.length > 0) {
+    await stageRows(tx, STAGE.metrics, metrics);
+    await sql`
+      insert into validic.record_metrics (org_id, record_id, metric_index, type, origin, unit, value)
+      select ${org}, record_id, metric_index, type, origin, unit, value from validic_stage_metrics
+      where scope = 'record'`.execute(tx.db);
+    await sql`
+      insert into validic.nutrition_segment_metrics
+        (org_id, record_id, segment_index, metric_index, type, origin, unit, value)
+      select ${org}, record_id, segment_index, metric_index, type, origin, unit, value from validic_stage_metrics
+      where scope = 'segment'`.execute(tx.db);
+    await sql`
+      insert into validic.nutrition_food_metrics
+        (org_id, record_id, segment_index, food_index, metric_index, type, origin, unit, value)
+      select ${org}, record_id, segment_index, food_index, metric_index, type, origin, unit, value
+      from validic_stage_metrics where scope = 'food'`.execute(tx.db);
+  }
+  if (segments.length > 0) {
+    await stageRows(tx, STAGE.segments, segments);
+    await sql`
+      insert into validic.nutrition_segments (org_id, record_id, segment_index, name)
+      select ${org}, record_id, segment_index, name from validic_stage_segments`.execute(tx.db);
+  }
+  if (food.length > 0) {
+    await stageRows(tx, STAGE.food, food);
+    await sql`
+      insert into validic.nutrition_food
+        (org_id, record_id, segment_index, food_index, name, brand, serving_amount, serving_unit_name)
+      select ${org}, record_id, segment_index, food_index, name, brand, serving_amount, serving_unit_name
+      from validic_stage_food`.execute(tx.db);
+  }
+  if (intraday.length > 0) {
+    await stageRows(tx, STAGE.intraday, intraday);
+    await sql`
+      insert into validic.intraday_series (org_id, record_id, metric_index, metric_type, unit, origin, time, value)
+      select ${org}, record_id, metric_index, metric_type, unit, origin, time, value
+      from validic_stage_intraday`.execute(tx.db);
+  }
+}
+
+/**
+ * Per item: the item that became current counts inserted/updated; an item equal to the final current
+ * version counts unchanged (a duplicate); anything older counts stale.
+ */
+function countRecords(
+  records: NormalizedRecord[],
+  winners: Map<string, NormalizedRecord>,
+  actions: Map<string, Action>,
+  stored: Map<string, StoredVersion | null>,
+  result: LoadResult,
+) {
+  const counted = new Set<string>();
+  for (const { record } of records) {
+    const action = actions.get(record.id);
+    const winner = winners.get(record.id);
+    if (!action || !winner) continue;
+    const finalChecksum = action === 'stale' ? stored.get(record.id)?.checksum : winner.record.checksum;
+    const applied = action === 'insert' || action === 'update';
+    if (applied && record.checksum === winner.record.checksum && !counted.has(record.id)) {
+      counted.add(record.id);
+      bump(result, record.type, action === 'insert' ? 'inserted' : 'updated');
+    } else if (record.checksum === finalChecksum) {
+      bump(result, record.type, 'unchanged');
+    } else {
+      bump(result, record.type, 'stale');
+    }
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * Quarantine rows for the items normalization rejected: one row per distinct (org, kind, raw) with
+ * the latest reason; seeing the same item again bumps seen_count and last_seen_at.
+ */
+import { createHash } from 'node:crypto';
+import { sql } from 'kysely';
+import type { QuarantineEntry } from '../normalize/normalized-types.ts';
+import type { Batch, LoadResult } from './batch.ts';
+import { bump } from './load-counts.ts';
+import type { WarehouseTransaction } from './open-warehouse.ts';
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** PostgreSQL text cannot hold NUL; quarantine keeps such raw text with the NUL spelled out. */
+const storableText = (text: string) => text.replaceAll('\u0000', '\\u0000');
+
+export async function writeQuarantine(
+  tx: WarehouseTransaction,
+  batch: Batch,
+  entries: QuarantineEntry[],
+  result: LoadResult,
+): Promise<void> {
+  if (entries.length === 0) return;
+  // The same bad item twice in one batch is one row seen twice (ON CONFLICT cannot touch a row twice).
+  const distinct = new Map<string, { entry: QuarantineEntry; hash: string; seen: number }>();
+  for (const entry of entries) {
+    bump(result, entry.kind, 'quarantined');
+    const hash = sha256(entry.raw);
+    const key = `${entry.kind}\u0001${hash}`;
+    const known = distinct.get(key);
+    if (known) known.seen += 1;
+    else distinct.set(key, { entry, hash, seen: 1 });
+  }
+  const rows = [...distinct.values()];
+  for (let i = 0; i < rows.length; i += 1000) {
+    await tx.db
+      .insertInto('validic_sync.quarantine')
+      .values(
+        rows.slice(i, i + 1000).map(({ entry, hash, seen }) => ({
+          org_id: batch.orgId,
+          arrived_via: batch.arrivedVia,
+          kind: entry.kind,
+          reason: storableText(entry.reason),
+          raw: storableText(entry.raw),
+          raw_sha256: hash,
+          seen_count: seen,
+        })),
+      )
+      .onConflict((oc) =>
+        oc.columns(['org_id', 'kind', 'raw_sha256']).doUpdateSet({
+          reason: (eb) => eb.ref('excluded.reason'),
+          last_seen_at: sql`now()`,
+          seen_count: sql`validic_sync.quarantine.seen_count + excluded.seen_count`,
+        }),
+      )
+      .execute();
+  }
+}

@@ -1,0 +1,267 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyBatch } from '../../src/warehouse/apply-batch.ts';
+import type { Batch, RawItem } from '../../src/warehouse/batch.ts';
+import { readCursor } from '../../src/warehouse/checkpoints.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+
+let t: TestDatabase;
+beforeAll(async () => {
+  t = await createTestDatabase();
+});
+afterAll(async () => {
+  await t?.drop();
+});
+
+let orgSeq = 0;
+const newOrg = () => `org-dedupe-${++orgSeq}`;
+
+function measurement(
+  id: string,
+  checksum: string,
+  createdAt: string,
+  weight: number,
+  extra: Record<string, unknown> = {},
+) {
+  return {
+    version: '1.0',
+    id,
+    checksum,
+    type: 'measurement',
+    start_time: '2024-03-01T08:00:00Z',
+    end_time: '2024-03-01T08:00:00Z',
+    utc_offset: -18000,
+    offset_origin: 'source',
+    user: { uid: 'u1', user_id: 'svc-u1', organization_id: 'org' },
+    log_id: `log-${id}`,
+    source: { type: 'withings', device: { name: 'Body+', type: 'scale' } },
+    metrics: [
+      { type: 'body_weight', origin: 'device', unit: 'kg', value: weight },
+      { type: 'bmi', origin: 'device', unit: 'kg/m2', value: 22.5 },
+    ],
+    created_at: createdAt,
+    deleted_at: null,
+    tags: [],
+    user_notes: [],
+    ...extra,
+  };
+}
+
+const records = (orgId: string, raws: unknown[], arrivedVia: Batch['arrivedVia'] = 'poll'): Batch => ({
+  orgId,
+  arrivedVia,
+  items: raws.map((raw): RawItem => ({ kind: 'record', raw })),
+});
+
+async function current(orgId: string, id: string) {
+  return t.warehouse.db
+    .selectFrom('validic.records')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+async function versions(orgId: string, id: string) {
+  const rows = await t.warehouse.db
+    .selectFrom('validic.record_versions')
+    .select('checksum')
+    .where('org_id', '=', orgId)
+    .where('record_id', '=', id)
+    .orderBy('checksum')
+    .execute();
+  return rows.map((r) => r.checksum);
+}
+
+async function metricValues(orgId: string, id: string) {
+  const rows = await t.warehouse.db
+    .selectFrom('validic.record_metrics')
+    .select(['type', 'value'])
+    .where('org_id', '=', orgId)
+    .where('record_id', '=', id)
+    .orderBy('metric_index')
+    .execute();
+  return rows.map((r) => `${r.type}=${r.value}`);
+}
+
+describe('applyBatch dedupe rules', () => {
+  it('inserts a new record with its metrics and moves the cursor in the same transaction', async () => {
+    const org = newOrg();
+    const result = await applyBatch(
+      t.warehouse,
+      records(org, [measurement('r1', 'c1', '2024-03-01T09:00:00Z', 70)]),
+      {
+        cursors: [{ key: 'poll:u1', value: { through: '2024-03-01' } }],
+      },
+    );
+    expect(result).toMatchObject({ inserted: 1, updated: 0, unchanged: 0, stale: 0, quarantined: 0 });
+    expect(result.byType.measurement?.inserted).toBe(1);
+    expect(result.newestCreatedAt).toBe('2024-03-01T09:00:00.000Z');
+    const row = await current(org, 'r1');
+    expect(row).toMatchObject({
+      type: 'measurement',
+      checksum: 'c1',
+      uid: 'u1',
+      user_id: 'svc-u1',
+      utc_offset: -18000,
+    });
+    expect(row?.source_type).toBe('withings');
+    expect(row?.arrived_via).toBe('poll');
+    expect(row?.start_time?.toISOString()).toBe('2024-03-01T08:00:00.000Z');
+    expect(await metricValues(org, 'r1')).toEqual(['body_weight=70', 'bmi=22.5']);
+    expect(await readCursor(t.warehouse.db, org, 'poll:u1')).toEqual({ through: '2024-03-01' });
+  });
+
+  it('same id and checksum is a no-op counted unchanged', async () => {
+    const org = newOrg();
+    const raw = measurement('r1', 'c1', '2024-03-01T09:00:00Z', 70);
+    await applyBatch(t.warehouse, records(org, [raw]));
+    const before = await current(org, 'r1');
+    const result = await applyBatch(t.warehouse, records(org, [raw, raw], 'stream'));
+    expect(result).toMatchObject({ inserted: 0, updated: 0, unchanged: 2, stale: 0 });
+    const after = await current(org, 'r1');
+    expect(after?.arrived_via).toBe('poll');
+    expect(after?.updated_at).toEqual(before?.updated_at);
+    expect(await versions(org, 'r1')).toEqual([]);
+  });
+
+  it('a later created_at with a new checksum replaces the record, keeps the old version and its new metrics', async () => {
+    const org = newOrg();
+    await applyBatch(t.warehouse, records(org, [measurement('r1', 'c1', '2024-03-01T09:00:00Z', 70)]));
+    const result = await applyBatch(
+      t.warehouse,
+      records(org, [measurement('r1', 'c2', '2024-03-02T09:00:00Z', 71)], 'stream'),
+    );
+    expect(result).toMatchObject({ inserted: 0, updated: 1, unchanged: 0, stale: 0 });
+    expect((await current(org, 'r1'))?.checksum).toBe('c2');
+    expect((await current(org, 'r1'))?.arrived_via).toBe('stream');
+    expect(await versions(org, 'r1')).toEqual(['c1']);
+    expect(await metricValues(org, 'r1')).toEqual(['body_weight=71', 'bmi=22.5']);
+  });
+
+  it('an older version arriving late never overwrites the newer one; it is counted stale and kept', async () => {
+    const org = newOrg();
+    await applyBatch(t.warehouse, records(org, [measurement('r1', 'c2', '2024-03-02T09:00:00Z', 71)]));
+    const result = await applyBatch(
+      t.warehouse,
+      records(org, [measurement('r1', 'c1', '2024-03-01T09:00:00Z', 70)], 'replay'),
+    );
+    expect(result).toMatchObject({ inserted: 0, updated: 0, stale: 1 });
+    expect((await current(org, 'r1'))?.checksum).toBe('c2');
+    expect(await versions(org, 'r1')).toEqual(['c1']);
+    expect(await metricValues(org, 'r1')).toEqual(['body_weight=71', 'bmi=22.5']);
+    // The same stale version again: nothing new.
+    const again = await applyBatch(
+      t.warehouse,
+      records(org, [measurement('r1', 'c1', '2024-03-01T09:00:00Z', 70)]),
+    );
+    expect(again.stale).toBe(1);
+    expect(await versions(org, 'r1')).toEqual(['c1']);
+  });
+
+  it('equal created_at: the greater checksum wins whatever the order', async () => {
+    const a = newOrg();
+    const b = newOrg();
+    const low = measurement('r1', 'aaa', '2024-03-01T09:00:00Z', 70);
+    const high = measurement('r1', 'bbb', '2024-03-01T09:00:00Z', 72);
+    await applyBatch(t.warehouse, records(a, [low]));
+    await applyBatch(t.warehouse, records(a, [high]));
+    await applyBatch(t.warehouse, records(b, [high]));
+    await applyBatch(t.warehouse, records(b, [low]));
+    expect((await current(a, 'r1'))?.checksum).toBe('bbb');
+    expect((await current(b, 'r1'))?.checksum).toBe('bbb');
+    expect(await versions(a, 'r1')).toEqual(['aaa']);
+    expect(await versions(b, 'r1')).toEqual(['aaa']);
+  });
+
+  it('within one batch only the newest version per id is applied; the others are kept as versions', async () => {
+    const org = newOrg();
+    const result = await applyBatch(
+      t.warehouse,
+      records(org, [
+        measurement('r1', 'c2', '2024-03-02T09:00:00Z', 71),
+        measurement('r1', 'c3', '2024-03-03T09:00:00Z', 72),
+        measurement('r1', 'c1', '2024-03-01T09:00:00Z', 70),
+      ]),
+    );
+    expect(result).toMatchObject({ inserted: 1, stale: 2 });
+    expect((await current(org, 'r1'))?.checksum).toBe('c3');
+    expect(await versions(org, 'r1')).toEqual(['c1', 'c2']);
+    expect(await metricValues(org, 'r1')).toEqual(['body_weight=72', 'bmi=22.5']);
+  });
+
+  it('deleted_at set: the row stays, marked deleted', async () => {
+    const org = newOrg();
+    await applyBatch(t.warehouse, records(org, [measurement('r1', 'c1', '2024-03-01T09:00:00Z', 70)]));
+    await applyBatch(
+      t.warehouse,
+      records(org, [
+        measurement('r1', 'c2', '2024-03-02T09:00:00Z', 70, { deleted_at: '2024-03-02T09:00:00Z' }),
+      ]),
+    );
+    const row = await current(org, 'r1');
+    expect(row?.deleted_at?.toISOString()).toBe('2024-03-02T09:00:00.000Z');
+  });
+
+  it('changes only the child rows of changed records', async () => {
+    const org = newOrg();
+    await applyBatch(
+      t.warehouse,
+      records(org, [
+        measurement('r1', 'c1', '2024-03-01T09:00:00Z', 70),
+        measurement('r2', 'c1', '2024-03-01T09:00:00Z', 80),
+      ]),
+    );
+    const ctidBefore = await sql<{ ctid: string }>`
+      select ctid::text from validic.record_metrics where org_id = ${org} and record_id = 'r2' order by metric_index`.execute(
+      t.warehouse.db,
+    );
+    await applyBatch(
+      t.warehouse,
+      records(org, [
+        measurement('r1', 'c2', '2024-03-02T09:00:00Z', 71),
+        measurement('r2', 'c1', '2024-03-01T09:00:00Z', 80),
+      ]),
+    );
+    const ctidAfter = await sql<{ ctid: string }>`
+      select ctid::text from validic.record_metrics where org_id = ${org} and record_id = 'r2' order by metric_index`.execute(
+      t.warehouse.db,
+    );
+    expect(ctidAfter.rows).toEqual(ctidBefore.rows);
+    expect(await metricValues(org, 'r1')).toEqual(['body_weight=71', 'bmi=22.5']);
+  });
+
+  it('accepts type "measurements" and stores it as measurement', async () => {
+    const org = newOrg();
+    await applyBatch(
+      t.warehouse,
+      records(org, [measurement('r1', 'c1', '2024-03-01T09:00:00Z', 70, { type: 'measurements' })]),
+    );
+    expect((await current(org, 'r1'))?.type).toBe('measurement');
+  });
+
+  it('keeps the same id apart in two organizations', async () => {
+    const a = newOrg();
+    const b = newOrg();
+    await applyBatch(t.warehouse, records(a, [measurement('r1', 'c1', '2024-03-01T09:00:00Z', 70)]));
+    const result = await applyBatch(
+      t.warehouse,
+      records(b, [measurement('r1', 'c1', '2024-03-01T09:00:00Z', 70)]),
+    );
+    expect(result.inserted).toBe(1);
+  });
+
+  it('concurrent loads of the same org (stream and replay at once) serialize and agree', async () => {
+    const org = newOrg();
+    const v = (c: string, day: number) => measurement('r1', c, `2024-03-0${day}T09:00:00Z`, 70 + day);
+    await Promise.all([
+      applyBatch(t.warehouse, records(org, [v('c1', 1), v('c3', 3)], 'stream')),
+      applyBatch(t.warehouse, records(org, [v('c2', 2)], 'replay')),
+      applyBatch(t.warehouse, records(org, [v('c4', 4), v('c1', 1)], 'poll')),
+      applyBatch(t.warehouse, records(org, [v('c2', 2), v('c3', 3)], 'replay')),
+    ]);
+    expect((await current(org, 'r1'))?.checksum).toBe('c4');
+    expect(await versions(org, 'r1')).toEqual(['c1', 'c2', 'c3']);
+    expect(await metricValues(org, 'r1')).toEqual(['body_weight=74', 'bmi=22.5']);
+  });
+});

@@ -1,0 +1,146 @@
+/**
+ * Redelivering what is already stored must write no tuple in `validic` (no dead tuples, no WAL, no
+ * index churn): checked with pg_stat_user_tables. Statistics are flushed by the backend that did the
+ * work, so the loader runs on a one-connection pool and forces that backend's flush.
+ */
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyBatch } from '../../src/warehouse/apply-batch.ts';
+import type { Batch, RawItem } from '../../src/warehouse/batch.ts';
+import { openWarehouse, type Warehouse } from '../../src/warehouse/open-warehouse.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+
+let t: TestDatabase;
+let single: Warehouse;
+beforeAll(async () => {
+  t = await createTestDatabase();
+  single = await openWarehouse({ databaseUrl: t.url, maxConnections: 1 });
+});
+afterAll(async () => {
+  await single?.close();
+  await t?.drop();
+});
+
+const ORG = 'org-no-write';
+
+function items(checksumSuffix: string): RawItem[] {
+  const common = (id: string, type: string) => ({
+    version: '1.0',
+    id,
+    checksum: `${id}-${checksumSuffix}`,
+    type,
+    start_time: '2024-04-01T00:00:00Z',
+    end_time: '2024-04-01T00:00:00Z',
+    utc_offset: 0,
+    user: { uid: 'u1', user_id: 'svc-1', organization_id: ORG },
+    source: { type: 'fitbit', device: null },
+    created_at: checksumSuffix === 'v1' ? '2024-04-01T01:00:00Z' : '2024-04-02T01:00:00Z',
+    deleted_at: null,
+    tags: [],
+    user_notes: [],
+  });
+  return [
+    {
+      kind: 'record',
+      raw: {
+        ...common('m1', 'measurement'),
+        metrics: [{ type: 'pulse', origin: 'device', unit: 'bpm', value: 60 }],
+      },
+    },
+    {
+      kind: 'record',
+      raw: {
+        ...common('n1', 'nutrition'),
+        name: 'lunch',
+        category: 'meal',
+        metrics: [{ type: 'energy_consumed', origin: 'manual', unit: 'kcal', value: 500 }],
+        segments: [
+          {
+            name: 'main',
+            metrics: [{ type: 'fat', origin: 'manual', unit: 'g', value: 10 }],
+            food: [{ name: 'rice', brand: '', metrics: [], serving: { amount: 100, unit_name: 'g' } }],
+          },
+        ],
+      },
+    },
+    {
+      kind: 'record',
+      raw: {
+        ...common('i1', 'intraday'),
+        granularity: { interval: 1, unit: 'minutes' },
+        metrics: [
+          {
+            type: 'steps',
+            unit: 'steps',
+            origin: 'device',
+            data_points: [{ time: '2024-04-01T00:00:00Z', value: '12' }],
+          },
+        ],
+      },
+    },
+    { kind: 'record', raw: { ...common('s1', 'sleep'), metrics: [] } },
+    {
+      kind: 'user',
+      raw: {
+        id: 'svc-1',
+        uid: 'u1',
+        location: { timezone: 'UTC', country_code: 'US' },
+        created_at: '2024-01-01T00:00:00Z',
+        updated_at: '2024-01-01T00:00:00Z',
+      },
+    },
+    {
+      kind: 'connection_event',
+      raw: {
+        id: 'e1',
+        action: 'create',
+        user: { uid: 'u1', user_id: 'svc-1' },
+        source: { type: 'fitbit' },
+        created_at: '2024-04-01T00:00:00Z',
+        event_time: '2024-04-01T00:00:00Z',
+      },
+    },
+    {
+      kind: 'legacy',
+      object: 'routine',
+      raw: {
+        _id: 'L1',
+        timestamp: '2024-04-01T00:00:00+00:00',
+        utc_offset: '+00:00',
+        steps: 1000,
+        last_updated: '2024-04-01T05:00:00.000-04:00',
+      },
+    },
+  ];
+}
+
+const batch = (suffix: string): Batch => ({ orgId: ORG, arrivedVia: 'replay', items: items(suffix) });
+
+async function tupleWrites(): Promise<number> {
+  // Make the loader's backend publish its counters, then read them afresh.
+  await sql`select pg_stat_force_next_flush()`.execute(single.db);
+  await sql`select 1`.execute(single.db);
+  await sql`select pg_stat_clear_snapshot()`.execute(t.warehouse.db);
+  const { rows } = await sql<{ writes: number }>`
+    select coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::int as writes
+    from pg_stat_user_tables where schemaname = 'validic'`.execute(t.warehouse.db);
+  return rows[0]!.writes;
+}
+
+describe('an all-duplicates batch', () => {
+  it('writes no tuple in the validic schema', async () => {
+    const first = await applyBatch(single, batch('v1'));
+    expect(first.inserted).toBe(7);
+    const afterFirst = await tupleWrites();
+    expect(afterFirst).toBeGreaterThan(0);
+
+    const again = await applyBatch(single, batch('v1'));
+    expect(again).toMatchObject({ inserted: 0, updated: 0, stale: 0, unchanged: 7 });
+    expect(await tupleWrites()).toBe(afterFirst);
+
+    // The measurement detects writes at all: a changed batch does move the counters.
+    const changed = await applyBatch(single, batch('v2'));
+    expect(changed.updated).toBe(4);
+    expect(await tupleWrites()).toBeGreaterThan(afterFirst);
+  });
+});

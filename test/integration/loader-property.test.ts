@@ -1,0 +1,220 @@
+/**
+ * Property: any order and repetition of a set of record versions, split into any batches, leaves the
+ * warehouse exactly as loading only the newest version of each id once; and record_versions holds every
+ * other distinct (id, checksum), whatever the order.
+ */
+import fc from 'fast-check';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyBatch } from '../../src/warehouse/apply-batch.ts';
+import type { Batch } from '../../src/warehouse/batch.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+
+let t: TestDatabase;
+beforeAll(async () => {
+  t = await createTestDatabase();
+});
+afterAll(async () => {
+  await t?.drop();
+});
+
+const TYPES = ['measurement', 'nutrition', 'intraday', 'sleep'] as const;
+
+interface Version {
+  id: string;
+  type: (typeof TYPES)[number];
+  checksum: string;
+  createdAt: string;
+  seed: number;
+}
+
+function rawOf(v: Version): Record<string, unknown> {
+  const common = {
+    version: '1.0',
+    id: v.id,
+    checksum: v.checksum,
+    type: v.type,
+    start_time: '2024-05-01T00:00:00Z',
+    end_time: '2024-05-01T23:59:59Z',
+    utc_offset: 3600,
+    offset_origin: 'profile',
+    user: { uid: 'u1', user_id: 'svc-1', organization_id: 'o' },
+    log_id: null,
+    source: { type: 'fitbit', device: null },
+    created_at: v.createdAt,
+    deleted_at: v.seed % 5 === 0 ? v.createdAt : null,
+    tags: [],
+    user_notes: [],
+  };
+  const metric = (type: string, k: number) => ({ type, origin: 'device', unit: 'u', value: v.seed * 10 + k });
+  switch (v.type) {
+    case 'measurement':
+      return { ...common, metrics: Array.from({ length: 1 + (v.seed % 3) }, (_, k) => metric(`m${k}`, k)) };
+    case 'nutrition':
+      return {
+        ...common,
+        name: `meal ${v.seed}`,
+        category: 'meal',
+        metrics: [metric('energy_consumed', 0)],
+        segments: Array.from({ length: v.seed % 3 }, (_, s) => ({
+          name: `seg${s}`,
+          metrics: [metric('fat', s)],
+          food: Array.from({ length: 1 + ((v.seed + s) % 2) }, (_, f) => ({
+            name: `food${f}`,
+            brand: '',
+            metrics: [metric('protein', f)],
+            serving: { amount: v.seed + f, unit_name: 'g' },
+          })),
+        })),
+      };
+    case 'intraday':
+      return {
+        ...common,
+        granularity: { interval: 15, unit: 'minutes' },
+        metrics: Array.from({ length: 1 + (v.seed % 2) }, (_, k) => ({
+          type: `steps${k}`,
+          unit: 'steps',
+          origin: 'device',
+          data_points: Array.from({ length: 1 + (v.seed % 4) }, (_, p) => ({
+            time: `2024-05-01T0${p}:00:00Z`,
+            value: k % 2 === 0 ? v.seed + p : String(v.seed + p),
+          })),
+        })),
+      };
+    default:
+      return {
+        ...common,
+        metrics: [metric('sleep_duration', 0)],
+        stages: [{ stage: 'rem', seconds: v.seed }],
+      };
+  }
+}
+
+/** A set of ids, each with 1–4 versions of distinct checksums; created_at values may tie. */
+const versionSet = fc
+  .array(
+    fc.record({
+      type: fc.constantFrom(...TYPES),
+      versions: fc.uniqueArray(
+        fc.record({
+          checksum: fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f'),
+          day: fc.integer({ min: 1, max: 3 }),
+          seed: fc.nat(40),
+        }),
+        { minLength: 1, maxLength: 4, selector: (v) => v.checksum },
+      ),
+    }),
+    { minLength: 1, maxLength: 4 },
+  )
+  .map((ids) =>
+    ids.flatMap((rec, i) =>
+      rec.versions.map(
+        (v): Version => ({
+          id: `rec-${i}`,
+          type: rec.type,
+          checksum: `${v.checksum}${i}`,
+          createdAt: `2024-05-0${v.day}T12:00:00Z`,
+          seed: v.seed,
+        }),
+      ),
+    ),
+  );
+
+const scenario = versionSet.chain((versions) =>
+  fc
+    .tuple(
+      fc.array(fc.integer({ min: 1, max: 3 }), { minLength: versions.length, maxLength: versions.length }),
+      fc.infiniteStream(fc.integer()),
+      fc.array(fc.integer({ min: 1, max: 5 }), { minLength: 1, maxLength: 8 }),
+    )
+    .map(([repeats, randoms, batchSizes]) => {
+      const deliveries = versions.flatMap((v, i) => Array.from({ length: repeats[i] ?? 1 }, () => v));
+      // Fisher–Yates with the generated randoms, so shrinking stays meaningful.
+      const it = randoms[Symbol.iterator]();
+      for (let i = deliveries.length - 1; i > 0; i -= 1) {
+        const j = Math.abs(it.next().value as number) % (i + 1);
+        [deliveries[i], deliveries[j]] = [deliveries[j]!, deliveries[i]!];
+      }
+      const batches: Version[][] = [];
+      let at = 0;
+      let k = 0;
+      while (at < deliveries.length) {
+        const size = batchSizes[k++ % batchSizes.length]!;
+        batches.push(deliveries.slice(at, at + size));
+        at += size;
+      }
+      return { versions, batches };
+    }),
+);
+
+function newest(versions: Version[]): Version[] {
+  const best = new Map<string, Version>();
+  for (const v of versions) {
+    const b = best.get(v.id);
+    if (!b || v.createdAt > b.createdAt || (v.createdAt === b.createdAt && v.checksum > b.checksum))
+      best.set(v.id, v);
+  }
+  return [...best.values()];
+}
+
+const batchOf = (orgId: string, versions: Version[]): Batch => ({
+  orgId,
+  arrivedVia: 'stream',
+  items: versions.map((v) => ({ kind: 'record', raw: rawOf(v) })),
+});
+
+const CONTENT_TABLES = {
+  records: 'id',
+  record_metrics: 'record_id, metric_index',
+  nutrition_segments: 'record_id, segment_index',
+  nutrition_segment_metrics: 'record_id, segment_index, metric_index',
+  nutrition_food: 'record_id, segment_index, food_index',
+  nutrition_food_metrics: 'record_id, segment_index, food_index, metric_index',
+  intraday_series: 'record_id, metric_index',
+  record_versions: 'record_id, checksum',
+} as const;
+
+async function dump(orgId: string): Promise<Record<string, unknown[]>> {
+  const out: Record<string, unknown[]> = {};
+  for (const [table, order] of Object.entries(CONTENT_TABLES)) {
+    const rows = await sql<Record<string, unknown>>`
+      select * from ${sql.table(`validic.${table}`)} where org_id = ${orgId} order by ${sql.raw(order)}`.execute(
+      t.warehouse.db,
+    );
+    out[table] = rows.rows.map(({ org_id, ingested_at, updated_at, archived_at, ...rest }) => rest);
+  }
+  return out;
+}
+
+let run = 0;
+
+describe('loader order independence', () => {
+  it('any order, repetition and batching equals loading the newest versions once', async () => {
+    await fc.assert(
+      fc.asyncProperty(scenario, async ({ versions, batches }) => {
+        run += 1;
+        const shuffled = `prop-${run}-any`;
+        const reference = `prop-${run}-ref`;
+        for (const batch of batches) await applyBatch(t.warehouse, batchOf(shuffled, batch));
+        await applyBatch(t.warehouse, batchOf(reference, newest(versions)));
+
+        const got = await dump(shuffled);
+        const want = await dump(reference);
+        const { record_versions: gotVersions, ...gotContent } = got;
+        const { record_versions: _none, ...wantContent } = want;
+        expect(gotContent).toEqual(wantContent);
+
+        const winners = new Set(newest(versions).map((v) => `${v.id}/${v.checksum}`));
+        const expectedVersions = versions
+          .filter((v) => !winners.has(`${v.id}/${v.checksum}`))
+          .map((v) => `${v.id}/${v.checksum}`)
+          .sort();
+        const stored = (gotVersions as { record_id: string; checksum: string }[])
+          .map((v) => `${v.record_id}/${v.checksum}`)
+          .sort();
+        expect(stored).toEqual(expectedVersions);
+      }),
+      { numRuns: 40 },
+    );
+  });
+});
