@@ -1,0 +1,64 @@
+/**
+ * A newcomer's first minutes: clone the repository into a temporary folder and run the README's two
+ * commands exactly as written there: the demo without DATABASE_URL or REDIS_URL, then the tests. The
+ * nested test run leaves this file out (VALIDIC_SYNC_IN_CLONE_TEST) so it does not recurse.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../helpers/cli.ts';
+
+const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+/** The fenced block under "## Two commands": one command per line, comments after `#`. */
+const commands = /## Two commands\s+```sh\n([\s\S]*?)```/
+  .exec(readme)![1]!
+  .split('\n')
+  .map((line) => line.replace(/\s+#.*$/, '').trim())
+  .filter(Boolean);
+
+function sh(
+  command: string,
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', ['-c', command], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => {
+      output += d.toString('utf8');
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      output += d.toString('utf8');
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, output }));
+  });
+}
+
+describe('a fresh clone', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'validic-sync-clone-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('runs the README commands as written: the demo, then the tests', { timeout: 1_200_000 }, async () => {
+    expect(commands).toEqual(['npm ci && npm run demo', 'npm test']);
+    execFileSync('git', ['clone', '--quiet', REPO_ROOT, dir]);
+    // What a newcomer has: PATH and HOME, no database, no Redis, no Validic credentials.
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      VALIDIC_SYNC_IN_CLONE_TEST: '1',
+    };
+
+    const demo = await sh(commands[0]!, dir, env);
+    expect(demo.code, demo.output.slice(-3000)).toBe(0);
+    expect(demo.output).toMatch(/What landed in the warehouse/);
+    expect(demo.output).toMatch(/Analyst query: Daily steps per user/);
+    expect(demo.output).toMatch(/Done in/);
+
+    const tests = await sh(commands[1]!, dir, env);
+    expect(tests.code, tests.output.slice(-3000)).toBe(0);
+    expect(tests.output).toMatch(/^\d+ passed, 0 failed$/m);
+  });
+});
