@@ -2,10 +2,16 @@
  * The job catalog: every job module by name. The worker registers these with BullMQ; one-shot commands
  * run them through the inline runner.
  */
+
+import { connectionsRecent } from './connections-recent.ts';
 import { connectionsReconcile } from './connections-reconcile.ts';
 import type { JobDefinition } from './job-definition.ts';
+import { legacyFetch } from './legacy-fetch.ts';
+import { legacyLatest } from './legacy-latest.ts';
+import { legacySync } from './legacy-sync.ts';
 import { recordsBackfill } from './records-backfill.ts';
 import { recordsPoll } from './records-poll.ts';
+import { recordsRecent } from './records-recent.ts';
 import { usersSync } from './users-sync.ts';
 
 export const jobCatalog = {
@@ -13,6 +19,11 @@ export const jobCatalog = {
   [recordsPoll.name]: recordsPoll,
   [recordsBackfill.name]: recordsBackfill,
   [connectionsReconcile.name]: connectionsReconcile,
+  [connectionsRecent.name]: connectionsRecent,
+  [recordsRecent.name]: recordsRecent,
+  [legacySync.name]: legacySync,
+  [legacyLatest.name]: legacyLatest,
+  [legacyFetch.name]: legacyFetch,
 } satisfies Record<string, JobDefinition<any, any>>;
 
 export type JobName = keyof typeof jobCatalog;

@@ -20,6 +20,7 @@ const ENV_TO_KEY: Record<string, string> = {
   HTTP_PORT: 'http.port',
   HTTP_HOST: 'http.host',
   PUSH_SECRET: 'http.pushSecret',
+  PUSH_PATH: 'http.pushPath',
   VALIDIC_ALLOW_INSECURE_LOOPBACK: 'allowInsecureLoopback',
   VALIDIC_ALLOW_INSECURE_HOSTS: 'allowInsecureHosts',
   VALIDIC_ORG_ID: 'organizations.0.orgId',
@@ -32,6 +33,11 @@ const ENV_TO_KEY: Record<string, string> = {
   VALIDIC_REQUESTS_PER_HOUR: 'organizations.0.requestsPerHour',
   VALIDIC_STREAM_NAME: 'organizations.0.stream.name',
   VALIDIC_SYNC_CONCURRENCY: 'sync.concurrency',
+  VALIDIC_WORKER_CONCURRENCY: 'worker.concurrency',
+  VALIDIC_WORKER_LOCK_MS: 'worker.lockDurationMs',
+  VALIDIC_WORKER_STREAMS: 'worker.streams',
+  VALIDIC_SCHEDULES: 'schedules.enabled',
+  VALIDIC_REDIS_PREFIX: 'redisPrefix',
 };
 const KEY_TO_ENV = Object.fromEntries(Object.entries(ENV_TO_KEY).map(([env, key]) => [key, env]));
 

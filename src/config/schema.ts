@@ -84,7 +84,7 @@ export const configSchema = z.object({
   dataDir: z.string().min(1).default('.data'),
   /** Redis URL (`REDIS_URL`); without it one-shot commands run jobs inline and `worker` refuses to start. */
   redisUrl: z.string().min(1).optional(),
-  /** Prefix of every Redis key (queues, budget, locks). */
+  /** Prefix of every Redis key (queues, budget, locks) (`VALIDIC_REDIS_PREFIX`). */
   redisPrefix: z.string().min(1).default('validic-sync'),
   /** Log level (`LOG_LEVEL`). */
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -106,6 +106,11 @@ export const configSchema = z.object({
       host: z.string().default('127.0.0.1'),
       /** Shared secret guarding the push-notification endpoint (`PUSH_SECRET`); push is off without it. */
       pushSecret: z.string().min(16, 'must be at least 16 characters').optional(),
+      /** Path of the push-notification endpoint (`PUSH_PATH`), POST only. */
+      pushPath: z
+        .string()
+        .regex(/^\/\S*$/, 'must start with /')
+        .default('/push/v1'),
       /** Serve the BullMQ dashboard at /queues. */
       dashboard: z.boolean().default(false),
     })
@@ -134,6 +139,47 @@ export const configSchema = z.object({
       batchMaxWaitMs: z.coerce.number().int().positive().default(250),
       /** Connection hygiene: drop after this many pokes in a row without data (0 = off). */
       maxPokesWithoutData: z.coerce.number().int().min(0).default(0),
+      /** First reconnect back-off cap, ms (full jitter, doubling per failed attempt). */
+      backoffInitialMs: z.coerce.number().int().positive().default(1_000),
+      /** Largest reconnect back-off, ms. */
+      backoffMaxMs: z.coerce.number().int().positive().default(60_000),
+    })
+    .prefault({}),
+  worker: z
+    .object({
+      /** Jobs one `worker` process runs at once (`VALIDIC_WORKER_CONCURRENCY`). */
+      concurrency: z.coerce.number().int().min(1).max(64).default(4),
+      /**
+       * Lock of a running job, renewed while it runs (`VALIDIC_WORKER_LOCK_MS`). A SIGKILLed process's
+       * jobs are handed to another process after about this long (BullMQ's stalled-job check).
+       */
+      lockDurationMs: z.coerce.number().int().min(1000).default(30_000),
+      /** How often a job may be recovered from a dead process before it is failed for good. */
+      maxStalledCount: z.coerce.number().int().min(0).default(3),
+      /** Run the org streams in this process, while it holds one of the fleet's stream slots (`VALIDIC_WORKER_STREAMS`). */
+      streams: z.union([z.boolean(), z.stringbool()]).default(true),
+      /** Stream slot lease in Redis; renewed every third of it, taken over by another process when it lapses. */
+      streamSlotTtlMs: z.coerce.number().int().min(1000).default(15_000),
+      /** Completed jobs kept in Redis for inspection (jobs with a deterministic id are removed at once). */
+      keepCompleted: z.coerce.number().int().min(0).default(1000),
+      /** Failed jobs kept in Redis (and for at most 7 days). */
+      keepFailed: z.coerce.number().int().min(0).default(5000),
+    })
+    .prefault({}),
+  /** Recurring work of `worker`, as BullMQ job schedulers shared by the fleet. 0 minutes turns one off. */
+  schedules: z
+    .object({
+      /** All schedules on or off (`VALIDIC_SCHEDULES`); off leaves only queued work and streams. */
+      enabled: z.union([z.boolean(), z.stringbool()]).default(true),
+      /** users.sync: the user list of each org. */
+      usersSyncMinutes: z.coerce.number().int().min(0).default(60),
+      /** records.recent: re-poll the last `sync.lookbackDays` days of every user × resource. */
+      recentPollMinutes: z.coerce.number().int().min(0).default(60),
+      /** connections.reconcile over the last `reconcileDays` days: fills what the stream missed. */
+      reconcileMinutes: z.coerce.number().int().min(0).default(1440),
+      reconcileDays: z.coerce.number().int().min(1).max(30).default(30),
+      /** legacy.latest for orgs with `legacy.enabled`. */
+      legacyLatestMinutes: z.coerce.number().int().min(0).default(15),
     })
     .prefault({}),
   /** The organizations to sync. Environment variables describe (and override) the first one. */

@@ -1,0 +1,91 @@
+/**
+ * legacy.fetch: the targeted retrieval a push notification announced, loaded with arrived_via `push`.
+ *
+ * - record id and user id known: that one record (GET …/users/{user}/{object}/{id}.json); a 404 means
+ *   it is gone and nothing is loaded;
+ * - otherwise a small latest window around the announced `last_updated` (± the legacy overlap, at least
+ *   one minute), user-level when the user is known, org-level when not; without `last_updated`, the last
+ *   `sync.legacyWindowHours`.
+ * Whatever it loads, the loader's "latest last_updated wins" keeps the table right; it moves no cursor
+ * (the scheduled legacy.sync owns those and remains the safety net for anything push missed).
+ */
+import { z } from 'zod';
+import { getLegacyRecord } from '../src/legacy/get-legacy-record.ts';
+import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
+import { type LegacyPagesResult, loadLegacyPages } from '../src/legacy/load-legacy-pages.ts';
+import { LEGACY_OBJECTS } from '../src/validic/legacy-objects.ts';
+import type { SummaryPage } from '../src/validic/legacy-summary-pager.ts';
+import { defineJob } from './job-definition.ts';
+
+export const legacyFetchPayload = z.object({
+  orgId: z.string().min(1),
+  object: z.enum(LEGACY_OBJECTS),
+  /** The record's `_id`. */
+  recordId: z.string().min(1).optional(),
+  /** The service user `_id` the record belongs to. */
+  userId: z.string().min(1).optional(),
+  /** The announced `last_updated` (ISO instant). */
+  lastUpdated: z.iso.datetime({ offset: true }).optional(),
+  /** Row of validic_sync.push_notifications that announced it (tells apart repeats without last_updated). */
+  notificationId: z.string().optional(),
+});
+export type LegacyFetchPayload = z.infer<typeof legacyFetchPayload>;
+
+export interface LegacyFetchResult extends LegacyPagesResult {
+  mode: 'record' | 'user-window' | 'org-window';
+}
+
+export const legacyFetchJobId = (p: LegacyFetchPayload) =>
+  [
+    'legacy.fetch',
+    p.orgId,
+    p.object,
+    p.recordId ?? '',
+    p.userId ?? '',
+    // The same record announced again after a later update is new work; a repeat of one announcement is not.
+    p.lastUpdated ?? `n${p.notificationId ?? ''}`,
+  ]
+    .map(encodeURIComponent)
+    .join('|');
+
+async function* onePage(items: Promise<SummaryPage['items']>): AsyncGenerator<SummaryPage> {
+  const list = await items;
+  if (list.length > 0) yield { items: list, summary: {}, offset: 0 };
+}
+
+export const legacyFetch = defineJob({
+  name: 'legacy.fetch',
+  payload: legacyFetchPayload,
+  // Push is about latency: before backfills, after the stream.
+  options: { attempts: 5, backoff: { type: 'exponential', delay: 2000 }, priority: 10 },
+  jobId: legacyFetchJobId,
+  async run(ctx, payload): Promise<LegacyFetchResult> {
+    const { orgId, object, recordId, userId, lastUpdated } = payload;
+    const org = ctx.org(orgId);
+    const common = {
+      warehouse: ctx.warehouse,
+      orgId,
+      object,
+      arrivedVia: 'push' as const,
+      signal: ctx.signal,
+    };
+    if (recordId && userId) {
+      const pages = onePage(getLegacyRecord(org, { userId, object, recordId, signal: ctx.signal }));
+      return { ...(await loadLegacyPages({ ...common, pages, log: ctx.log })), mode: 'record' };
+    }
+    const settings = legacyWindowSettings(ctx.config);
+    const margin = Math.max(settings.overlapMs, 60_000);
+    const now = Date.now();
+    const range = lastUpdated
+      ? {
+          startDate: new Date(Date.parse(lastUpdated) - margin),
+          endDate: new Date(Date.parse(lastUpdated) + margin),
+        }
+      : { startDate: new Date(now - settings.windowMs), endDate: new Date(now) };
+    const pages = userId
+      ? org.legacy.pageUserLatest(userId, object, { ...range, signal: ctx.signal })
+      : org.legacy.pageLatest(object, { ...range, signal: ctx.signal });
+    const loaded = await loadLegacyPages({ ...common, pages, log: ctx.log });
+    return { ...loaded, mode: userId ? 'user-window' : 'org-window' };
+  },
+});

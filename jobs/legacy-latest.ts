@@ -1,0 +1,112 @@
+/**
+ * legacy.latest: one legacy object × one `last_updated` window of the organization-level latest
+ * endpoint. Every page is loaded as it arrives; the cursor `legacy:latest:<object>` moves with the
+ * window's LAST page (same transaction), so it never passes uncommitted data.
+ *
+ * Windows of one object run one after another: when `until` is set, the job enqueues the next window
+ * (starting `overlap` before this one's end, see planLegacyWindows) after its own commit. Running them
+ * in sequence is what keeps the cursor honest: a later window can never commit while an earlier one is
+ * still pending or has failed. Objects run in parallel.
+ */
+import { z } from 'zod';
+import {
+  type LegacyCursorValue,
+  legacyCursorKey,
+  nextLegacyCursor,
+  parseLegacyCursor,
+} from '../src/legacy/legacy-cursor.ts';
+import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
+import { type LegacyPagesResult, loadLegacyPages } from '../src/legacy/load-legacy-pages.ts';
+import { LEGACY_OBJECTS } from '../src/validic/legacy-objects.ts';
+import { type InstantWindow, planLegacyWindows } from '../src/validic/legacy-windows.ts';
+import { readCursor } from '../src/warehouse/checkpoints.ts';
+import { defineJob } from './job-definition.ts';
+
+const instant = z.iso.datetime({ offset: true });
+
+export const legacyLatestPayload = z
+  .object({
+    orgId: z.string().min(1),
+    object: z.enum(LEGACY_OBJECTS),
+    startDate: instant,
+    endDate: instant,
+    /** End of the whole range: the next window (if any) is enqueued after this one commits. */
+    until: instant.optional(),
+  })
+  .refine((p) => Date.parse(p.startDate) < Date.parse(p.endDate), {
+    message: 'startDate must be before endDate',
+    path: ['startDate'],
+  });
+export type LegacyLatestPayload = z.infer<typeof legacyLatestPayload>;
+
+export interface LegacyLatestResult extends LegacyPagesResult {
+  object: string;
+  startDate: string;
+  endDate: string;
+  cursorMoved: boolean;
+  /** The window enqueued next, if any. */
+  next: { startDate: string; endDate: string } | null;
+}
+
+export const legacyLatestJobId = (p: LegacyLatestPayload) =>
+  ['legacy.latest', p.orgId, p.object, p.startDate, p.endDate].map(encodeURIComponent).join('|');
+
+/** The window after `window` in the plan up to `until` (the same windows planLegacyWindows gives). */
+export function nextLegacyWindow(
+  window: InstantWindow,
+  until: Date,
+  settings: { windowMs: number; overlapMs: number },
+): InstantWindow | undefined {
+  if (window.end.getTime() >= until.getTime()) return undefined;
+  return planLegacyWindows(new Date(window.end.getTime() - settings.overlapMs), until, settings)[0];
+}
+
+export const legacyLatest = defineJob({
+  name: 'legacy.latest',
+  payload: legacyLatestPayload,
+  options: { attempts: 5, backoff: { type: 'exponential', delay: 2000 }, priority: 20 },
+  jobId: legacyLatestJobId,
+  async run(ctx, payload): Promise<LegacyLatestResult> {
+    const { orgId, object } = payload;
+    const { legacy } = ctx.org(orgId);
+    const window = { start: new Date(payload.startDate), end: new Date(payload.endDate) };
+    const key = legacyCursorKey(object);
+    const current = parseLegacyCursor(await readCursor(ctx.warehouse.db, orgId, key));
+    const cursor: LegacyCursorValue | undefined = nextLegacyCursor(current, window, new Date());
+    const loaded = await loadLegacyPages({
+      warehouse: ctx.warehouse,
+      orgId,
+      object,
+      arrivedVia: 'legacy',
+      pages: legacy.pageLatest(object, {
+        startDate: window.start,
+        endDate: window.end,
+        signal: ctx.signal,
+      }),
+      checkpoint: cursor ? { cursors: [{ key, value: cursor }] } : {},
+      signal: ctx.signal,
+      log: ctx.log,
+    });
+
+    let next: LegacyLatestResult['next'] = null;
+    if (payload.until) {
+      const following = nextLegacyWindow(window, new Date(payload.until), legacyWindowSettings(ctx.config));
+      if (following) {
+        next = { startDate: following.start.toISOString(), endDate: following.end.toISOString() };
+        await ctx.enqueue('legacy.latest', { orgId, object, ...next, until: payload.until });
+      }
+    }
+    ctx.log.debug(
+      { object, startDate: payload.startDate, endDate: payload.endDate, records: loaded.records },
+      'legacy window loaded',
+    );
+    return {
+      ...loaded,
+      object,
+      startDate: payload.startDate,
+      endDate: payload.endDate,
+      cursorMoved: cursor !== undefined,
+      next,
+    };
+  },
+});

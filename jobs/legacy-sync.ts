@@ -1,0 +1,98 @@
+/**
+ * legacy.sync: plans the legacy `latest` windows of an organization and starts one chain of
+ * legacy.latest jobs per object (see legacy-latest.ts for why windows of one object run in sequence).
+ *
+ * - Scheduled (no `from`): each object continues from its cursor `legacy:latest:<object>` minus the
+ *   overlap (late syncs and records stamped at a boundary are caught again; the loader removes the
+ *   repeats), or from `sync.lookbackDays` ago (at least one day) when it has none, up to now.
+ * - Backfill (`from`, optional `to`, default now): exactly that range, whatever the cursors say; the
+ *   cursors only ever move forward (legacy-cursor.ts).
+ */
+import { z } from 'zod';
+import { legacyCursorKey, parseLegacyCursor } from '../src/legacy/legacy-cursor.ts';
+import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
+import { LEGACY_OBJECTS, type LegacyObject } from '../src/validic/legacy-objects.ts';
+import { planLegacyWindows } from '../src/validic/legacy-windows.ts';
+import { readCursor } from '../src/warehouse/checkpoints.ts';
+import { defineJob } from './job-definition.ts';
+
+const instant = z.iso.datetime({ offset: true });
+
+export const legacySyncPayload = z
+  .object({
+    orgId: z.string().min(1),
+    /** Legacy objects; default: the org's `legacy.objects`. */
+    objects: z.array(z.enum(LEGACY_OBJECTS)).min(1).optional(),
+    /** Backfill range start; absent: continue from each object's cursor. */
+    from: instant.optional(),
+    /** Range end; default: now. */
+    to: instant.optional(),
+  })
+  .refine((p) => !p.from || !p.to || Date.parse(p.from) < Date.parse(p.to), {
+    message: 'from must be before to',
+    path: ['from'],
+  });
+export type LegacySyncPayload = z.infer<typeof legacySyncPayload>;
+
+export interface LegacySyncPlan {
+  object: LegacyObject;
+  from: string;
+  to: string;
+  windows: number;
+  enqueued: boolean;
+}
+
+export interface LegacySyncResult {
+  objects: LegacySyncPlan[];
+  /** Windows planned over every object. */
+  windows: number;
+}
+
+export const legacySync = defineJob({
+  name: 'legacy.sync',
+  payload: legacySyncPayload,
+  options: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, priority: 25 },
+  async run(ctx, payload): Promise<LegacySyncResult> {
+    const { orgId } = payload;
+    const org = ctx.org(orgId);
+    const settings = legacyWindowSettings(ctx.config);
+    const objects = [...new Set(payload.objects ?? org.config.legacy.objects)];
+    const to = payload.to ? new Date(payload.to) : new Date();
+    const lookbackMs = Math.max(1, ctx.config.sync.lookbackDays) * 86_400_000;
+
+    const plans: LegacySyncPlan[] = [];
+    for (const object of objects) {
+      let from: Date;
+      if (payload.from) from = new Date(payload.from);
+      else {
+        const cursor = parseLegacyCursor(await readCursor(ctx.warehouse.db, orgId, legacyCursorKey(object)));
+        from = cursor
+          ? new Date(Date.parse(cursor.end) - settings.overlapMs)
+          : new Date(to.getTime() - lookbackMs);
+      }
+      const windows = planLegacyWindows(from, to, settings);
+      const first = windows[0];
+      const enqueued = first
+        ? await ctx.enqueue('legacy.latest', {
+            orgId,
+            object,
+            startDate: first.start.toISOString(),
+            endDate: first.end.toISOString(),
+            until: to.toISOString(),
+          })
+        : false;
+      plans.push({
+        object,
+        from: from.toISOString(),
+        to: to.toISOString(),
+        windows: windows.length,
+        enqueued,
+      });
+    }
+    ctx.log.info(
+      { orgId, objects: plans.map((p) => `${p.object}:${p.windows}`) },
+      payload.from ? 'planned legacy backfill' : 'planned legacy sync',
+    );
+    return { objects: plans, windows: plans.reduce((sum, p) => sum + p.windows, 0) };
+  },
+});

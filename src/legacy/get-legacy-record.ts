@@ -1,0 +1,57 @@
+/**
+ * One legacy record by id: GET /v1/organizations/{org}/users/{user}/{object}/{id}.json, answered as
+ * `{ summary, <object>: [record] }`. The legacy client pages lists only, so this targeted read (what a
+ * push notification announces) is built here from the same parts: the org's HTTP client (budget,
+ * retries, redaction), its legacy base URL, org id, token and `Service-Version`.
+ *
+ * The URL is always built from configuration, never taken from a notification: a push body must not be
+ * able to send our access token to a host of its choosing.
+ */
+import { httpStatusOf } from '../http/http-errors.ts';
+import type { OrgClients } from '../runtime/org-clients.ts';
+import { buildUrl } from '../validic/build-url.ts';
+import { listItems, type RawObject } from '../validic/envelopes.ts';
+
+export interface GetLegacyRecordInput {
+  userId: string;
+  object: string;
+  recordId: string;
+  signal?: AbortSignal;
+}
+
+/** The record(s) of the answer; empty when the platform answers 404 (deleted, or never existed). */
+export async function getLegacyRecord(org: OrgClients, input: GetLegacyRecordInput): Promise<RawObject[]> {
+  const config = org.config;
+  const accessToken = config.legacyToken ?? config.token;
+  const url = buildUrl(
+    config.legacyUrl,
+    [
+      'v1',
+      'organizations',
+      config.legacyOrgId ?? config.orgId,
+      'users',
+      input.userId,
+      input.object,
+      `${input.recordId}.json`,
+    ],
+    { access_token: accessToken, expanded: 1 },
+  );
+  const headers: Record<string, string> = config.legacy.serviceVersion
+    ? { 'service-version': config.legacy.serviceVersion }
+    : {};
+  let body: unknown;
+  try {
+    body = await org.http.getJson<unknown>(url, {
+      headers,
+      budgetKey: accessToken,
+      ...(input.signal ? { signal: input.signal } : {}),
+    });
+  } catch (error) {
+    if (httpStatusOf(error) === 404) return [];
+    throw error;
+  }
+  // Some answers put the single record bare under the object's key instead of in an array.
+  const value = (body as RawObject | null)?.[input.object];
+  if (value && typeof value === 'object' && !Array.isArray(value)) return [value as RawObject];
+  return listItems(body, input.object, `GET /v1 ${input.object} record`).items;
+}

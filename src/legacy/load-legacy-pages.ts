@@ -1,0 +1,70 @@
+/**
+ * Loads the pages of one legacy list (a latest window, a user's window, one record) page by page, each
+ * page one `applyBatch` transaction. The checkpoint (the window's cursor) rides with the LAST page, so it
+ * moves only once every page of the window is committed: the pager is read one page ahead to know which
+ * page is the last. An empty window still commits its checkpoint (an empty batch).
+ */
+import type { Logger } from '../log/logger.ts';
+import type { SummaryPage } from '../validic/legacy-summary-pager.ts';
+import { applyBatch } from '../warehouse/apply-batch.ts';
+import { type ArrivedVia, type Checkpoint, emptyCounts, type LoadResult } from '../warehouse/batch.ts';
+import type { Warehouse } from '../warehouse/open-warehouse.ts';
+
+export interface LoadLegacyPagesInput {
+  warehouse: Warehouse;
+  orgId: string;
+  object: string;
+  arrivedVia: Extract<ArrivedVia, 'legacy' | 'push'>;
+  pages: AsyncIterable<SummaryPage>;
+  /** Written with the last page (or alone when the list is empty). */
+  checkpoint?: Checkpoint;
+  signal?: AbortSignal;
+  log?: Logger;
+}
+
+export interface LegacyPagesResult extends LoadResult {
+  /** Records received (all pages). */
+  records: number;
+  pages: number;
+}
+
+export function emptyLegacyPagesResult(): LegacyPagesResult {
+  return { ...emptyCounts(), byType: {}, newestCreatedAt: null, records: 0, pages: 0 };
+}
+
+/** Adds the counts of `more` to `into` (totals and per type). */
+export function addLoadResult(into: LoadResult, more: LoadResult): void {
+  for (const key of ['inserted', 'updated', 'unchanged', 'stale', 'quarantined'] as const) {
+    into[key] += more[key];
+  }
+  for (const [type, counts] of Object.entries(more.byType)) {
+    const target = into.byType[type] ?? emptyCounts();
+    into.byType[type] = target;
+    for (const key of Object.keys(counts) as (keyof typeof counts)[]) target[key] += counts[key];
+  }
+  if (more.newestCreatedAt && (!into.newestCreatedAt || more.newestCreatedAt > into.newestCreatedAt)) {
+    into.newestCreatedAt = more.newestCreatedAt;
+  }
+}
+
+export async function loadLegacyPages(input: LoadLegacyPagesInput): Promise<LegacyPagesResult> {
+  const { warehouse, orgId, object, arrivedVia, signal, log } = input;
+  const result = emptyLegacyPagesResult();
+  const load = async (page: SummaryPage | undefined, checkpoint: Checkpoint | undefined) => {
+    signal?.throwIfAborted();
+    const items = (page?.items ?? []).map((raw) => ({ kind: 'legacy' as const, object, raw }));
+    const loaded = await applyBatch(warehouse, { orgId, arrivedVia, items }, checkpoint, log ? { log } : {});
+    addLoadResult(result, loaded);
+    if (page) {
+      result.records += page.items.length;
+      result.pages += 1;
+    }
+  };
+  let pending: SummaryPage | undefined;
+  for await (const page of input.pages) {
+    if (pending) await load(pending, undefined);
+    pending = page;
+  }
+  await load(pending, input.checkpoint);
+  return result;
+}

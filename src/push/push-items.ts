@@ -1,0 +1,169 @@
+/**
+ * What a push notification announces, read from a body whose structure the spec does not show
+ * ("one notification may hold several items, each with the elements to build a retrieval call").
+ * Accepted, so that an implementation following the spec differently still works:
+ * - items in `notifications`, `data`, `items`, `activities` or `records` (an array, or one object), a
+ *   bare array of items, or one bare item;
+ * - per item: the object in `object`/`type`/`object_type`/`resource`; the record in `_id`/`id`/
+ *   `record_id`; the user in `user_id`/`user._id`/`userId`; `last_updated`/`updated_at`; the org in
+ *   `organization_id`/`org_id`; and a retrieval `url`/`path`/`href`/`uri` (absolute or relative) whose
+ *   path `…/organizations/{org}/users/{user}/{object}/{id}.json` fills whatever the fields leave out.
+ * Pure: no I/O.
+ */
+import { LEGACY_OBJECTS, type LegacyObject } from '../validic/legacy-objects.ts';
+
+export interface PushItem {
+  object: LegacyObject;
+  recordId?: string;
+  userId?: string;
+  /** ISO instant (UTC). */
+  lastUpdated?: string;
+  /** Legacy organization id, when the item says. */
+  organizationId?: string;
+}
+
+export interface ExtractedPushItems {
+  items: PushItem[];
+  /** Why items (or the whole body) were not understood. */
+  problems: string[];
+}
+
+const LIST_KEYS = ['notifications', 'data', 'items', 'activities', 'records'] as const;
+
+type Obj = Record<string, unknown>;
+const isObject = (value: unknown): value is Obj =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function text(...values: unknown[]): string | undefined {
+  for (const value of values) {
+    if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+    if (typeof value === 'string' && value.trim() !== '') return value.trim();
+  }
+  return undefined;
+}
+
+/** A legacy object name, tolerating case, a `.json` suffix and a missing plural `s`. */
+export function toKnownLegacyObject(name: string | undefined): LegacyObject | undefined {
+  if (!name) return undefined;
+  const cleaned = name
+    .trim()
+    .toLowerCase()
+    .replace(/\.json$/, '');
+  const known = LEGACY_OBJECTS as readonly string[];
+  if (known.includes(cleaned)) return cleaned as LegacyObject;
+  if (known.includes(`${cleaned}s`)) return `${cleaned}s` as LegacyObject;
+  return undefined;
+}
+
+export interface RetrievalPath {
+  organizationId?: string;
+  userId?: string;
+  object?: string;
+  recordId?: string;
+}
+
+/** Reads org, user, object and record out of a v1 retrieval URL or path; {} when it is none. */
+export function parseRetrievalPath(link: string | undefined): RetrievalPath {
+  if (!link) return {};
+  let url: URL;
+  try {
+    url = new URL(link, 'http://relative.invalid/');
+  } catch {
+    return {};
+  }
+  let segments: string[];
+  try {
+    segments = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  } catch {
+    return {};
+  }
+  const out: RetrievalPath = {};
+  let rest: string[];
+  const orgAt = segments.indexOf('organizations');
+  if (orgAt >= 0) {
+    out.organizationId = segments[orgAt + 1]?.replace(/\.json$/, '');
+    rest = segments.slice(orgAt + 2);
+  } else {
+    const v1At = segments.indexOf('v1');
+    rest = v1At >= 0 ? segments.slice(v1At + 1) : segments;
+  }
+  if (rest[0] === 'users') {
+    out.userId = rest[1];
+    rest = rest.slice(2);
+  }
+  const object = rest[0]?.replace(/\.json$/, '');
+  if (object) out.object = object;
+  const id = rest[1]?.replace(/\.json$/, '');
+  if (id && id !== 'latest') out.recordId = id;
+  return out;
+}
+
+function instant(value: unknown): string | undefined {
+  const raw = text(value);
+  if (!raw) return undefined;
+  const ms = Date.parse(raw);
+  return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
+}
+
+function parseItem(value: unknown, index: number): PushItem | string {
+  if (!isObject(value)) return `item ${index} is not an object`;
+  const link = text(value.url, value.path, value.href, value.uri, value.resource_url);
+  const fromPath = parseRetrievalPath(link);
+  const user = isObject(value.user) ? value.user : {};
+  const named = text(value.object, value.type, value.object_type, value.resource);
+  const object = toKnownLegacyObject(named) ?? toKnownLegacyObject(fromPath.object);
+  if (!object) {
+    return `item ${index}: no legacy object (${named ? `"${named}" is not one` : 'no object/type field or retrieval url'})`;
+  }
+  const item: PushItem = { object };
+  const recordId = text(value._id, value.id, value.record_id, value.recordId) ?? fromPath.recordId;
+  const userId = text(value.user_id, value.userId, user._id, user.id) ?? fromPath.userId;
+  const lastUpdated = instant(value.last_updated ?? value.lastUpdated ?? value.updated_at);
+  const organizationId =
+    text(value.organization_id, value.organizationId, value.org_id) ?? fromPath.organizationId;
+  if (recordId) item.recordId = recordId;
+  if (userId) item.userId = userId;
+  if (lastUpdated) item.lastUpdated = lastUpdated;
+  if (organizationId) item.organizationId = organizationId;
+  return item;
+}
+
+function candidates(body: unknown): unknown[] | undefined {
+  if (Array.isArray(body)) return body;
+  if (!isObject(body)) return undefined;
+  for (const key of LIST_KEYS) {
+    const value = body[key];
+    if (Array.isArray(value)) return value;
+    if (isObject(value)) return [value];
+  }
+  const looksLikeItem = ['object', 'type', '_id', 'url', 'path'].some((key) => key in body);
+  return looksLikeItem ? [body] : undefined;
+}
+
+export function extractPushItems(body: unknown): ExtractedPushItems {
+  const list = candidates(body);
+  if (!list) {
+    return {
+      items: [],
+      problems: [`no notification items found (expected ${LIST_KEYS.join('/')} or an array)`],
+    };
+  }
+  const items: PushItem[] = [];
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  list.forEach((value, index) => {
+    const item = parseItem(value, index);
+    if (typeof item === 'string') {
+      problems.push(item);
+      return;
+    }
+    const key = [item.object, item.recordId, item.userId, item.lastUpdated, item.organizationId].join(
+      '\u0001',
+    );
+    if (seen.has(key)) return;
+    seen.add(key);
+    items.push(item);
+  });
+  if (list.length === 0) problems.push('the notification holds no items');
+  return { items, problems };
+}
