@@ -4,30 +4,10 @@
  */
 import { z } from 'zod';
 
-/** v2 resource names as used in config and on the command line, mapped to API paths by the v2 client. */
-export const V2_RESOURCES = [
-  'measurements',
-  'nutrition',
-  'intraday',
-  'summaries',
-  'workouts',
-  'sleep',
-  'cgm',
-] as const;
-export type V2Resource = (typeof V2_RESOURCES)[number];
+import { LEGACY_OBJECTS } from '../validic/legacy-objects.ts';
+import { V2_RESOURCES } from '../validic/v2-resources.ts';
 
-/** Legacy (v1) standard objects; `tobacco_cessation` is known to older clients only. */
-export const LEGACY_OBJECTS = [
-  'fitness',
-  'routine',
-  'nutrition',
-  'sleep',
-  'weight',
-  'diabetes',
-  'biometrics',
-  'tobacco_cessation',
-] as const;
-export type LegacyObject = (typeof LEGACY_OBJECTS)[number];
+export { LEGACY_OBJECTS, V2_RESOURCES };
 
 const baseUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 

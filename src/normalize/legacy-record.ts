@@ -9,17 +9,6 @@ import type { LegacyRecordRow, Normalized } from './normalized-types.ts';
 import { rawJsonText } from './raw-json.ts';
 import { describeIssues, idSchema, looseText, optionalText, optionalTimestamp } from './zod-helpers.ts';
 
-export const LEGACY_OBJECTS = [
-  'fitness',
-  'routine',
-  'nutrition',
-  'sleep',
-  'weight',
-  'diabetes',
-  'biometrics',
-  'tobacco_cessation',
-] as const;
-
 export const legacyRecordSchema = z
   .object({
     _id: idSchema,
