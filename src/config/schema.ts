@@ -3,11 +3,8 @@
  * says what it does. The environment names of DESIGN.md override the file (see load-config.ts).
  */
 import { z } from 'zod';
-
 import { LEGACY_OBJECTS } from '../validic/legacy-objects.ts';
 import { V2_RESOURCES } from '../validic/v2-resources.ts';
-
-export { LEGACY_OBJECTS, V2_RESOURCES };
 
 const baseUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 
