@@ -51,7 +51,7 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
             `give --to on or after ${CONNECTION_EVENTS_SINCE}`,
           );
         }
-        const from = range.from < CONNECTION_EVENTS_SINCE ? CONNECTION_EVENTS_SINCE : range.from;
+        const from = [range.from, CONNECTION_EVENTS_SINCE].sort().at(-1)!;
         const { planDateWindows } = await import('../../validic/date-windows.ts');
         const { openRuntime } = await import('../../runtime/runtime.ts');
         const { createInlineRunner } = await import('../run-jobs-inline.ts');

@@ -48,7 +48,7 @@ export function registerStream(program: Command, run: CommandRunner): void {
         const runner = createInlineRunner(runtime, signal, config.sync.concurrency);
         let timer: NodeJS.Timeout | undefined;
         try {
-          const handles = await Promise.all(
+          const startedOrgs = await Promise.allSettled(
             orgs.map((org) =>
               startOrgStream({
                 warehouse: runtime.warehouse,
@@ -60,6 +60,14 @@ export function registerStream(program: Command, run: CommandRunner): void {
               }),
             ),
           );
+          const notStarted = startedOrgs.find((r) => r.status === 'rejected');
+          if (notStarted) {
+            // One org's stream could not start (bad token, stream limit): stop the others cleanly.
+            idle.abort(new Error('start failed'));
+            for (const r of startedOrgs) if (r.status === 'fulfilled') await r.value.done.catch(() => {});
+            throw notStarted.reason;
+          }
+          const handles = startedOrgs.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
           let idleStop = false;
           if (idleMs !== undefined) {
             // Checked a few times per idle period: the stop lands at most a quarter period late.
@@ -84,7 +92,7 @@ export function registerStream(program: Command, run: CommandRunner): void {
             const handle = handles[i]!;
             if (result.status === 'rejected') failed = true;
             printSummary(print, handle.summary(), `${how} after ${seconds} s`);
-            if (result.status === 'rejected')
+            if (result.status === 'rejected' && results.length > 1)
               print(`  failed: ${(result.reason as Error)?.message ?? String(result.reason)}`);
           });
           for (const { job, error } of failures.slice(0, 5))

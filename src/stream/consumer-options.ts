@@ -1,0 +1,19 @@
+/** The config's `stream` settings as `StreamConsumer` options (src/sse/STATE-MACHINE.md, "Options"). */
+import type { Config } from '../config/schema.ts';
+import type { StreamConsumerOptionsInput } from '../sse/stream-consumer.ts';
+
+export function consumerOptionsFromConfig(stream: Config['stream']): StreamConsumerOptionsInput {
+  return {
+    staleAfterMs: stream.staleAfterMs,
+    gapAfterMs: stream.gapAfterMs,
+    microBatch: { maxFrames: stream.batchMaxFrames, maxWaitMs: stream.batchMaxWaitMs },
+    backoff: {
+      initialMs: stream.backoffInitialMs,
+      maxMs: Math.max(stream.backoffMaxMs, stream.backoffInitialMs),
+    },
+    idleHygiene:
+      stream.maxPokesWithoutData > 0
+        ? { enabled: true, maxPokesWithoutData: stream.maxPokesWithoutData }
+        : { enabled: false },
+  };
+}

@@ -1,0 +1,65 @@
+/**
+ * What an org's stream did, summed over its connections: the consumers' counters plus the loader's
+ * counts, and the gaps it handed to REST backfill. The CLI prints it; the worker exports it as metrics.
+ */
+import type { StreamCounters } from '../sse/types.ts';
+import { emptyCounts, type LoadCounts } from '../warehouse/batch.ts';
+
+export interface OrgStreamSummary {
+  orgId: string;
+  streamId: string;
+  streamName: string;
+  connections: number;
+  counters: StreamCounters;
+  records: LoadCounts;
+  /** Gaps recorded in `stream:gaps` (too long for replay, replay refused, checkpoint expired). */
+  gaps: number;
+  /** `records.backfill` jobs enqueued for gaps. */
+  backfillsEnqueued: number;
+}
+
+export function emptyStreamCounters(): StreamCounters {
+  return {
+    frames: { data: 0, poke: 0, other: 0, bad: 0 },
+    otherEvents: {},
+    connects: 0,
+    reconnects: 0,
+    rebalancing: 0,
+    errors: 0,
+    staleDetections: 0,
+    idleDrops: 0,
+    replays: 0,
+    replaysCaughtUp: 0,
+    gapsTooLong: 0,
+    commits: 0,
+    committedFrames: 0,
+  };
+}
+
+/** `a + b`, field by field (a new object). */
+export function addStreamCounters(a: StreamCounters, b: StreamCounters): StreamCounters {
+  const out = emptyStreamCounters();
+  for (const kind of ['data', 'poke', 'other', 'bad'] as const)
+    out.frames[kind] = a.frames[kind] + b.frames[kind];
+  for (const source of [a.otherEvents, b.otherEvents])
+    for (const [name, n] of Object.entries(source)) out.otherEvents[name] = (out.otherEvents[name] ?? 0) + n;
+  for (const key of [
+    'connects',
+    'reconnects',
+    'rebalancing',
+    'errors',
+    'staleDetections',
+    'idleDrops',
+    'replays',
+    'replaysCaughtUp',
+    'gapsTooLong',
+    'commits',
+    'committedFrames',
+  ] as const)
+    out[key] = a[key] + b[key];
+  return out;
+}
+
+export function addLoadCounts(into: LoadCounts, add: LoadCounts): void {
+  for (const key of Object.keys(emptyCounts()) as (keyof LoadCounts)[]) into[key] += add[key];
+}

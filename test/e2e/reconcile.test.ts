@@ -1,0 +1,104 @@
+/**
+ * `validic-sync reconcile` end to end: a stream whose resource filter leaves connection events out
+ * misses them; `reconcile` pages `/connections` in ≤ 30-day windows, adds exactly the missed events,
+ * counts them (output and the `reconcile:last` cursor), and adds nothing on a second run.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { readCursor } from '../../src/warehouse/checkpoints.ts';
+import { runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { compareStreamWithTruth, NO_STREAM_DIFFERENCES } from './stream-compare.ts';
+
+const day = (msAgo: number) => new Date(Date.now() - msAgo).toISOString().slice(0, 10);
+
+describe('reconcile adds the connection events the stream missed', () => {
+  let sandbox: Sandbox;
+  let db: TestDatabase;
+  let dir: string;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ seed: 13, users: 3, days: 5, pokeIntervalMs: 100 });
+    db = await createTestDatabase();
+    dir = mkdtempSync(join(tmpdir(), 'validic-reconcile-'));
+  });
+  afterAll(async () => {
+    await sandbox?.close();
+    await db?.drop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const storedEvents = async () =>
+    (
+      await sql<{
+        n: number;
+      }>`select count(*)::int as n from validic.connection_events where org_id = ${sandbox.orgId}`.execute(
+        db.warehouse.db,
+      )
+    ).rows[0]!.n;
+
+  it('counts and adds what the stream missed, once', async () => {
+    const config = join(dir, 'config.json');
+    writeFileSync(
+      config,
+      JSON.stringify({
+        stream: { staleAfterMs: 3000, gapAfterMs: 60_000, batchMaxWaitMs: 50, backoffInitialMs: 20 },
+        organizations: [{ stream: { name: 'measurements-only', resources: ['measurement'] } }],
+      }),
+    );
+    const env = sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONFIG: config });
+    const fromSeq = sandbox.truth.events().length;
+    const cli = spawnCli(['stream', '--exit-when-idle', '2'], env);
+    await vi.waitFor(() => expect(sandbox.truth.streams()[0]?.members).toBe(1), {
+      timeout: 20_000,
+      interval: 20,
+    });
+    const [first, second] = sandbox.truth.users();
+    sandbox.control.addRecord({ uid: first!.uid, type: 'measurement' });
+    sandbox.control.connectSource(first!.uid, 'garmin');
+    sandbox.control.connectSource(second!.uid, 'fitbit');
+    sandbox.control.disconnectSource(second!.uid, 'fitbit');
+    sandbox.control.addRecord({ uid: second!.uid, type: 'measurement' });
+    const streamed = await cli.result;
+    expect(streamed.code, streamed.stderr).toBe(0);
+    expect(
+      await compareStreamWithTruth(db.warehouse, sandbox, fromSeq, {
+        recordTypes: ['measurement'],
+        connections: false,
+      }),
+    ).toEqual(NO_STREAM_DIFFERENCES);
+    expect(await storedEvents()).toBe(0);
+
+    // 40 days: two windows of at most 30 days.
+    const from = day(40 * 86_400_000);
+    const to = day(0);
+    const expected = sandbox.truth
+      .connections()
+      .filter((e) => e.created_at.slice(0, 10) >= from && e.created_at.slice(0, 10) <= to).length;
+    expect(expected).toBeGreaterThanOrEqual(3);
+
+    const reconciled = await runCli(['reconcile', '--from', from, '--to', to], env);
+    expect(reconciled.stderr).not.toContain(sandbox.token);
+    expect(reconciled.code, reconciled.stderr).toBe(0);
+    expect(reconciled.stdout).toContain(`windows 2`);
+    expect(reconciled.stdout).toContain(
+      `connection events seen ${expected}, added ${expected} (missed by the stream)`,
+    );
+    expect(await storedEvents()).toBe(expected);
+    expect(await readCursor(db.warehouse.db, sandbox.orgId, 'reconcile:last')).toMatchObject({
+      startDate: from,
+      endDate: to,
+      events: expected,
+      missed: expected,
+    });
+
+    const again = await runCli(['reconcile', '--from', from, '--to', to], env);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain(`connection events seen ${expected}, added 0`);
+    expect(await readCursor(db.warehouse.db, sandbox.orgId, 'reconcile:last')).toMatchObject({ missed: 0 });
+  });
+});

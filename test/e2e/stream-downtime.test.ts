@@ -1,0 +1,134 @@
+/**
+ * Downtime: the real CLI streams, is stopped with Ctrl-C (graceful: flush, checkpoint, exit 0), the
+ * platform changes while it is down, and the next start replays from the disconnect (replay sending
+ * older versions after newer ones, as the `replayOlderVersions` fault does) before the stream resumes.
+ * The warehouse ends equal to the truth, and no record regresses to an older checksum.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { readCursor } from '../../src/warehouse/checkpoints.ts';
+import { sandboxEnv, spawnCli } from '../helpers/cli.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { compareStreamWithTruth, NO_STREAM_DIFFERENCES } from './stream-compare.ts';
+
+const STREAM = { staleAfterMs: 3000, batchMaxWaitMs: 50, backoffInitialMs: 20, backoffMaxMs: 300 };
+
+describe('stream downtime is filled by replay', () => {
+  let sandbox: Sandbox;
+  let db: TestDatabase;
+  let dir: string;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({
+      seed: 12,
+      users: 4,
+      days: 3,
+      pokeIntervalMs: 100,
+      faults: { replayOlderVersions: true, unknownEventRate: 0.1 },
+    });
+    db = await createTestDatabase();
+    dir = mkdtempSync(join(tmpdir(), 'validic-stream-'));
+  });
+  afterAll(async () => {
+    await sandbox?.close();
+    await db?.drop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const configFile = (name: string, stream: Record<string, number>) => {
+    const file = join(dir, name);
+    writeFileSync(file, JSON.stringify({ stream: { ...STREAM, ...stream } }));
+    return file;
+  };
+
+  const storedCount = async () =>
+    (
+      await sql<{
+        n: number;
+      }>`select count(*)::int as n from validic.records where org_id = ${sandbox.orgId}`.execute(
+        db.warehouse.db,
+      )
+    ).rows[0]!.n;
+
+  it('stops gracefully, then replays the gap at the next start without regressing any record', async () => {
+    const env = (config: string) =>
+      sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONFIG: config });
+    const fromSeq = sandbox.truth.events().length;
+    const uid = sandbox.truth.users()[0]!.uid;
+
+    // Run 1: stream live data, then Ctrl-C.
+    const first = spawnCli(['stream'], env(configFile('live.json', { gapAfterMs: 60_000 })));
+    await vi.waitFor(() => expect(sandbox.truth.streams()[0]?.members).toBe(1), {
+      timeout: 20_000,
+      interval: 20,
+    });
+    const early = [1, 2, 3].map(() => sandbox.control.addRecord({ uid, type: 'measurement' }));
+    sandbox.control.startLiveFeed({ ratePerSecond: 40 });
+    await vi.waitFor(() => expect(sandbox.truth.events().length - fromSeq).toBeGreaterThan(60), {
+      timeout: 20_000,
+      interval: 50,
+    });
+    sandbox.control.stopLiveFeed();
+    for (const r of early) sandbox.control.updateRecord(r.id);
+    await vi.waitFor(
+      async () =>
+        expect(await compareStreamWithTruth(db.warehouse, sandbox, fromSeq)).toEqual(NO_STREAM_DIFFERENCES),
+      { timeout: 20_000, interval: 100 },
+    );
+    first.kill('SIGINT');
+    const stopped = await first.result;
+    expect(stopped.code, stopped.stderr).toBe(0);
+    expect(stopped.stdout).toMatch(/interrupted after/);
+    const checkpoint = await readCursor<{ lastDisconnectAt?: string }>(
+      db.warehouse.db,
+      sandbox.orgId,
+      'stream:checkpoint:validic-sync:0',
+    );
+    expect(checkpoint?.lastDisconnectAt).toEqual(expect.any(String));
+    const before = await storedCount();
+
+    // Down: the platform changes.
+    const added = [1, 2, 3, 4, 5].map(() => sandbox.control.addRecord({ uid, type: 'measurement' }));
+    const changed = [...early.slice(0, 2), added[4]!].map((r) => sandbox.control.updateRecord(r.id));
+    sandbox.control.connectSource(uid, 'garmin');
+
+    // Run 2: any downtime counts as a gap here, so the start-up replays before the stream resumes.
+    const second = await spawnCli(
+      ['stream', '--exit-when-idle', '2'],
+      env(configFile('gap.json', { gapAfterMs: 1 })),
+    ).result;
+    expect(second.stderr).not.toContain(sandbox.token);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stdout).toMatch(/replays [1-9]\d* \(caught up [1-9]/);
+    // Replay re-sent versions older than the stored ones: kept aside as stale, never applied.
+    expect(second.stdout).toMatch(/stale [1-9]/);
+
+    expect(await compareStreamWithTruth(db.warehouse, sandbox, fromSeq)).toEqual(NO_STREAM_DIFFERENCES);
+    expect(await storedCount()).toBeGreaterThanOrEqual(before + added.length);
+    // The replay ran up to the first event created after the disconnect (the provider's recipe); the
+    // stream, resuming from its own checkpoint, brought the rest.
+    const replayed = await sql<{ id: string }>`
+      select id from validic.records where id = ${added[0]!.id} and arrived_via = 'replay'`.execute(
+      db.warehouse.db,
+    );
+    expect(replayed.rows).toHaveLength(1);
+
+    // No regression: current checksums are the truth's newest; older ones sit in record_versions.
+    const truth = new Map(sandbox.truth.records().map((r) => [r.id, r.checksum]));
+    const { rows } = await sql<{ id: string; checksum: string; versions: string[] }>`
+      select r.id, r.checksum, coalesce(array_agg(v.checksum) filter (where v.checksum is not null), '{}') as versions
+      from validic.records r left join validic.record_versions v on v.org_id = r.org_id and v.record_id = r.id
+      where r.id in (${sql.join([...early, ...changed].map((r) => r.id))})
+      group by r.id, r.checksum`.execute(db.warehouse.db);
+    expect(rows).toHaveLength(new Set([...early, ...changed].map((r) => r.id)).size);
+    for (const row of rows) {
+      expect(row.checksum).toBe(truth.get(row.id));
+      expect(row.versions.length).toBeGreaterThanOrEqual(1);
+      expect(row.versions).not.toContain(row.checksum);
+    }
+  });
+});

@@ -1,0 +1,177 @@
+/**
+ * `startOrgStream` against the sandbox over HTTP and a real PostgreSQL: a gap older than replay serves
+ * is recorded in `stream:gaps` and handed to `records.backfill` while the replay fills what it can;
+ * the lock-slot hook names the cursor and is re-acquired when lost; the 5-stream limit is a clear error.
+ */
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { organizationSchema } from '../../src/config/schema.ts';
+import { UserFacingError } from '../../src/errors.ts';
+import { silentLogger } from '../../src/log/logger.ts';
+import { createOrgClients, type OrgClients } from '../../src/runtime/org-clients.ts';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import type { StreamCheckpoint } from '../../src/sse/types.ts';
+import { formatStreamStatus, readStreamStatus } from '../../src/stream/read-stream-status.ts';
+import type { RecordedGap, StreamGapsCursor } from '../../src/stream/record-stream-gap.ts';
+import {
+  type ConnectionSlot,
+  type StreamCommitEvent,
+  startOrgStream,
+} from '../../src/stream/run-org-stream.ts';
+import { applyBatch } from '../../src/warehouse/apply-batch.ts';
+import { listCursors, readCursor } from '../../src/warehouse/checkpoints.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+
+const DAY_MS = 86_400_000;
+const OPTIONS = {
+  staleAfterMs: 3000,
+  gapAfterMs: 1000,
+  backoff: { initialMs: 20, maxMs: 200 },
+  microBatch: { maxFrames: 200, maxWaitMs: 20 },
+};
+
+describe('startOrgStream', () => {
+  let sandbox: Sandbox;
+  let db: TestDatabase;
+  const clients: OrgClients[] = [];
+
+  const org = (name: string): OrgClients => {
+    const config = organizationSchema.parse({
+      orgId: sandbox.orgId,
+      token: sandbox.token,
+      apiUrl: sandbox.apiUrl,
+      streamsUrl: sandbox.streamsUrl,
+      legacyUrl: sandbox.legacyUrl,
+      requestsPerHour: 10_000_000,
+      stream: { name },
+    });
+    const created = createOrgClients(config, { log: silentLogger, redisPrefix: 'test' });
+    clients.push(created);
+    return created;
+  };
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ seed: 21, users: 3, days: 3, pokeIntervalMs: 50 });
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    await sandbox?.close();
+    await db?.drop();
+  });
+
+  it('records a gap beyond replay, enqueues its REST backfill, and replays what replay serves', async () => {
+    const key = 'stream:checkpoint:old-stream:0';
+    const disconnectedAt = new Date(Date.now() - 40 * DAY_MS).toISOString();
+    const seeded: StreamCheckpoint = { lastLiveAt: disconnectedAt, lastDisconnectAt: disconnectedAt };
+    await applyBatch(
+      db.warehouse,
+      { orgId: sandbox.orgId, arrivedVia: 'stream', items: [] },
+      { cursors: [{ key, value: seeded }] },
+    );
+    const enqueued: unknown[] = [];
+    const commits: StreamCommitEvent[] = [];
+    const gaps: RecordedGap['backfill'][] = [];
+    const stop = new AbortController();
+    const handle = await startOrgStream({
+      warehouse: db.warehouse,
+      org: org('old-stream'),
+      signal: stop.signal,
+      consumerOptions: OPTIONS,
+      enqueue: (name, payload) => {
+        enqueued.push({ name, payload });
+        return true;
+      },
+      hooks: { onCommit: (e) => commits.push(e), onGap: (e) => gaps.push(e.backfill) },
+    });
+    await vi.waitFor(() => expect(handle.states()[0]).toBe('live'), { timeout: 20_000, interval: 20 });
+    stop.abort();
+    const summary = await handle.done;
+
+    expect(enqueued).toEqual([
+      {
+        name: 'records.backfill',
+        payload: { orgId: sandbox.orgId, from: disconnectedAt.slice(0, 10), to: expect.any(String) },
+      },
+    ]);
+    expect(gaps).toEqual(['enqueued']);
+    const cursor = await readCursor<StreamGapsCursor>(db.warehouse.db, sandbox.orgId, 'stream:gaps');
+    expect(cursor?.total).toBe(1);
+    expect(cursor?.gaps[0]).toMatchObject({
+      reason: 'beyond-replay',
+      from: disconnectedAt,
+      streamName: 'old-stream',
+      slot: 0,
+      backfill: 'enqueued',
+    });
+    expect(summary).toMatchObject({ gaps: 1, backfillsEnqueued: 1 });
+    expect(summary.counters.replays).toBeGreaterThanOrEqual(1);
+    // The replay served the last 29 days: the generated data arrived tagged `replay`.
+    const replayed = commits.filter((c) => c.via === 'replay').flatMap((c) => c.frames);
+    expect(replayed.length).toBeGreaterThan(0);
+    expect(summary.records.inserted).toBeGreaterThan(0);
+    // Lag (commit time − created_at) is what the worker's metrics take from this hook.
+    for (const c of commits)
+      for (const f of c.frames)
+        if (f.kind === 'data' && f.createdAt)
+          expect(c.committedAt - Date.parse(f.createdAt)).toBeGreaterThanOrEqual(0);
+    // What `status` shows.
+    const lines = formatStreamStatus(await readStreamStatus(db.warehouse.db, sandbox.orgId), Date.now());
+    expect(lines.join('\n')).toMatch(
+      /stream "old-stream" connection 0: disconnected since .*; newest record/,
+    );
+    expect(lines.join('\n')).toMatch(/stream gaps: 1 recorded; 1 needing a REST backfill .* enqueued/);
+    // Stopped cleanly: the gap is closed and a new one opens at the last frame.
+    const after = await readCursor<StreamCheckpoint>(db.warehouse.db, sandbox.orgId, key);
+    expect(Date.parse(after!.lastDisconnectAt!)).toBeGreaterThan(Date.parse(disconnectedAt));
+  });
+
+  it('names the cursor after the lock slot and takes a slot again when the lock is lost', async () => {
+    const leases: { slot: number; lost: AbortController; released: boolean }[] = [];
+    const acquireSlot = async (index: number): Promise<ConnectionSlot> => {
+      expect(index).toBe(0);
+      const lease = { slot: leases.length === 0 ? 2 : 1, lost: new AbortController(), released: false };
+      leases.push(lease);
+      return {
+        slot: lease.slot,
+        lost: lease.lost.signal,
+        release: async () => {
+          lease.released = true;
+        },
+      };
+    };
+    const stop = new AbortController();
+    const handle = await startOrgStream({
+      warehouse: db.warehouse,
+      org: org('slotted'),
+      signal: stop.signal,
+      consumerOptions: OPTIONS,
+      acquireSlot,
+    });
+    await vi.waitFor(() => expect(handle.states()[2]).toBe('live'), { timeout: 20_000, interval: 20 });
+    leases[0]!.lost.abort();
+    await vi.waitFor(() => expect(handle.states()[1]).toBe('live'), { timeout: 20_000, interval: 20 });
+    expect(leases[0]!.released).toBe(true);
+    stop.abort();
+    await handle.done;
+    expect(leases.map((l) => l.released)).toEqual([true, true]);
+    const keys = (await listCursors(db.warehouse.db, sandbox.orgId, 'stream:checkpoint:slotted:')).map(
+      (c) => c.key,
+    );
+    expect(keys).toEqual(['stream:checkpoint:slotted:1', 'stream:checkpoint:slotted:2']);
+  });
+
+  it('says what to do when the platform already has 5 streams', async () => {
+    const streams = org('unused').streams;
+    const existing = await streams.listStreams();
+    for (let i = existing.length; i < 5; i++) await streams.createStream({ name: `other-${i}` });
+    const stop = new AbortController();
+    const attempt = startOrgStream({
+      warehouse: db.warehouse,
+      org: org('one-too-many'),
+      signal: stop.signal,
+      consumerOptions: OPTIONS,
+    });
+    await expect(attempt).rejects.toBeInstanceOf(UserFacingError);
+    await expect(attempt).rejects.toThrow(/at most 5 streams/);
+  });
+});

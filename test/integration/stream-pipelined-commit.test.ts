@@ -1,0 +1,83 @@
+/**
+ * `pipelineWrites`: writes land in order, one at a time; `commit` returns once the previous write has
+ * landed (so the consumer reads on meanwhile); a write that keeps failing is reported by the next
+ * `commit` or by `drain`, which try it again first.
+ */
+import { describe, expect, it } from 'vitest';
+import { pipelineWrites } from '../../src/stream/pipelined-commit.ts';
+
+function deferred() {
+  let resolve: () => void = () => {};
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+describe('pipelineWrites', () => {
+  it('keeps one write in flight, in order, and drains', async () => {
+    const landed: number[] = [];
+    const gates = [deferred(), deferred(), deferred()];
+    let running = 0;
+    let maxRunning = 0;
+    const writer = pipelineWrites(async (n: number) => {
+      running += 1;
+      maxRunning = Math.max(maxRunning, running);
+      await gates[n]!.promise;
+      running -= 1;
+      landed.push(n);
+    });
+    await writer.commit(0); // started, not landed
+    expect(landed).toEqual([]);
+    let secondReturned = false;
+    const second = writer.commit(1).then(() => {
+      secondReturned = true;
+    });
+    await Promise.resolve();
+    expect(secondReturned).toBe(false); // waits for write 0
+    gates[0]!.resolve();
+    await second;
+    expect(landed).toEqual([0]);
+    const third = writer.commit(2);
+    gates[1]!.resolve();
+    await third;
+    gates[2]!.resolve();
+    await writer.drain();
+    expect(landed).toEqual([0, 1, 2]);
+    expect(maxRunning).toBe(1);
+  });
+
+  it('retries a failing write, then reports it on the next commit, which tries it again first', async () => {
+    const calls: number[] = [];
+    let failuresLeft = 4;
+    const writer = pipelineWrites(
+      async (n: number) => {
+        calls.push(n);
+        if (n === 0 && failuresLeft > 0) {
+          failuresLeft -= 1;
+          throw new Error('database blip');
+        }
+      },
+      { attempts: 3, sleep: async () => {} },
+    );
+    await writer.commit(0);
+    // Three attempts failed; the fourth (on the next commit) fails too and is reported.
+    await expect(writer.commit(1)).rejects.toThrow('database blip');
+    expect(calls).toEqual([0, 0, 0, 0]);
+    // The caller retries: batch 0 lands first, then batch 1.
+    await writer.commit(1);
+    await writer.drain();
+    expect(calls).toEqual([0, 0, 0, 0, 0, 1]);
+  });
+
+  it('drain reports a write that failed for good', async () => {
+    const writer = pipelineWrites(
+      async () => {
+        throw new Error('gone');
+      },
+      { attempts: 2, sleep: async () => {} },
+    );
+    await writer.commit();
+    await expect(writer.drain()).rejects.toThrow('gone');
+  });
+});
