@@ -7,10 +7,15 @@ import { Command, CommanderError } from 'commander';
 import type { GlobalOptions } from './command-context.ts';
 import { registerBackfill } from './commands/backfill.ts';
 import { registerLegacy } from './commands/legacy.ts';
+import { registerDemo } from './commands/demo.ts';
 import { registerMigrate } from './commands/migrate.ts';
+import { registerReconcile } from './commands/reconcile.ts';
 import { registerReport } from './commands/report.ts';
 import { registerSandbox } from './commands/sandbox.ts';
 import { registerSql } from './commands/sql.ts';
+import { registerStream } from './commands/stream.ts';
+import { registerStatus } from './commands/status.ts';
+import { registerWorker } from './commands/worker.ts';
 import { EXIT_USAGE } from './exit-codes.ts';
 import { createRunner } from './run-command.ts';
 
@@ -25,8 +30,13 @@ registerMigrate(program, run);
 registerBackfill(program, run);
 registerLegacy(program, run);
 registerSandbox(program, run);
+registerStream(program, run);
+registerWorker(program, run);
+registerStatus(program, run);
+registerReconcile(program, run);
 registerSql(program, run);
 registerReport(program, run);
+registerDemo(program, run);
 
 try {
   await program.parseAsync(process.argv);

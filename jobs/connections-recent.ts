@@ -1,0 +1,36 @@
+/**
+ * connections.recent: the scheduled reconciliation of connection events. Each tick queues
+ * connections.reconcile for the last `days` days (default: config `schedules.reconcileDays`, 30), never
+ * before the date the platform keeps events from; what the stream delivered is a no-op, what it missed
+ * is inserted and counted in the `reconcile:last` cursor.
+ */
+import { z } from 'zod';
+import { formatUtcDate, planDateWindows } from '../src/validic/date-windows.ts';
+import { CONNECTION_EVENTS_SINCE } from './connections-reconcile.ts';
+import { defineJob } from './job-definition.ts';
+
+export const connectionsRecentPayload = z.object({
+  orgId: z.string().min(1),
+  days: z.number().int().min(1).max(30).optional(),
+});
+
+export const connectionsRecent = defineJob({
+  name: 'connections.recent',
+  payload: connectionsRecentPayload,
+  options: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, priority: 8 },
+  jobId: (p) => `connections.recent|${encodeURIComponent(p.orgId)}`,
+  async run(ctx, payload): Promise<{ from: string; to: string; enqueued: number }> {
+    const days = payload.days ?? ctx.config.schedules.reconcileDays;
+    const today = Math.floor(Date.now() / 86_400_000);
+    const to = formatUtcDate(today);
+    let from = formatUtcDate(today - (days - 1));
+    if (from < CONNECTION_EVENTS_SINCE) from = CONNECTION_EVENTS_SINCE;
+    let enqueued = 0;
+    if (from <= to) {
+      for (const window of planDateWindows(from, to)) {
+        if (await ctx.enqueue('connections.reconcile', { orgId: payload.orgId, ...window })) enqueued++;
+      }
+    }
+    return { from, to, enqueued };
+  },
+});

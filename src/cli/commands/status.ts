@@ -1,0 +1,251 @@
+/**
+ * `validic-sync status [--json]`: where the sync stands. Per organization: users and their last full
+ * sync, records and lag (now − newest platform created_at, now − newest ingest), the stream's
+ * checkpoints, gaps and slot holders, the last reconciliation, legacy cursors, running and failed
+ * backfill runs with windows done/pending, quarantine counts by reason; with REDIS_URL also queue depths,
+ * failed jobs and schedules. Read-only; works on the embedded warehouse too.
+ */
+import type { Command } from 'commander';
+import { UserFacingError } from '../../errors.ts';
+import type { SyncStatus } from '../../metrics/sync-status.ts';
+import { EXIT_OK } from '../exit-codes.ts';
+import type { CommandRunner } from '../run-command.ts';
+
+interface StatusOptions {
+  json?: boolean;
+}
+
+export function registerStatus(program: Command, run: CommandRunner): void {
+  program
+    .command('status')
+    .description('checkpoints, lag, backfill runs, queue depths and failed jobs, quarantine, stream state')
+    .option('--json', 'print one JSON document instead of tables')
+    .action((options: StatusOptions) =>
+      run(async ({ config, log, print }) => {
+        const { openWarehouse } = await import('../../warehouse/open-warehouse.ts');
+        const { collectSyncStatus } = await import('../../metrics/sync-status.ts');
+        const warehouse = await openWarehouse({
+          databaseUrl: config.databaseUrl,
+          dataDir: config.dataDir,
+          log,
+        });
+        const closers: (() => Promise<void> | void)[] = [() => warehouse.close()];
+        try {
+          let queue: Parameters<typeof collectSyncStatus>[0]['queue'];
+          let slots: Parameters<typeof collectSyncStatus>[0]['slots'];
+          let queueError: string | undefined;
+          if (config.redisUrl) {
+            const { connectRedis } = await import('../../runtime/connect-redis.ts');
+            const { openJobQueue } = await import('../../queue/job-queue.ts');
+            const { createStreamSlots } = await import('../../queue/stream-slots.ts');
+            const redis = await connectRedis(config.redisUrl, { timeoutMs: 3000 }).catch((error: unknown) => {
+              // The warehouse side is still worth showing when Redis is away.
+              queueError = (error as Error).message;
+              return undefined;
+            });
+            if (redis) {
+              closers.unshift(() => redis.disconnect());
+              const jobQueue = openJobQueue({
+                redis,
+                prefix: config.redisPrefix,
+                catalog: {},
+                keep: { keepCompleted: 0, keepFailed: 0 },
+              });
+              closers.unshift(() => jobQueue.close());
+              queue = {
+                counts: () => jobQueue.counts(),
+                failed: (limit) => jobQueue.failed(limit),
+                schedulers: async () =>
+                  (await jobQueue.queue.getJobSchedulers(0, -1)).map((s) => ({
+                    id: s.key,
+                    name: s.name,
+                    every: s.every ?? undefined,
+                    next: s.next ?? undefined,
+                  })),
+              };
+              slots = createStreamSlots({ redis, prefix: config.redisPrefix });
+            }
+          }
+          let status: SyncStatus;
+          try {
+            status = await collectSyncStatus({
+              warehouse,
+              orgIds: config.organizations.map((o) => o.orgId),
+              streamNames: Object.fromEntries(config.organizations.map((o) => [o.orgId, o.stream.name])),
+              ...(queue ? { queue } : {}),
+              ...(slots ? { slots } : {}),
+            });
+          } catch (error) {
+            if (/does not exist/.test((error as Error).message)) {
+              throw new UserFacingError('the warehouse has no validic-sync tables yet', {
+                fix: 'run `validic-sync migrate` (or any sync command) first',
+                cause: error,
+              });
+            }
+            throw error;
+          }
+          if (queueError) status.queueError = queueError;
+          if (options.json) print(JSON.stringify(status, null, 2));
+          else for (const line of formatStatus(status)) print(line);
+        } finally {
+          for (const close of closers) await close();
+        }
+        return EXIT_OK;
+      }),
+    );
+}
+
+function ago(seconds: number | null): string {
+  if (seconds === null) return '—';
+  if (seconds < 120) return `${seconds} s`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 172_800) return `${(seconds / 3600).toFixed(1)} h`;
+  return `${(seconds / 86_400).toFixed(1)} d`;
+}
+
+/** Left-aligned columns with a header rule. */
+export function table(header: string[], rows: string[][]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
+}
+
+function brief(value: unknown, max = 70): string {
+  const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+function describeReconcile(value: unknown): string {
+  if (!value || typeof value !== 'object') return 'never';
+  const r = value as { events?: number; missed?: number; startDate?: string; endDate?: string };
+  if (typeof r.events !== 'number') return brief(value);
+  return `${r.missed ?? 0} missed of ${r.events} events (${r.startDate}..${r.endDate})`;
+}
+
+export function formatStatus(status: SyncStatus): string[] {
+  const out: string[] = [`status at ${status.at} (warehouse: ${status.warehouse})`];
+  if (status.orgs.length === 0) out.push('', 'no organization configured or synced yet');
+  for (const org of status.orgs) {
+    const lagOf = (at: string | null) =>
+      at ? ago(Math.round((Date.parse(status.at) - Date.parse(at)) / 1000)) : '—';
+    out.push('', `== ${org.orgId}`);
+    out.push(
+      ...table(
+        ['what', 'value', 'as of'],
+        [
+          [
+            'users',
+            String(org.users.count),
+            org.users.lastFullSync ? `full sync ${lagOf(org.users.lastFullSync)} ago` : 'never fully synced',
+          ],
+          ['records', String(org.records.count), ''],
+          ['lag (newest created_at)', ago(org.records.lagSeconds), org.records.newestCreatedAt ?? '—'],
+          ['since last ingest', ago(org.records.sinceIngestSeconds), org.records.newestIngestedAt ?? '—'],
+          [
+            'reconcile last',
+            describeReconcile(org.reconcile),
+            (org.reconcile as { at?: string } | null)?.at
+              ? `${lagOf((org.reconcile as { at: string }).at)} ago`
+              : '',
+          ],
+        ],
+      ),
+    );
+    out.push('', `stream ${org.stream.name ?? '(not configured)'}`);
+    if (org.stream.slots) {
+      const held = Object.entries(org.stream.slots);
+      out.push(
+        `  slots held: ${held.length ? held.map(([slot, owner]) => `${slot} by ${owner}`).join(', ') : 'none (no worker is consuming)'}`,
+      );
+    }
+    if (org.stream.checkpoints.length === 0) out.push('  no checkpoint yet');
+    else
+      out.push(
+        ...table(
+          ['checkpoint', 'updated', 'value'],
+          org.stream.checkpoints.map((c) => [c.key, `${lagOf(c.updatedAt)} ago`, brief(c.value, 60)]),
+        ).map((l) => `  ${l}`),
+      );
+    if (org.stream.gaps) out.push(`  gaps: ${brief(org.stream.gaps, 100)}`);
+    if (org.legacy.length > 0) {
+      out.push('', 'legacy cursors');
+      out.push(
+        ...table(
+          ['cursor', 'updated', 'value'],
+          org.legacy.map((c) => [c.key, `${lagOf(c.updatedAt)} ago`, brief(c.value, 60)]),
+        ).map((l) => `  ${l}`),
+      );
+    }
+    if (org.otherCursors.length > 0) {
+      out.push('', 'other cursors');
+      out.push(
+        ...table(
+          ['cursor', 'updated', 'value'],
+          org.otherCursors.map((c) => [c.key, `${lagOf(c.updatedAt)} ago`, brief(c.value, 60)]),
+        ).map((l) => `  ${l}`),
+      );
+    }
+    out.push('', 'backfill runs (running, and failed in the last 7 days)');
+    if (org.runs.length === 0) out.push('  none');
+    else
+      out.push(
+        ...table(
+          ['run', 'status', 'started', 'windows done', 'pending', 'records', 'args'],
+          org.runs.map((r) => [
+            r.id.slice(0, 8),
+            r.status,
+            `${lagOf(r.startedAt)} ago`,
+            `${r.done}/${r.windows}`,
+            String(r.pending),
+            String(r.records),
+            brief(r.args, 50),
+          ]),
+        ).map((l) => `  ${l}`),
+      );
+    out.push('', 'quarantine');
+    if (org.quarantine.length === 0) out.push('  empty');
+    else
+      out.push(
+        ...table(
+          ['kind', 'reason', 'items', 'seen'],
+          org.quarantine.map((q) => [q.kind, brief(q.reason, 60), String(q.items), String(q.seen)]),
+        ).map((l) => `  ${l}`),
+      );
+  }
+  if (status.queue) {
+    const q = status.queue;
+    out.push('', '== queue');
+    out.push(...table(Object.keys(q.counts), [Object.values(q.counts).map(String)]).map((l) => `  ${l}`));
+    if (q.schedulers.length > 0) {
+      out.push('', 'schedules');
+      out.push(
+        ...table(
+          ['id', 'every', 'next'],
+          q.schedulers.map((s) => [
+            s.id,
+            s.every ? `${Math.round(s.every / 60_000)} min` : '—',
+            s.next ? new Date(s.next).toISOString() : '—',
+          ]),
+        ).map((l) => `  ${l}`),
+      );
+    }
+    out.push('', 'failed jobs (newest)');
+    if (q.failed.length === 0) out.push('  none');
+    else
+      out.push(
+        ...table(
+          ['job', 'id', 'attempts', 'reason'],
+          q.failed.map((f) => [f.name, brief(f.id, 40), String(f.attemptsMade), brief(f.failedReason, 70)]),
+        ).map((l) => `  ${l}`),
+      );
+  } else if (status.queueError) {
+    out.push('', `queue: unavailable (${status.queueError})`);
+  } else {
+    out.push('', 'queue: REDIS_URL not set (jobs run inline in one-shot commands)');
+  }
+  return out;
+}

@@ -1,0 +1,200 @@
+/**
+ * What `validic-sync status` reports, read from the warehouse (cursors, records, backfill runs,
+ * quarantine) and, when given, from Redis (queue depths, failed jobs, schedulers, stream slot holders).
+ * Read-only: it never migrates or writes. Works the same on PostgreSQL and on the embedded PGlite.
+ */
+
+import { sql } from 'kysely';
+import type { FailedJobInfo, JobCounts } from '../queue/job-queue.ts';
+import type { StreamSlots } from '../queue/stream-slots.ts';
+import { STREAM_GAPS_KEY, streamCheckpointPrefix } from '../stream/stream-cursor-keys.ts';
+import { type CursorEntry, listCursors } from '../warehouse/checkpoints.ts';
+import type { Warehouse } from '../warehouse/open-warehouse.ts';
+import { countQuarantine, type QuarantineCount } from '../warehouse/quarantine.ts';
+import { type LedgerSummary, summarizeLedger } from '../warehouse/window-ledger.ts';
+
+export interface RunStatus extends LedgerSummary {
+  id: string;
+  command: string;
+  status: string;
+  startedAt: string;
+  finishedAt: string | null;
+  args: unknown;
+}
+
+export interface CursorStatus {
+  key: string;
+  value: unknown;
+  updatedAt: string;
+}
+
+export interface OrgStatus {
+  orgId: string;
+  users: { count: number; lastFullSync: string | null };
+  records: {
+    count: number;
+    newestCreatedAt: string | null;
+    newestIngestedAt: string | null;
+    /** now − newest platform created_at, seconds. */
+    lagSeconds: number | null;
+    /** now − newest ingested_at, seconds. */
+    sinceIngestSeconds: number | null;
+  };
+  stream: {
+    name: string | null;
+    checkpoints: CursorStatus[];
+    gaps: unknown;
+    /** Slot → holder, when Redis is available. */
+    slots?: Record<number, string>;
+  };
+  reconcile: unknown;
+  legacy: CursorStatus[];
+  otherCursors: CursorStatus[];
+  runs: RunStatus[];
+  quarantine: QuarantineCount[];
+}
+
+export interface QueueStatus {
+  counts: JobCounts;
+  failed: FailedJobInfo[];
+  schedulers: { id: string; name: string; every: number | undefined; next: number | undefined }[];
+}
+
+export interface SyncStatus {
+  at: string;
+  warehouse: 'postgres' | 'pglite';
+  orgs: OrgStatus[];
+  /** Absent without Redis. */
+  queue?: QueueStatus;
+  /** Why the queue part is missing although REDIS_URL is set (Redis unreachable). */
+  queueError?: string;
+}
+
+export interface CollectStatusOptions {
+  warehouse: Warehouse;
+  /** Configured orgs (others found in the warehouse are listed too). */
+  orgIds: string[];
+  /** Stream name per org, from config. */
+  streamNames?: Record<string, string>;
+  queue?: {
+    counts(): Promise<JobCounts>;
+    failed(limit: number): Promise<FailedJobInfo[]>;
+    schedulers(): Promise<QueueStatus['schedulers']>;
+  };
+  slots?: Pick<StreamSlots, 'holders'>;
+  now?: Date;
+}
+
+const iso = (d: Date | string | null | undefined): string | null =>
+  d == null ? null : d instanceof Date ? d.toISOString() : new Date(d).toISOString();
+
+const cursor = (c: CursorEntry): CursorStatus => ({
+  key: c.key,
+  value: c.value,
+  updatedAt: iso(c.updatedAt)!,
+});
+
+export async function collectSyncStatus(options: CollectStatusOptions): Promise<SyncStatus> {
+  const { warehouse } = options;
+  const db = warehouse.db;
+  const now = options.now ?? new Date();
+  const found = await sql<{ org_id: string }>`
+    select org_id from validic_sync.checkpoints union select org_id from validic.users
+    union select org_id from validic_sync.runs`.execute(db);
+  const orgIds = [...new Set([...options.orgIds, ...found.rows.map((r) => r.org_id)])].sort();
+
+  const orgs: OrgStatus[] = [];
+  for (const orgId of orgIds) {
+    const cursors = await listCursors(db, orgId);
+    const users = await sql<{ n: number }>`
+      select count(*)::int as n from validic.users where org_id = ${orgId}`.execute(db);
+    const records = await sql<{ n: number; created: Date | null; ingested: Date | null }>`
+      select count(*)::int as n, max(created_at) as created, max(ingested_at) as ingested
+      from validic.records where org_id = ${orgId}`.execute(db);
+    const r = records.rows[0] ?? { n: 0, created: null, ingested: null };
+    const ageSeconds = (d: Date | null) =>
+      d == null ? null : Math.max(0, Math.round((now.getTime() - new Date(d).getTime()) / 1000));
+
+    const streamName = options.streamNames?.[orgId] ?? null;
+    const checkpointPrefix = streamName ? streamCheckpointPrefix(streamName) : 'stream:checkpoint:';
+    const byKey = new Map(cursors.map((c) => [c.key, c]));
+    const used = new Set<string>();
+    const take = (predicate: (key: string) => boolean) =>
+      cursors
+        .filter((c) => predicate(c.key))
+        .map((c) => {
+          used.add(c.key);
+          return cursor(c);
+        });
+    const checkpoints = take((k) => k.startsWith(checkpointPrefix));
+    const legacy = take((k) => k.startsWith('legacy:'));
+    for (const key of ['users:last_full_sync', 'reconcile:last', STREAM_GAPS_KEY]) used.add(key);
+    // Per-window poll cursors are many and carry little; the ledger and lag say more.
+    const otherCursors = cursors.filter((c) => !used.has(c.key) && !c.key.startsWith('poll:')).map(cursor);
+
+    const runs = await db
+      .selectFrom('validic_sync.runs')
+      .selectAll()
+      .where('org_id', '=', orgId)
+      .where((eb) =>
+        eb.or([
+          eb('status', '=', 'running'),
+          eb.and([
+            eb('status', '=', 'failed'),
+            eb('started_at', '>', new Date(now.getTime() - 7 * 86_400_000)),
+          ]),
+        ]),
+      )
+      .orderBy('started_at', 'desc')
+      .limit(20)
+      .execute();
+    const runStatuses: RunStatus[] = [];
+    for (const run of runs) {
+      runStatuses.push({
+        id: run.id,
+        command: run.command,
+        status: run.status,
+        startedAt: iso(run.started_at)!,
+        finishedAt: iso(run.finished_at),
+        args: run.args,
+        ...(await summarizeLedger(db, run.id)),
+      });
+    }
+
+    const stream: OrgStatus['stream'] = {
+      name: streamName,
+      checkpoints,
+      gaps: byKey.get(STREAM_GAPS_KEY)?.value ?? null,
+    };
+    if (options.slots && streamName) stream.slots = await options.slots.holders(orgId, streamName);
+
+    const lastFullSync = byKey.get('users:last_full_sync')?.value as { at?: string } | undefined;
+    orgs.push({
+      orgId,
+      users: { count: users.rows[0]?.n ?? 0, lastFullSync: lastFullSync?.at ?? null },
+      records: {
+        count: r.n,
+        newestCreatedAt: iso(r.created),
+        newestIngestedAt: iso(r.ingested),
+        lagSeconds: ageSeconds(r.created),
+        sinceIngestSeconds: ageSeconds(r.ingested),
+      },
+      stream,
+      reconcile: byKey.get('reconcile:last')?.value ?? null,
+      legacy,
+      otherCursors,
+      runs: runStatuses,
+      quarantine: await countQuarantine(db, orgId),
+    });
+  }
+
+  const status: SyncStatus = { at: now.toISOString(), warehouse: warehouse.kind, orgs };
+  if (options.queue) {
+    status.queue = {
+      counts: await options.queue.counts(),
+      failed: await options.queue.failed(10),
+      schedulers: await options.queue.schedulers(),
+    };
+  }
+  return status;
+}

@@ -1,0 +1,169 @@
+/**
+ * The worker's Prometheus metrics (prom-client, own registry). Event metrics are pushed by the worker
+ * (requests, loads, jobs, stream state); gauges that mirror state elsewhere (queue depths, budget left,
+ * quarantine size, reconcile misses) are read at scrape time through `sources`. Labels carry org ids,
+ * record types, statuses and job names only: never a token or a URL.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { RequestEvent } from '../http/http-client.ts';
+import type { LoadCounts } from '../warehouse/batch.ts';
+
+export interface MetricSources {
+  queueCounts?: () => Promise<Record<string, number>>;
+  /** Whole tokens left in each org's request budget. */
+  budgets?: () => Promise<{ orgId: string; remaining: number }[]>;
+  /** Distinct quarantined items by kind. */
+  quarantine?: () => Promise<{ kind: string; items: number }[]>;
+  /** Connection events the last reconciliation found missing, per org. */
+  reconcileMissed?: () => Promise<{ orgId: string; missed: number }[]>;
+  /** State of each stream connection of this process, by org (`waiting_slot` while it waits for a slot). */
+  streamStates?: () => Record<string, Record<string, string>>;
+}
+
+/** Connection states (src/sse/STATE-MACHINE.md) plus the wait for a fleet slot. */
+export const STREAM_STATES = [
+  'waiting_slot',
+  'connecting',
+  'live',
+  'stale',
+  'backing_off',
+  'replaying',
+  'stopped',
+] as const;
+
+export interface WorkerMetrics {
+  registry: Registry;
+  recordRequest(event: RequestEvent): void;
+  /** Counts of one committed batch (or job) per record type, and its newest platform `created_at`. */
+  recordLoad(
+    byType: Record<string, LoadCounts> | undefined,
+    newestCreatedAt: string | null | undefined,
+    via: string,
+    committedAt?: number,
+  ): void;
+  recordJob(name: string, outcome: 'completed' | 'failed' | 'retried' | 'delayed' | 'abandoned'): void;
+  text(): Promise<string>;
+  contentType: string;
+}
+
+const OUTCOMES = ['inserted', 'updated', 'unchanged', 'stale', 'quarantined'] as const;
+
+/** A collector must never fail a scrape: a source that throws leaves its gauge unset. */
+async function quietly<T>(fn: (() => Promise<T>) | undefined): Promise<T | undefined> {
+  if (!fn) return undefined;
+  try {
+    return await fn();
+  } catch {
+    return undefined;
+  }
+}
+
+export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'validic_sync_' });
+
+  const records = new Counter({
+    name: 'validic_sync_records_total',
+    help: 'Items applied to the warehouse, by record type and outcome',
+    labelNames: ['type', 'outcome'],
+    registers: [registry],
+  });
+  const requests = new Counter({
+    name: 'validic_sync_http_requests_total',
+    help: 'HTTP attempts to the platform, by method and status (0 = no answer)',
+    labelNames: ['method', 'status'],
+    registers: [registry],
+  });
+  const lag = new Histogram({
+    name: 'validic_sync_commit_lag_seconds',
+    help: 'Time from the platform created_at of the newest record of a batch to its commit, by arrival path',
+    labelNames: ['via'],
+    buckets: [1, 5, 15, 60, 300, 900, 3600, 6 * 3600, 86_400, 7 * 86_400, 30 * 86_400],
+    registers: [registry],
+  });
+  const jobs = new Counter({
+    name: 'validic_sync_jobs_total',
+    help: 'Job executions by job name and outcome',
+    labelNames: ['name', 'outcome'],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'validic_sync_stream_connections',
+    help: 'Stream connections of this process by org and state',
+    labelNames: ['org', 'state'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [org, connections] of Object.entries(sources.streamStates?.() ?? {})) {
+        const counts = new Map<string, number>(STREAM_STATES.map((s) => [s, 0]));
+        for (const state of Object.values(connections)) counts.set(state, (counts.get(state) ?? 0) + 1);
+        for (const [state, n] of counts) this.set({ org, state }, n);
+      }
+    },
+  });
+  new Gauge({
+    name: 'validic_sync_queue_jobs',
+    help: 'Jobs in the BullMQ queue by state (fleet-wide)',
+    labelNames: ['state'],
+    registers: [registry],
+    async collect() {
+      const counts = await quietly(sources.queueCounts);
+      if (!counts) return;
+      for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
+    },
+  });
+  new Gauge({
+    name: 'validic_sync_request_budget_remaining',
+    help: 'Whole requests left now in the (fleet-shared) request budget of each org',
+    labelNames: ['org'],
+    registers: [registry],
+    async collect() {
+      for (const { orgId, remaining } of (await quietly(sources.budgets)) ?? [])
+        this.set({ org: orgId }, remaining);
+    },
+  });
+  new Gauge({
+    name: 'validic_sync_quarantine_items',
+    help: 'Distinct items in quarantine, by kind',
+    labelNames: ['kind'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const { kind, items } of (await quietly(sources.quarantine)) ?? []) this.set({ kind }, items);
+    },
+  });
+  new Gauge({
+    name: 'validic_sync_reconcile_missed',
+    help: 'Connection events the last reconciliation found missing from the warehouse, per org',
+    labelNames: ['org'],
+    registers: [registry],
+    async collect() {
+      for (const { orgId, missed } of (await quietly(sources.reconcileMissed)) ?? [])
+        this.set({ org: orgId }, missed);
+    },
+  });
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    recordRequest(event) {
+      requests.inc({ method: event.method, status: String(event.status) });
+    },
+    recordLoad(byType, newestCreatedAt, via, committedAt = Date.now()) {
+      for (const [type, counts] of Object.entries(byType ?? {})) {
+        for (const outcome of OUTCOMES) {
+          const n = counts[outcome];
+          if (n > 0) records.inc({ type, outcome }, n);
+        }
+      }
+      if (newestCreatedAt) {
+        const created = Date.parse(newestCreatedAt);
+        if (Number.isFinite(created)) lag.observe({ via }, Math.max(0, (committedAt - created) / 1000));
+      }
+    },
+    recordJob(name, outcome) {
+      jobs.inc({ name, outcome });
+    },
+    text: () => registry.metrics(),
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * The BullMQ queue every job of the catalog goes through (one queue, `jobs`, under the config's
+ * `redisPrefix`). Priorities inside it put reconciliation and scheduled work before backfill windows.
+ * `enqueue` validates the payload against the job's zod schema before anything reaches Redis.
+ */
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { JobDefinition } from '../../jobs/job-definition.ts';
+import { PermanentError } from '../errors.ts';
+import { jobOptions, type KeepJobs } from './job-options.ts';
+
+export const QUEUE_NAME = 'jobs';
+
+export interface JobCounts {
+  waiting: number;
+  prioritized: number;
+  active: number;
+  delayed: number;
+  failed: number;
+  completed: number;
+}
+
+export interface FailedJobInfo {
+  id: string;
+  name: string;
+  failedReason: string;
+  attemptsMade: number;
+  finishedOn: number | undefined;
+}
+
+export interface JobQueue {
+  readonly queue: Queue;
+  /**
+   * Validates and queues a job; false when a job with the same deterministic id is already waiting,
+   * delayed or running. A failed (or retained completed) job with that id is replaced, so re-running a
+   * backfill retries the windows that failed for good.
+   */
+  enqueue(name: string, payload: unknown, extra?: { delayMs?: number; priority?: number }): Promise<boolean>;
+  counts(): Promise<JobCounts>;
+  failed(limit?: number): Promise<FailedJobInfo[]>;
+  close(): Promise<void>;
+}
+
+export interface OpenJobQueueOptions {
+  /** A connection of this process; the queue uses its own duplicate. */
+  redis: Redis;
+  prefix: string;
+  catalog: Record<string, JobDefinition>;
+  keep: KeepJobs;
+}
+
+export function openJobQueue(options: OpenJobQueueOptions): JobQueue {
+  // BullMQ needs maxRetriesPerRequest null: commands wait out a Redis restart instead of failing.
+  const connection = options.redis.duplicate({ maxRetriesPerRequest: null });
+  const queue = new Queue(QUEUE_NAME, { connection, prefix: options.prefix });
+  // Without a listener an 'error' event would crash the process; ioredis reconnects by itself.
+  queue.on('error', () => {});
+  return {
+    queue,
+    async enqueue(name, payload, extra) {
+      const definition = options.catalog[name];
+      if (!definition) throw new PermanentError(`unknown job ${name}`);
+      const parsed = definition.payload.parse(payload);
+      const opts = jobOptions(definition, parsed, options.keep, extra);
+      if (opts.jobId) {
+        const state = await queue.getJobState(opts.jobId);
+        if (state === 'failed' || state === 'completed') await queue.remove(opts.jobId);
+        else if (state !== 'unknown') return false;
+      }
+      await queue.add(name, parsed, opts);
+      return true;
+    },
+    async counts() {
+      const c = await queue.getJobCounts(
+        'waiting',
+        'prioritized',
+        'active',
+        'delayed',
+        'failed',
+        'completed',
+      );
+      return {
+        waiting: c.waiting ?? 0,
+        prioritized: c.prioritized ?? 0,
+        active: c.active ?? 0,
+        delayed: c.delayed ?? 0,
+        failed: c.failed ?? 0,
+        completed: c.completed ?? 0,
+      };
+    },
+    async failed(limit = 10) {
+      const jobs = await queue.getFailed(0, Math.max(0, limit - 1));
+      return jobs.map((job) => ({
+        id: String(job.id),
+        name: job.name,
+        failedReason: job.failedReason,
+        attemptsMade: job.attemptsMade,
+        finishedOn: job.finishedOn,
+      }));
+    },
+    async close() {
+      await queue.close().catch(() => {});
+      connection.disconnect();
+    },
+  };
+}

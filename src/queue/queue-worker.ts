@@ -1,0 +1,166 @@
+/**
+ * The BullMQ worker of one process: takes jobs of the `jobs` queue, validates their payload again,
+ * runs the job module with a context cut from the runtime (its `enqueue` goes back to BullMQ), and maps
+ * our error classes onto BullMQ's outcomes:
+ * - `PermanentError` → `UnrecoverableError` (no more attempts);
+ * - `RateLimitedError` → the job is delayed by `retryAfterMs` without spending an attempt;
+ * - stopped by a signal mid-job → the job goes back to the queue at once (no attempt spent); the loader's
+ *   transaction guarantees nothing half-done was committed;
+ * - Postgres or a connection away (transient-error.ts) → delayed a few seconds, no attempt spent, so
+ *   an outage of any length is waited out;
+ * - anything else → BullMQ retries with the definition's back-off.
+ * A SIGKILLed process's jobs are moved back to waiting by another process's stalled-job check after
+ * `lockDurationMs` and redone; jobs are idempotent, so redoing one costs requests but never data.
+ */
+import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { JobDefinition } from '../../jobs/job-definition.ts';
+import { redactKnownSecrets } from '../config/redact.ts';
+import { PermanentError, RateLimitedError, toError } from '../errors.ts';
+import type { Logger } from '../log/logger.ts';
+import type { WorkerMetrics } from '../metrics/worker-metrics.ts';
+import type { Runtime } from '../runtime/runtime.ts';
+import type { LoadCounts } from '../warehouse/batch.ts';
+import { type JobQueue, QUEUE_NAME } from './job-queue.ts';
+import { isTransientInfraError } from './transient-error.ts';
+
+/** Delay of a rate-limited job when the platform gave no Retry-After. */
+export const DEFAULT_RATE_LIMIT_DELAY_MS = 60_000;
+/** Delay of a job that met an outage (Postgres or a connection away). */
+export const DEFAULT_OUTAGE_DELAY_MS = 5_000;
+
+export interface QueueWorkerOptions {
+  runtime: Pick<Runtime, 'jobContext' | 'log'>;
+  redis: Redis;
+  prefix: string;
+  catalog: Record<string, JobDefinition>;
+  jobQueue: JobQueue;
+  concurrency: number;
+  lockDurationMs: number;
+  maxStalledCount: number;
+  /** The process's stop signal; handed to every job. */
+  signal: AbortSignal;
+  metrics?: WorkerMetrics;
+  log: Logger;
+  outageDelayMs?: number;
+}
+
+export interface QueueWorker {
+  worker: Worker;
+  /** Stops taking jobs and waits for the running ones (which see the aborted signal) to settle. */
+  close(): Promise<void>;
+}
+
+export function startQueueWorker(options: QueueWorkerOptions): QueueWorker {
+  const { catalog, signal, metrics, log } = options;
+  // BullMQ needs maxRetriesPerRequest null: commands wait out a Redis restart instead of failing.
+  const connection = options.redis.duplicate({ maxRetriesPerRequest: null });
+
+  const processor = async (job: Job, token?: string): Promise<unknown> => {
+    const definition = catalog[job.name];
+    if (!definition) throw new UnrecoverableError(`unknown job ${job.name}`);
+    const parsed = definition.payload.safeParse(job.data);
+    if (!parsed.success) {
+      throw new UnrecoverableError(`invalid payload for ${job.name}: ${parsed.error.message}`);
+    }
+    const jobId = String(job.id);
+    const ctx = options.runtime.jobContext({
+      jobId,
+      attempt: job.attemptsMade + 1,
+      signal,
+      enqueue: (name, payload) =>
+        options.jobQueue.enqueue(name, payload, inheritedPriority(job.opts.priority, catalog[name])),
+    });
+    try {
+      const result = await definition.run(ctx, parsed.data);
+      observeResult(metrics, job.name, result);
+      metrics?.recordJob(job.name, 'completed');
+      return result;
+    } catch (thrown) {
+      const error = toError(thrown);
+      if (signal.aborted) {
+        // Abandoned by a shutdown: back to the queue for whoever runs next, without spending an attempt.
+        await job.moveToDelayed(Date.now(), token);
+        metrics?.recordJob(job.name, 'abandoned');
+        throw new DelayedError('abandoned by shutdown');
+      }
+      if (error instanceof PermanentError) {
+        metrics?.recordJob(job.name, 'failed');
+        throw new UnrecoverableError(redactKnownSecrets(error.message));
+      }
+      if (error instanceof RateLimitedError) {
+        const delayMs = error.retryAfterMs ?? DEFAULT_RATE_LIMIT_DELAY_MS;
+        log.warn({ job: job.name, jobId, delayMs }, 'rate limited; job delayed without spending an attempt');
+        await job.moveToDelayed(Date.now() + delayMs, token);
+        metrics?.recordJob(job.name, 'delayed');
+        throw new DelayedError('rate limited');
+      }
+      if (isTransientInfraError(error)) {
+        log.warn(
+          { job: job.name, jobId, delayMs: options.outageDelayMs ?? DEFAULT_OUTAGE_DELAY_MS, err: error },
+          'a service is unreachable; job delayed without spending an attempt',
+        );
+        await job.moveToDelayed(Date.now() + (options.outageDelayMs ?? DEFAULT_OUTAGE_DELAY_MS), token);
+        metrics?.recordJob(job.name, 'delayed');
+        throw new DelayedError('service unreachable');
+      }
+      const last = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+      metrics?.recordJob(job.name, last ? 'failed' : 'retried');
+      throw new Error(redactKnownSecrets(error.message));
+    }
+  };
+
+  const worker = new Worker(QUEUE_NAME, processor, {
+    connection,
+    prefix: options.prefix,
+    concurrency: options.concurrency,
+    lockDuration: options.lockDurationMs,
+    stalledInterval: options.lockDurationMs,
+    maxStalledCount: options.maxStalledCount,
+    autorun: true,
+  });
+  let lastErrorLog = 0;
+  worker.on('error', (error) => {
+    // Redis away: BullMQ keeps retrying; log at most every 5 s.
+    if (Date.now() - lastErrorLog < 5000) return;
+    lastErrorLog = Date.now();
+    log.warn({ err: error }, 'queue worker error (Redis unreachable?); retrying');
+  });
+  worker.on('failed', (job, error) => {
+    if (!job || error instanceof DelayedError || error.name === 'DelayedError') return;
+    const final = error instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1);
+    log[final ? 'error' : 'warn'](
+      { job: job.name, jobId: job.id, attempt: job.attemptsMade, err: error },
+      final ? 'job failed for good' : 'job failed, will retry',
+    );
+  });
+  worker.on('stalled', (jobId) => log.warn({ jobId }, 'job stalled (its process died?); it will be redone'));
+
+  return {
+    worker,
+    async close() {
+      await worker.close().catch((error) => log.warn({ err: error }, 'closing the queue worker'));
+      connection.disconnect();
+    },
+  };
+}
+
+/**
+ * Fan-out inherits its parent's priority when that is more urgent: the polls of records.recent (12) go
+ * before the polls of a backfill (30 → 20), though both are records.poll jobs.
+ */
+export function inheritedPriority(
+  parent: number | undefined,
+  child: JobDefinition | undefined,
+): { priority?: number } {
+  const own = child?.options.priority;
+  if (parent === undefined || parent <= 0) return {};
+  return { priority: own === undefined ? parent : Math.min(parent, own) };
+}
+
+function observeResult(metrics: WorkerMetrics | undefined, name: string, result: unknown): void {
+  if (!metrics || typeof result !== 'object' || result === null) return;
+  const r = result as { byType?: Record<string, LoadCounts>; newestCreatedAt?: string | null };
+  if (r.byType)
+    metrics.recordLoad(r.byType, r.newestCreatedAt, name.startsWith('legacy.') ? 'legacy' : 'poll');
+}

@@ -1,0 +1,76 @@
+/**
+ * The worker's recurring work, as BullMQ job schedulers (`upsertJobScheduler`): every process of the
+ * fleet upserts the same schedulers at start, Redis holds one of each, and each tick produces ONE job
+ * whichever process picks it up. A scheduler's job template is fixed, so rolling ranges are computed
+ * when the job runs (records.recent, connections.recent, legacy.sync from its cursors).
+ *
+ * | scheduler                      | job                | every (config `schedules`) |
+ * | users.sync|<org>               | users.sync         | usersSyncMinutes (60)      |
+ * | records.recent|<org>           | records.recent     | recentPollMinutes (60)     |
+ * | connections.recent|<org>      | connections.recent | reconcileMinutes (1 day)   |
+ * | legacy.sync|<org> (legacy on)  | legacy.sync        | legacyLatestMinutes (15)   |
+ * Streams are not scheduled: the worker keeps them running itself (stream-supervisor.ts).
+ */
+import type { Queue } from 'bullmq';
+import type { JobDefinition } from '../../jobs/job-definition.ts';
+import type { Config } from '../config/schema.ts';
+import { jobOptions, type KeepJobs, toBullJobId } from './job-options.ts';
+
+export interface PlannedSchedule {
+  /** Scheduler id: `<job>|<org>`. */
+  id: string;
+  everyMs: number;
+  name: string;
+  payload: unknown;
+}
+
+/** Which schedulers the config asks for (pure). Jobs missing from the catalog are left out. */
+export function planSchedules(config: Config, catalog: Record<string, JobDefinition>): PlannedSchedule[] {
+  const s = config.schedules;
+  if (!s.enabled) return [];
+  const out: PlannedSchedule[] = [];
+  const add = (name: string, orgId: string, minutes: number, payload: unknown) => {
+    const definition = catalog[name];
+    if (!definition || minutes <= 0) return;
+    out.push({
+      id: toBullJobId(`${name}|${encodeURIComponent(orgId)}`),
+      everyMs: minutes * 60_000,
+      name,
+      payload: definition.payload.parse(payload),
+    });
+  };
+  for (const org of config.organizations) {
+    add('users.sync', org.orgId, s.usersSyncMinutes, { orgId: org.orgId });
+    add('records.recent', org.orgId, s.recentPollMinutes, { orgId: org.orgId });
+    add('connections.recent', org.orgId, s.reconcileMinutes, { orgId: org.orgId, days: s.reconcileDays });
+    if (org.legacy.enabled) add('legacy.sync', org.orgId, s.legacyLatestMinutes, { orgId: org.orgId });
+  }
+  return out;
+}
+
+/**
+ * Upserts the planned schedulers and removes the ones the config no longer asks for (so turning a
+ * schedule off takes effect fleet-wide). Returns the ids upserted.
+ */
+export async function applySchedules(
+  queue: Queue,
+  planned: PlannedSchedule[],
+  catalog: Record<string, JobDefinition>,
+  keep: KeepJobs,
+): Promise<string[]> {
+  const wanted = new Set(planned.map((p) => p.id));
+  for (const existing of await queue.getJobSchedulers(0, -1)) {
+    if (existing.key && !wanted.has(existing.key)) await queue.removeJobScheduler(existing.key);
+  }
+  for (const p of planned) {
+    const definition = catalog[p.name]!;
+    // The template carries no jobId: each tick gets the scheduler's own id.
+    const { jobId: _unused, ...opts } = jobOptions(definition, p.payload, keep);
+    await queue.upsertJobScheduler(
+      p.id,
+      { every: p.everyMs },
+      { name: p.name, data: p.payload, opts: { ...opts, removeOnComplete: { count: 100 } } },
+    );
+  }
+  return [...wanted];
+}

@@ -1,0 +1,233 @@
+/**
+ * One `worker` process, assembled: runtime (warehouse migrated, Redis, org clients with the fleet-shared
+ * request budget), the BullMQ queue and worker, the job schedulers, the stream supervisor with its
+ * fleet-wide slots, metrics and the HTTP server. `stop()` (or the abort of `signal`) shuts down in order:
+ * stop taking jobs and let the running ones settle (they see the aborted signal, so they stop after the
+ * current batch; the loader's transaction means nothing half-done is committed), stop the streams (each
+ * flushes its micro-batch), release the stream slots, close the server and the connections.
+ */
+import { sql } from 'kysely';
+import { jobCatalog } from '../../jobs/index.ts';
+import type { JobDefinition } from '../../jobs/job-definition.ts';
+import type { Config } from '../config/schema.ts';
+import { ConfigError, UserFacingError } from '../errors.ts';
+import type { Logger } from '../log/logger.ts';
+import { createWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics.ts';
+import { DEFAULT_PUSH_PATH, handlePushRequest } from '../push/handle-push.ts';
+import { pushOrgResolver } from '../push/resolve-push-org.ts';
+import { openRuntime, type Runtime } from '../runtime/runtime.ts';
+import { startWorkerServer, type WorkerServer } from '../server/worker-server.ts';
+import { readCursor } from '../warehouse/checkpoints.ts';
+import { countQuarantineByKind } from '../warehouse/quarantine.ts';
+import type { KeepJobs } from './job-options.ts';
+import { type JobQueue, openJobQueue } from './job-queue.ts';
+import { type QueueWorker, startQueueWorker } from './queue-worker.ts';
+import { applySchedules, planSchedules } from './schedules.ts';
+import { createStreamSlots, type StreamSlots } from './stream-slots.ts';
+import { type StreamSupervisor, superviseStreams } from './stream-supervisor.ts';
+
+export interface WorkerProcess {
+  runtime: Runtime;
+  jobQueue: JobQueue;
+  queueWorker: QueueWorker;
+  slots: StreamSlots;
+  streams: StreamSupervisor | undefined;
+  metrics: WorkerMetrics;
+  server: WorkerServer;
+  /** Scheduler ids upserted at start. */
+  schedules: string[];
+  /** Resolves once the process has shut down (after `signal` aborted or `stop()`). */
+  stopped: Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface StartWorkerOptions {
+  /** Override the job catalog (tests). */
+  catalog?: Record<string, JobDefinition>;
+  /** An already opened runtime (tests); closed by stop() all the same. */
+  runtime?: Runtime;
+}
+
+export async function startWorker(
+  config: Config,
+  log: Logger,
+  outerSignal: AbortSignal,
+  options: StartWorkerOptions = {},
+): Promise<WorkerProcess> {
+  // stop() aborts this too, so jobs and streams see the same signal whether a signal or a caller stops us.
+  const stopController = new AbortController();
+  const signal = AbortSignal.any([outerSignal, stopController.signal]);
+  if (!config.redisUrl) {
+    throw new ConfigError([
+      {
+        key: 'REDIS_URL (redisUrl)',
+        message: 'the worker needs Redis for its queues, schedules and stream slots',
+        fix: 'set REDIS_URL (e.g. redis://127.0.0.1:6379); one-shot commands like backfill run without it',
+      },
+    ]);
+  }
+  const catalog = options.catalog ?? (jobCatalog as Record<string, JobDefinition>);
+  const runtime = options.runtime ?? (await openRuntime(config, log));
+  const redis = runtime.redis;
+  if (!redis) {
+    await runtime.close();
+    throw new UserFacingError('the worker needs Redis for its queues', { fix: 'set REDIS_URL' });
+  }
+  let lastRedisError = 0;
+  redis.on('error', (error) => {
+    if (Date.now() - lastRedisError < 5000) return;
+    lastRedisError = Date.now();
+    log.warn({ err: error }, 'Redis connection error; reconnecting');
+  });
+  const prefix = config.redisPrefix;
+  const keep: KeepJobs = { keepCompleted: config.worker.keepCompleted, keepFailed: config.worker.keepFailed };
+  const jobQueue = openJobQueue({ redis, prefix, catalog, keep });
+  const db = runtime.warehouse.db;
+
+  let streams: StreamSupervisor | undefined;
+  const metrics = createWorkerMetrics({
+    queueCounts: async () => ({ ...(await jobQueue.counts()) }),
+    budgets: async () =>
+      Promise.all(
+        config.organizations.map(async (o) => ({
+          orgId: o.orgId,
+          remaining: await runtime.org(o.orgId).budget.remaining(),
+        })),
+      ),
+    quarantine: async () =>
+      Object.entries(await countQuarantineByKind(db)).map(([kind, items]) => ({ kind, items })),
+    reconcileMissed: async () =>
+      Promise.all(
+        config.organizations.map(async (o) => ({
+          orgId: o.orgId,
+          missed: (await readCursor<{ missed?: number }>(db, o.orgId, 'reconcile:last'))?.missed ?? 0,
+        })),
+      ),
+    streamStates: () => streams?.states() ?? {},
+  });
+  // Requests are counted by the runtime's hook; the metrics ride along on the same events.
+  const recordStats = runtime.requestStats.record.bind(runtime.requestStats);
+  runtime.requestStats.record = (event) => {
+    recordStats(event);
+    metrics.recordRequest(event);
+  };
+
+  let reapply: (() => void) | undefined;
+  let server: WorkerServer | undefined;
+  try {
+    const planned = planSchedules(config, catalog);
+    const schedules = await applySchedules(jobQueue.queue, planned, catalog, keep);
+    // A Redis that restarted without persistence lost the schedulers: upsert them again on reconnect.
+    reapply = () => {
+      if (signal.aborted) return;
+      applySchedules(jobQueue.queue, planned, catalog, keep).catch((error: unknown) =>
+        log.warn({ err: error }, 'could not re-apply the schedules after a Redis reconnect'),
+      );
+    };
+    redis.on('ready', reapply);
+    const pushPath = (config.http as { pushPath?: string }).pushPath ?? DEFAULT_PUSH_PATH;
+    const resolveOrg = pushOrgResolver(config);
+    server = await startWorkerServer({
+      host: config.http.host,
+      port: config.http.port,
+      log,
+      metrics,
+      readiness: [
+        { name: 'postgres', check: async () => void (await sql`select 1`.execute(db)) },
+        { name: 'redis', check: async () => void (await redis.ping()) },
+      ],
+      push: {
+        path: pushPath,
+        handle: (req, res) =>
+          handlePushRequest(req, res, {
+            secret: config.http.pushSecret,
+            db,
+            enqueue: (name, payload) => jobQueue.enqueue(name, payload),
+            resolveOrg,
+            log,
+          }),
+      },
+      ...(config.http.dashboard
+        ? {
+            queues: async () => ({
+              queue: jobQueue.queue.name,
+              counts: await jobQueue.counts(),
+              failed: await jobQueue.failed(20),
+              schedulers: (await jobQueue.queue.getJobSchedulers(0, -1)).map((s) => ({
+                id: s.key,
+                name: s.name,
+                every: s.every,
+                next: s.next,
+              })),
+            }),
+          }
+        : {}),
+    });
+
+    // Jobs and streams start last: a server that cannot bind fails the start with nothing running.
+    const queueWorker = startQueueWorker({
+      runtime,
+      redis,
+      prefix,
+      catalog,
+      jobQueue,
+      concurrency: config.worker.concurrency,
+      lockDurationMs: config.worker.lockDurationMs,
+      maxStalledCount: config.worker.maxStalledCount,
+      signal,
+      metrics,
+      log,
+    });
+    const slots = createStreamSlots({ redis, prefix, ttlMs: config.worker.streamSlotTtlMs, log });
+    if (config.worker.streams && config.organizations.length > 0) {
+      streams = superviseStreams({ runtime, slots, jobQueue, signal, metrics, log });
+    }
+
+    let stopping: Promise<void> | undefined;
+    const stop = () => {
+      if (!stopController.signal.aborted) stopController.abort(new Error('worker stopping'));
+      stopping ??= (async () => {
+        log.info('worker stopping: no new jobs; running jobs stop after their current batch');
+        if (reapply) redis.off('ready', reapply);
+        await queueWorker.close();
+        await streams?.done;
+        await slots.releaseAll();
+        await server?.close();
+        await jobQueue.close();
+        await runtime.close();
+        log.info('worker stopped');
+      })();
+      return stopping;
+    };
+    const stopped = new Promise<void>((resolve, reject) => {
+      const onAbort = () => stop().then(resolve, reject);
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    });
+    stopped.catch(() => {});
+    log.info(
+      { url: server.url, schedules: schedules.length, streams: streams !== undefined },
+      'worker running',
+    );
+    return {
+      runtime,
+      jobQueue,
+      queueWorker,
+      slots,
+      streams,
+      metrics,
+      server,
+      schedules,
+      stopped,
+      stop: async () => {
+        await stop();
+      },
+    };
+  } catch (error) {
+    if (reapply) redis.off('ready', reapply);
+    await server?.close();
+    await jobQueue.close();
+    await runtime.close();
+    throw error;
+  }
+}

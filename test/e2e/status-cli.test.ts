@@ -1,0 +1,108 @@
+/**
+ * `validic-sync status` end to end: on the embedded warehouse (no DATABASE_URL, no Redis) after a small
+ * backfill, as a table and as JSON; and on Postgres with Redis, where it adds queue depths, failed jobs
+ * and stream slot holders.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobCatalog } from '../../jobs/index.ts';
+import type { JobDefinition } from '../../jobs/job-definition.ts';
+import type { SyncStatus } from '../../src/metrics/sync-status.ts';
+import { openJobQueue } from '../../src/queue/job-queue.ts';
+import { createStreamSlots } from '../../src/queue/stream-slots.ts';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { runCli, sandboxEnv } from '../helpers/cli.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
+
+const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10);
+
+describe('status', () => {
+  let sandbox: Sandbox;
+  let dataDir: string;
+  let db: TestDatabase;
+  let testRedis: TestRedis;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ seed: 5, users: 2, days: 6 });
+    dataDir = await mkdtemp(join(tmpdir(), 'validic-sync-status-'));
+    db = await createTestDatabase();
+    testRedis = createTestRedis('status');
+  });
+  afterAll(async () => {
+    await sandbox?.close();
+    await rm(dataDir, { recursive: true, force: true });
+    await testRedis?.cleanup();
+    await db?.drop();
+  });
+
+  it('reports an embedded warehouse after a backfill, as a table and as JSON', async () => {
+    const env = sandboxEnv(sandbox, { VALIDIC_DATA_DIR: dataDir });
+    const empty = await runCli(['status'], env);
+    expect(empty.code).toBe(1);
+    expect(empty.stderr).toMatch(/validic-sync migrate/);
+
+    const backfill = await runCli(['backfill', '--from', day(8), '--to', day(0)], env);
+    expect(backfill.code, backfill.stderr).toBe(0);
+
+    const table = await runCli(['status'], env);
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toContain(`== ${sandbox.orgId}`);
+    expect(table.stdout).toMatch(/lag \(newest created_at\)/);
+    expect(table.stdout).toMatch(/reconcile last/);
+    expect(table.stdout).toMatch(/queue: REDIS_URL not set/);
+
+    const json = await runCli(['status', '--json'], env);
+    expect(json.code, json.stderr).toBe(0);
+    const status = JSON.parse(json.stdout) as SyncStatus;
+    expect(status.warehouse).toBe('pglite');
+    const org = status.orgs.find((o) => o.orgId === sandbox.orgId)!;
+    expect(org.records.count).toBe(sandbox.truth.records().length);
+    expect(org.users.count).toBe(2);
+    expect(org.users.lastFullSync).not.toBeNull();
+    expect(org.records.lagSeconds).toBeGreaterThanOrEqual(0);
+    expect(org.runs).toEqual([]);
+    expect(status.queue).toBeUndefined();
+    expect(json.stdout).not.toContain(sandbox.token);
+  });
+
+  it('adds queue depths, failed jobs and stream slot holders with Redis', async () => {
+    const prefix = testRedis.prefix.slice(0, -1);
+    const redis = testRedis.connect();
+    const jobQueue = openJobQueue({
+      redis,
+      prefix,
+      catalog: jobCatalog as Record<string, JobDefinition>,
+      keep: { keepCompleted: 10, keepFailed: 10 },
+    });
+    await jobQueue.enqueue('users.sync', { orgId: sandbox.orgId });
+    await jobQueue.enqueue('records.backfill', { orgId: sandbox.orgId, from: day(3), to: day(0) });
+    const slots = createStreamSlots({ redis, prefix, ttlMs: 60_000 });
+    await slots.tryAcquire(sandbox.orgId, 'validic-sync', 1);
+    try {
+      const env = sandboxEnv(sandbox, {
+        DATABASE_URL: db.url,
+        REDIS_URL: TEST_REDIS_URL,
+        VALIDIC_REDIS_PREFIX: prefix,
+      });
+      const json = await runCli(['status', '--json'], env);
+      expect(json.code, json.stderr).toBe(0);
+      const status = JSON.parse(json.stdout) as SyncStatus;
+      expect(status.warehouse).toBe('postgres');
+      expect(status.queue!.counts.prioritized + status.queue!.counts.waiting).toBe(2);
+      expect(status.queue!.failed).toEqual([]);
+      const org = status.orgs.find((o) => o.orgId === sandbox.orgId)!;
+      expect(org.stream.slots).toEqual({ 0: slots.owner });
+
+      const table = await runCli(['status'], env);
+      expect(table.code, table.stderr).toBe(0);
+      expect(table.stdout).toMatch(/== queue/);
+      expect(table.stdout).toMatch(/slots held: 0 by /);
+    } finally {
+      await slots.releaseAll();
+      await jobQueue.close();
+    }
+  });
+});

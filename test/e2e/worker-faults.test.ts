@@ -1,0 +1,218 @@
+/**
+ * A running worker outlives its dependencies going away: Postgres cut off (through a TCP proxy this test
+ * controls, never the shared server) and Redis restarted (a redis-server of this test, without
+ * persistence, so it comes back empty). The worker waits, recovers without a restart, and the backfill
+ * completes once it is queued again (Redis lost the queue; the ledger in Postgres kept what was done).
+ * SIGTERM then stops it with exit code 0.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
+import { Redis } from 'ioredis';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { jobCatalog } from '../../jobs/index.ts';
+import type { JobDefinition } from '../../jobs/job-definition.ts';
+import { type JobQueue, openJobQueue } from '../../src/queue/job-queue.ts';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { sandboxEnv } from '../helpers/cli.ts';
+import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
+import { ADMIN_URL, createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { startWorkerChild, type WorkerChild } from '../helpers/worker-fleet.ts';
+
+const DAYS = 35;
+const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10);
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** A TCP proxy in front of PostgreSQL that the test can cut (refuse and drop everything) and restore. */
+class CuttableProxy {
+  readonly port: number;
+  readonly #target: { host: string; port: number };
+  #server: Server | undefined;
+  readonly #sockets = new Set<Socket>();
+
+  constructor(port: number, target: { host: string; port: number }) {
+    this.port = port;
+    this.#target = target;
+  }
+
+  async open(): Promise<void> {
+    const server = createServer((client) => {
+      const upstream = tcpConnect(this.#target.port, this.#target.host);
+      for (const s of [client, upstream]) {
+        this.#sockets.add(s);
+        s.on('close', () => this.#sockets.delete(s));
+        s.on('error', () => {
+          client.destroy();
+          upstream.destroy();
+        });
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => server.listen(this.port, '127.0.0.1', resolve));
+    this.#server = server;
+  }
+
+  async cut(): Promise<void> {
+    const server = this.#server;
+    this.#server = undefined;
+    for (const s of this.#sockets) s.destroy();
+    await new Promise((resolve) => server?.close(resolve) ?? resolve(undefined));
+  }
+}
+
+function startRedisServer(port: number): ChildProcess {
+  return spawn(
+    'redis-server',
+    ['--port', String(port), '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
+    {
+      stdio: 'ignore',
+    },
+  );
+}
+
+async function waitForRedis(url: string): Promise<void> {
+  await vi.waitFor(
+    async () => {
+      const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      probe.on('error', () => {});
+      try {
+        await probe.connect();
+        expect(await probe.ping()).toBe('PONG');
+      } finally {
+        probe.disconnect();
+      }
+    },
+    { timeout: 10_000, interval: 50 },
+  );
+}
+
+describe('worker under Postgres and Redis outages', () => {
+  let sandbox: Sandbox;
+  let db: TestDatabase;
+  let proxy: CuttableProxy;
+  let redisPort: number;
+  let redisServer: ChildProcess | undefined;
+  let worker: WorkerChild | undefined;
+  let jobQueue: JobQueue | undefined;
+  let queueRedis: Redis | undefined;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ seed: 31, users: 4, days: DAYS, faults: { latencyMs: 40 } });
+    db = await createTestDatabase();
+    const admin = new URL(ADMIN_URL);
+    proxy = new CuttableProxy(await freePort(), { host: admin.hostname, port: Number(admin.port || 5432) });
+    await proxy.open();
+    redisPort = await freePort();
+    redisServer = startRedisServer(redisPort);
+    await waitForRedis(`redis://127.0.0.1:${redisPort}`);
+  });
+  afterAll(async () => {
+    worker?.child.kill('SIGKILL');
+    await worker?.child.result;
+    await jobQueue?.close();
+    queueRedis?.disconnect();
+    redisServer?.kill('SIGKILL');
+    await proxy?.cut();
+    await sandbox?.close();
+    await db?.drop();
+  });
+
+  const windows = async () => {
+    const r = await sql<{ done: number; total: number }>`
+      select count(*) filter (where status = 'done')::int as done, count(*)::int as total
+      from validic_sync.backfill_windows`.execute(db.warehouse.db);
+    return r.rows[0]!;
+  };
+  const readiness = async () => {
+    const res = await fetch(`${worker!.url}/readyz`);
+    return { status: res.status, ...((await res.json()) as { checks: Record<string, string> }) };
+  };
+
+  it('waits out both outages and completes the sync', async () => {
+    const redisUrl = `redis://127.0.0.1:${redisPort}`;
+    const dbUrl = new URL(db.url);
+    dbUrl.host = `127.0.0.1:${proxy.port}`;
+    worker = await startWorkerChild(
+      sandboxEnv(sandbox, {
+        DATABASE_URL: dbUrl.href,
+        REDIS_URL: redisUrl,
+        HTTP_PORT: '0',
+        VALIDIC_WORKER_LOCK_MS: '2000',
+        VALIDIC_WORKER_CONCURRENCY: '2',
+        VALIDIC_SCHEDULES: 'false',
+        VALIDIC_WORKER_STREAMS: 'false',
+      }),
+    );
+    queueRedis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+    queueRedis.on('error', () => {});
+    jobQueue = openJobQueue({
+      redis: queueRedis,
+      prefix: 'validic-sync',
+      catalog: jobCatalog as Record<string, JobDefinition>,
+      keep: { keepCompleted: 100, keepFailed: 100 },
+    });
+    const backfill = { orgId: sandbox.orgId, from: day(DAYS + 20), to: day(0) };
+    await jobQueue.enqueue('records.backfill', backfill);
+    await vi.waitFor(async () => expect((await windows()).done).toBeGreaterThanOrEqual(5), {
+      timeout: 60_000,
+      interval: 50,
+    });
+
+    // Postgres goes away: the worker notices, keeps its jobs (delayed, not failed), and waits.
+    await proxy.cut();
+    await vi.waitFor(async () => expect((await readiness()).checks.postgres).not.toBe('ok'), {
+      timeout: 10_000,
+    });
+    await vi.waitFor(() => expect(worker!.stderr()).toMatch(/unreachable/), {
+      timeout: 20_000,
+      interval: 100,
+    });
+    const doneAtCut = (await windows()).done;
+    await proxy.open();
+    await vi.waitFor(async () => expect((await windows()).done).toBeGreaterThan(doneAtCut + 3), {
+      timeout: 60_000,
+      interval: 100,
+    });
+    expect((await jobQueue.counts()).failed).toBe(0);
+
+    // Redis restarts empty: the worker reconnects by itself and takes new work.
+    redisServer!.kill('SIGKILL');
+    await new Promise((resolve) => redisServer!.once('exit', resolve));
+    await vi.waitFor(async () => expect((await readiness()).checks.redis).not.toBe('ok'), {
+      timeout: 10_000,
+    });
+    redisServer = startRedisServer(redisPort);
+    await waitForRedis(redisUrl);
+    await vi.waitFor(async () => expect((await readiness()).status).toBe(200), {
+      timeout: 20_000,
+      interval: 100,
+    });
+
+    // The queue is gone with Redis; queuing the same backfill resumes the run from the ledger.
+    await jobQueue.enqueue('records.backfill', backfill);
+    await vi.waitFor(
+      async () => {
+        const runs = await sql<{ status: string }>`select status from validic_sync.runs`.execute(
+          db.warehouse.db,
+        );
+        expect(runs.rows.map((r) => r.status)).toEqual(['done']);
+        const c = await jobQueue!.counts();
+        expect(c.active + c.waiting + c.prioritized + c.delayed).toBe(0);
+      },
+      { timeout: 120_000, interval: 200 },
+    );
+    expect(await compareWithTruth(db.warehouse, sandbox)).toEqual(NO_DIFFERENCES);
+
+    worker.child.kill('SIGTERM');
+    const result = await worker.child.result;
+    expect(result.code, result.stderr.slice(-2000)).toBe(0);
+    expect(result.stderr).not.toContain(sandbox.token);
+  }, 240_000);
+});

@@ -1,0 +1,36 @@
+/**
+ * Starts `validic-sync worker` processes (the real CLI) and waits until each serves HTTP; the port is
+ * read from its "worker listening on" line (HTTP_PORT=0 picks a free one).
+ */
+import type { ChildProcess } from 'node:child_process';
+import { type CliResult, spawnCli } from './cli.ts';
+
+export interface WorkerChild {
+  child: ChildProcess & { result: Promise<CliResult> };
+  url: string;
+  stderr(): string;
+}
+
+export async function startWorkerChild(env: NodeJS.ProcessEnv, args: string[] = []): Promise<WorkerChild> {
+  const child = spawnCli(['worker', ...args], env);
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let stdout = '';
+    const onData = (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+      const match = /worker listening on (\S+)/.exec(stdout);
+      if (match) {
+        child.stdout!.off('data', onData);
+        resolve(match[1]!);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.result.then((r) =>
+      reject(new Error(`worker exited (${r.code ?? r.signal}) before serving: ${r.stderr}`)),
+    );
+  });
+  return { child, url, stderr: () => stderr };
+}
