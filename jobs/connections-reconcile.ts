@@ -85,7 +85,8 @@ export const connectionsReconcile = defineJob({
     await applyBatch(
       ctx.warehouse,
       { orgId: payload.orgId, arrivedVia: 'poll', items: [] },
-      { windows, cursors: [cursor] },
+      // Within a backfill run the events are not "missed by the stream": only reconciliations report.
+      { windows, cursors: payload.runId ? [] : [cursor] },
     );
     if (payload.runId) await finishRunIfComplete(ctx.warehouse.db, payload.runId);
     if (result.inserted > 0) {
