@@ -80,8 +80,18 @@ export function createControl(
 ): { control: SandboxControl; truth: SandboxTruth } {
   const control: SandboxControl = {
     getFaults: () => core.faults.current,
-    setFaults: (faults, options = {}) => core.faults.set(faults, options.reset === true),
-    resetFaults: () => core.faults.set({}, true),
+    // Streams are pumped only when something happens; ending `silentStream` is such a moment, or
+    // the events logged during the silence would wait for the next new event.
+    setFaults: (faults, options = {}) => {
+      const set = core.faults.set(faults, options.reset === true);
+      core.streams.onEvent();
+      return set;
+    },
+    resetFaults: () => {
+      const set = core.faults.set({}, true);
+      core.streams.onEvent();
+      return set;
+    },
     addUser: (input = {}) => m.addUser(core, input),
     deleteUser: (uid) => m.deleteUser(core, uid),
     addRecord: (input) => m.addRecord(core, input),

@@ -20,13 +20,19 @@ describe('warehouse guide', () => {
     db = await createTestDatabase();
     const to = new Date().toISOString().slice(0, 10);
     const from = new Date(Date.now() - 40 * 86_400_000).toISOString().slice(0, 10);
-    const result = await runCli(['backfill', '--from', from, '--to', to], sandboxEnv(sandbox, { DATABASE_URL: db.url }));
+    const result = await runCli(
+      ['backfill', '--from', from, '--to', to],
+      sandboxEnv(sandbox, { DATABASE_URL: db.url }),
+    );
     expect(result.code, result.stderr).toBe(0);
     // One record updated and one deleted, so the versions/deletes example has something to show.
     const [first, second] = sandbox.truth.records({ type: 'measurement' });
     sandbox.control.updateRecord(first!.id);
     sandbox.control.deleteRecord(second!.id);
-    const again = await runCli(['backfill', '--from', from, '--to', to], sandboxEnv(sandbox, { DATABASE_URL: db.url }));
+    const again = await runCli(
+      ['backfill', '--from', from, '--to', to],
+      sandboxEnv(sandbox, { DATABASE_URL: db.url }),
+    );
     expect(again.code, again.stderr).toBe(0);
   });
   afterAll(async () => {
@@ -39,13 +45,16 @@ describe('warehouse guide', () => {
     expect(committed).toBe(await generateGuide());
   });
 
-  it.each(EXAMPLE_QUERIES.map((q) => [q.title, q] as const))('example query runs as the analyst: %s', async (_title, query) => {
-    const rows = await db.warehouse.db.transaction().execute(async (tx) => {
-      await sql`set local role validic_analyst`.execute(tx);
-      return (await sql.raw(query.sql.replace(/;\s*$/, '')).execute(tx)).rows;
-    });
-    expect(rows.length).toBeGreaterThan(0);
-  });
+  it.each(EXAMPLE_QUERIES.map((q) => [q.title, q] as const))(
+    'example query runs as the analyst: %s',
+    async (_title, query) => {
+      const rows = await db.warehouse.db.transaction().execute(async (tx) => {
+        await sql`set local role validic_analyst`.execute(tx);
+        return (await sql.raw(query.sql.replace(/;\s*$/, '')).execute(tx)).rows;
+      });
+      expect(rows.length).toBeGreaterThan(0);
+    },
+  );
 
   it('does not let the analyst role write', async () => {
     await expect(

@@ -1,0 +1,60 @@
+/**
+ * The fault suite's oracle: the warehouse against the sandbox's truth (compare-with-truth.ts), reduced to
+ * the three counts every run must bring to zero, plus a seeded PRNG and the usual backfill range.
+ */
+import type { Sandbox } from '../../src/sandbox/index.ts';
+import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
+import { compareWithTruth, type Differences } from '../helpers/compare-with-truth.ts';
+import type { RunCounts } from './fault-results.ts';
+
+export async function countAgainstTruth(
+  warehouse: Warehouse,
+  sandbox: Sandbox,
+): Promise<RunCounts & { differences: Differences }> {
+  const d = await compareWithTruth(warehouse, sandbox);
+  const connections = sandbox.truth.connections().filter((e) => e.created_at >= '2025-07-01').length;
+  return {
+    records: sandbox.truth.records().length + sandbox.truth.users().length + connections,
+    missing: d.missingRecords.length + d.missingUsers.length + d.missingConnectionEvents.length,
+    duplicated: d.duplicateKeys + d.unexpectedRecords.length,
+    regressed: d.wrongVersion.length + d.wrongDeleted.length,
+    differences: d,
+  };
+}
+
+/** mulberry32: small, seeded, good enough to pick kill points reproducibly. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** `--from D --to D` covering `days` of data plus the connection events generated before them. */
+export function backfillArgs(days: number): string[] {
+  const to = new Date().toISOString().slice(0, 10);
+  const from = new Date(Date.now() - (days + 20) * 86_400_000).toISOString().slice(0, 10);
+  return ['backfill', '--from', from, '--to', to];
+}
+
+/**
+ * Runs the CLI again (no faults any more) until it exits 0, at most `attempts` times: a run under faults
+ * may fail visibly (exit 1, "run the same command again"); the promise is that re-running finishes.
+ */
+export async function rerunToCompletion(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  attempts = 3,
+): Promise<{ code: number | null; stdout: string; stderr: string; attempts: number }> {
+  const { runCli } = await import('../helpers/cli.ts');
+  let last = { code: null as number | null, stdout: '', stderr: '' };
+  for (let i = 1; i <= attempts; i++) {
+    last = await runCli(args, env);
+    if (last.code === 0) return { ...last, attempts: i };
+  }
+  return { ...last, attempts };
+}

@@ -1,0 +1,95 @@
+/**
+ * PostgreSQL connections cut mid-load: the CLI reaches the database through a TCP proxy that, at seeded
+ * moments of a running `validic-sync backfill`, destroys every open connection (in-flight transactions
+ * die with their socket) or refuses connections for a moment. Committed windows stay committed, open
+ * transactions roll back; the run fails visibly or retries, running it again finishes, and the
+ * warehouse equals the truth.
+ */
+import { sql } from 'kysely';
+import { describe, expect, it, vi } from 'vitest';
+import { startSandbox } from '../../src/sandbox/index.ts';
+import { runCli, sandboxEnv } from '../helpers/cli.ts';
+import { NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
+import { createTestDatabase } from '../helpers/pg.ts';
+import { startTcpProxy } from '../helpers/tcp-proxy.ts';
+import { recordFaultRun } from './fault-results.ts';
+import { backfillArgs, countAgainstTruth, rerunToCompletion, seededRandom } from './oracle.ts';
+
+const DAYS = 35;
+const RUNS = 4;
+
+describe('fault postgres-cut', () => {
+  it(`lands exactly the truth after ${RUNS} seeded runs with database connections cut mid-load`, async () => {
+    await Promise.all(
+      Array.from({ length: RUNS }, async (_, run) => {
+        const random = seededRandom(5_500 + run);
+        const sandbox = await startSandbox({
+          seed: 600 + run,
+          users: 3,
+          days: DAYS,
+          faults: { latencyMs: 3 },
+        });
+        const db = await createTestDatabase();
+        const proxy = await startTcpProxy({ targetPort: Number(new URL(db.url).port || 5432) });
+        try {
+          const env = sandboxEnv(sandbox, {
+            DATABASE_URL: proxy.rewriteUrl(db.url),
+            VALIDIC_SYNC_CONCURRENCY: '3',
+          });
+          const cli = runCli(backfillArgs(DAYS), env);
+          let finished = false;
+          void cli.then(() => {
+            finished = true;
+          });
+          const cuts: string[] = [];
+          // Cut at seeded shares of the windows, up to three times per run.
+          for (const share of [random() * 0.3, 0.3 + random() * 0.3, 0.6 + random() * 0.3]) {
+            await vi.waitFor(
+              async () => {
+                if (finished) return;
+                const r = await sql<{ done: number; total: number }>`
+                  select count(*) filter (where status = 'done')::int as done, count(*)::int as total
+                  from validic_sync.backfill_windows`.execute(db.warehouse.db);
+                const { done, total } = r.rows[0]!;
+                expect(total).toBeGreaterThan(0);
+                expect(done).toBeGreaterThanOrEqual(Math.floor(share * total));
+              },
+              { timeout: 60_000, interval: 10 },
+            );
+            if (finished) break;
+            if (random() < 0.5) {
+              cuts.push(`reset ${proxy.reset()} at ${share.toFixed(2)}`);
+            } else {
+              const ms = 100 + Math.floor(random() * 900);
+              cuts.push(`cut ${proxy.cut()} for ${ms} ms at ${share.toFixed(2)}`);
+              await new Promise((resolve) => setTimeout(resolve, ms));
+              proxy.restore();
+            }
+          }
+          const first = await cli;
+          // A socket dying under a checked-out client once crashed the process (unhandled 'error').
+          expect(first.stderr).not.toMatch(/Unhandled 'error' event/);
+          expect([0, 1], first.stderr).toContain(first.code);
+          if (first.code !== 0) {
+            const again = await rerunToCompletion(backfillArgs(DAYS), env);
+            expect(again.code, again.stderr).toBe(0);
+          } else {
+            // A clean exit after a cut means the loader retried; the same command again is a no-op.
+            const again = await runCli(backfillArgs(DAYS), env);
+            expect(again.code, again.stderr).toBe(0);
+          }
+          const counts = await countAgainstTruth(db.warehouse, sandbox);
+          recordFaultRun('postgres-cut', counts);
+          expect(counts.differences, `run ${run}: ${cuts.join(', ')}`).toEqual(NO_DIFFERENCES);
+          expect(cuts.length).toBeGreaterThan(0);
+          if (process.env.DEBUG_FAULTS)
+            console.log(run, first.code, cuts, first.stdout, first.stderr.slice(0, 2000));
+        } finally {
+          await proxy.close();
+          await sandbox.close();
+          await db.drop();
+        }
+      }),
+    );
+  });
+});

@@ -1,0 +1,89 @@
+/**
+ * Redis restarted under a process that uses it: `validic-sync backfill` with REDIS_URL keeps its request
+ * budget (a token bucket) in a PRIVATE Redis (private-redis.ts), which is SIGKILLed at seeded moments and
+ * started again on the same port after a seeded pause, losing every key. The CLI waits Redis out and
+ * carries on (or fails visibly); running it again finishes, and the warehouse equals the truth.
+ */
+import { Redis } from 'ioredis';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { startSandbox } from '../../src/sandbox/index.ts';
+import { runCli, sandboxEnv } from '../helpers/cli.ts';
+import { NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
+import { createTestDatabase } from '../helpers/pg.ts';
+import { recordFaultRun } from './fault-results.ts';
+import { backfillArgs, countAgainstTruth, rerunToCompletion, seededRandom } from './oracle.ts';
+import { type PrivateRedis, startPrivateRedis } from './private-redis.ts';
+
+const DAYS = 35;
+const RUNS = 3;
+
+describe('fault redis-restart', () => {
+  let redis: PrivateRedis;
+
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it(`lands exactly the truth after ${RUNS} seeded runs with Redis restarted mid-run`, async () => {
+    for (let run = 0; run < RUNS; run++) {
+      const random = seededRandom(8_800 + run);
+      const sandbox = await startSandbox({ seed: 800 + run, users: 3, days: DAYS, faults: { latencyMs: 3 } });
+      const db = await createTestDatabase();
+      try {
+        const env = sandboxEnv(sandbox, {
+          DATABASE_URL: db.url,
+          REDIS_URL: redis.url,
+          VALIDIC_SYNC_CONCURRENCY: '3',
+        });
+        const cli = runCli(backfillArgs(DAYS), env);
+        let finished = false;
+        void cli.then(() => {
+          finished = true;
+        });
+        const restarts: string[] = [];
+        for (const share of [random() * 0.4, 0.4 + random() * 0.4]) {
+          await vi.waitFor(
+            async () => {
+              if (finished) return;
+              const r = await sql<{ done: number; total: number }>`
+                select count(*) filter (where status = 'done')::int as done, count(*)::int as total
+                from validic_sync.backfill_windows`.execute(db.warehouse.db);
+              expect(r.rows[0]!.total).toBeGreaterThan(0);
+              expect(r.rows[0]!.done).toBeGreaterThanOrEqual(Math.floor(share * r.rows[0]!.total));
+            },
+            { timeout: 60_000, interval: 10 },
+          );
+          if (finished) break;
+          await redis.kill();
+          const pauseMs = 100 + Math.floor(random() * 1500);
+          await new Promise((resolve) => setTimeout(resolve, pauseMs));
+          await redis.start();
+          restarts.push(`at ${share.toFixed(2)} down ${pauseMs} ms`);
+        }
+        const first = await cli;
+        expect(first.stderr).not.toMatch(/Unhandled 'error' event/);
+        expect([0, 1], first.stderr).toContain(first.code);
+        if (first.code !== 0) {
+          const again = await rerunToCompletion(backfillArgs(DAYS), env);
+          expect(again.code, again.stderr).toBe(0);
+        }
+        expect(restarts.length).toBeGreaterThan(0);
+        // The budget lived in this Redis: its bucket key was written again after the restart.
+        const client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+        const keys = await client.keys('validic-sync:budget:*');
+        await client.quit();
+        expect(keys.length).toBeGreaterThan(0);
+        const counts = await countAgainstTruth(db.warehouse, sandbox);
+        recordFaultRun('redis-restart', counts);
+        expect(counts.differences, `run ${run}: ${restarts.join(', ')}`).toEqual(NO_DIFFERENCES);
+      } finally {
+        await sandbox.close();
+        await db.drop();
+      }
+    }
+  });
+});

@@ -1,0 +1,73 @@
+/**
+ * SIGKILL of a running `validic-sync backfill` (the real CLI as a child process) at seeded random
+ * points: some after a random delay (anywhere, start-up included), some once a random number of
+ * backfill windows have committed. Each killed run is run again to completion and the warehouse is
+ * compared with the sandbox's truth: nothing missing, nothing doubled, nothing at an older version.
+ */
+import { sql } from 'kysely';
+import { describe, expect, it, vi } from 'vitest';
+import { startSandbox } from '../../src/sandbox/index.ts';
+import { runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
+import { NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
+import { createTestDatabase } from '../helpers/pg.ts';
+import { recordFaultRun } from './fault-results.ts';
+import { backfillArgs, countAgainstTruth, seededRandom } from './oracle.ts';
+
+const RUNS = 20;
+const DAYS = 35;
+
+describe('fault sigkill-backfill', () => {
+  it(`survives ${RUNS} seeded SIGKILLs of a running backfill`, async () => {
+    const landed: string[] = [];
+    for (let run = 0; run < RUNS; run++) {
+      const random = seededRandom(9_000 + run);
+      const sandbox = await startSandbox({ seed: 100 + run, users: 3, days: DAYS, faults: { latencyMs: 3 } });
+      const db = await createTestDatabase();
+      try {
+        const env = sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONCURRENCY: '2' });
+        const child = spawnCli(backfillArgs(DAYS), env);
+        let exited = false;
+        void child.result.then(() => {
+          exited = true;
+        });
+        let point: string;
+        if (run % 2 === 0) {
+          // Anywhere in the run, start-up and migrations included.
+          const delayMs = Math.floor(random() * 2500);
+          point = `after ${delayMs} ms`;
+          await new Promise((resolve) => setTimeout(resolve, delayMs));
+        } else {
+          // Once a seeded share of the windows has committed.
+          const share = random();
+          point = `after ${Math.round(share * 100)} % of the windows`;
+          await vi.waitFor(
+            async () => {
+              if (exited) return;
+              const r = await sql<{ done: number; total: number }>`
+                select count(*) filter (where status = 'done')::int as done, count(*)::int as total
+                from validic_sync.backfill_windows`.execute(db.warehouse.db);
+              const { done, total } = r.rows[0]!;
+              expect(total).toBeGreaterThan(0);
+              expect(done).toBeGreaterThanOrEqual(Math.floor(share * total));
+            },
+            { timeout: 60_000, interval: 10 },
+          );
+        }
+        child.kill('SIGKILL');
+        const killed = await child.result;
+        if (killed.signal === 'SIGKILL') landed.push(point);
+
+        const resumed = await runCli(backfillArgs(DAYS), env);
+        expect(resumed.code, `run ${run} (${point}): ${resumed.stderr}`).toBe(0);
+        const counts = await countAgainstTruth(db.warehouse, sandbox);
+        recordFaultRun('sigkill-backfill', counts);
+        expect(counts.differences, `run ${run} killed ${point}`).toEqual(NO_DIFFERENCES);
+      } finally {
+        await sandbox.close();
+        await db.drop();
+      }
+    }
+    // The kills must mostly land while the backfill runs, or the scenario proves nothing.
+    expect(landed.length).toBeGreaterThanOrEqual(RUNS * 0.75);
+  });
+});

@@ -1,0 +1,123 @@
+/**
+ * `validic-sync stream --exit-when-idle` under stream faults, with a live feed of new, changed and
+ * deleted records: connections dropped every K data frames (`streamDropEvery`, seeded K), and
+ * connections that go silent (`silentStream`: open, nothing sent, not even pokes) for a seeded while.
+ * The consumer must reconnect (and fill gaps by replay) so that the warehouse holds every record the
+ * stream carried at the truth's current version, nothing twice, and nothing older than the truth.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
+import { type Faults, type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { compareStreamWithTruth, NO_STREAM_DIFFERENCES } from '../e2e/stream-compare.ts';
+import { sandboxEnv, spawnCli } from '../helpers/cli.ts';
+import { createTestDatabase } from '../helpers/pg.ts';
+import { recordFaultRun } from './fault-results.ts';
+import { seededRandom } from './oracle.ts';
+
+interface StreamScenario {
+  kind: string;
+  /** Faults on from the start. */
+  initial: (random: () => number) => Partial<Faults>;
+  /** Something done to the platform while the feed runs; resolves when it is over. */
+  during?: (sandbox: Sandbox, random: () => number) => Promise<string>;
+  idleSeconds: number;
+}
+
+const scenarios: StreamScenario[] = [
+  {
+    kind: 'stream-drop',
+    initial: (random) => ({ streamDropEvery: 3 + Math.floor(random() * 8), unknownEventRate: 0.1 }),
+    idleSeconds: 2,
+  },
+  {
+    kind: 'stream-silent',
+    initial: () => ({}),
+    during: async (sandbox, random) => {
+      const ms = 800 + Math.floor(random() * 1700);
+      sandbox.control.setFaults({ silentStream: true });
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      sandbox.control.setFaults({ silentStream: false });
+      return `silent ${ms} ms`;
+    },
+    idleSeconds: 5,
+  },
+];
+
+const RUNS = 2;
+
+describe.each(scenarios)('fault $kind', (scenario) => {
+  it(`lands what the stream carried through ${RUNS} seeded runs`, async () => {
+    await Promise.all(Array.from({ length: RUNS }, (_, run) => streamRun(scenario, run)));
+  });
+});
+
+async function streamRun(scenario: StreamScenario, run: number): Promise<void> {
+  const random = seededRandom(3_300 + run * 17 + scenario.kind.length);
+  const faults = scenario.initial(random);
+  const sandbox = await startSandbox({ seed: 900 + run, users: 4, days: 3, pokeIntervalMs: 100, faults });
+  const db = await createTestDatabase();
+  const dir = mkdtempSync(join(tmpdir(), 'validic-fault-stream-'));
+  try {
+    const config = join(dir, 'config.json');
+    writeFileSync(
+      config,
+      JSON.stringify({
+        stream: {
+          staleAfterMs: 500,
+          gapAfterMs: run === 0 ? 10_000 : 300,
+          batchMaxWaitMs: 50,
+          backoffInitialMs: 20,
+          backoffMaxMs: 300,
+        },
+        organizations: [{ stream: { connections: 1 + (run % 2) } }],
+      }),
+    );
+    const fromSeq = sandbox.truth.events().length;
+    const cli = spawnCli(
+      ['stream', '--exit-when-idle', String(scenario.idleSeconds)],
+      sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONFIG: config }),
+    );
+    await vi.waitFor(() => expect(sandbox.truth.streams()[0]?.members).toBeGreaterThan(0), {
+      timeout: 20_000,
+      interval: 20,
+    });
+    sandbox.control.startLiveFeed({ ratePerSecond: 40 + Math.floor(random() * 60) });
+    const target = 80 + Math.floor(random() * 120);
+    const what = scenario.during ? await scenario.during(sandbox, random) : JSON.stringify(faults);
+    // The feed runs on after the fault ends: the stream must carry what came during it and after it.
+    const afterFault = sandbox.truth.events().length;
+    await vi.waitFor(
+      () => {
+        const now = sandbox.truth.events().length;
+        expect(now - fromSeq).toBeGreaterThan(target);
+        expect(now - afterFault).toBeGreaterThan(30);
+      },
+      { timeout: 30_000, interval: 20 },
+    );
+    sandbox.control.stopLiveFeed();
+    const result = await cli.result;
+    expect(result.stderr).not.toContain(sandbox.token);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/idle for/);
+    const diff = await compareStreamWithTruth(db.warehouse, sandbox, fromSeq);
+    const expected = new Set(
+      sandbox.truth
+        .events()
+        .filter((e) => e.seq >= fromSeq)
+        .map((e) => (e.payload as { id?: string }).id),
+    ).size;
+    recordFaultRun(scenario.kind, {
+      records: expected,
+      missing: diff.missingRecords.length + diff.missingConnectionEvents.length,
+      duplicated: diff.duplicateKeys + diff.unknownRecords.length,
+      regressed: diff.wrongVersion.length + diff.wrongDeleted.length,
+    });
+    expect(diff, `${scenario.kind} run ${run}: ${what}\n${result.stdout}`).toEqual(NO_STREAM_DIFFERENCES);
+  } finally {
+    await sandbox.close();
+    await db.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
