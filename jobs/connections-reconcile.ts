@@ -51,7 +51,10 @@ export const connectionsReconcile = defineJob({
         {
           orgId: payload.orgId,
           arrivedVia: 'poll',
-          items: page.connections.map((raw) => ({ kind: 'connection_event' as const, raw })),
+          items: [...page.connections, ...page.rejected].map((raw) => ({
+            kind: 'connection_event' as const,
+            raw,
+          })),
         },
         {},
         { log: ctx.log },

@@ -50,7 +50,7 @@ export const legacyFetchJobId = (p: LegacyFetchPayload) =>
 
 async function* onePage(items: Promise<SummaryPage['items']>): AsyncGenerator<SummaryPage> {
   const list = await items;
-  if (list.length > 0) yield { items: list, summary: {}, offset: 0 };
+  if (list.length > 0) yield { items: list, rejected: [], summary: {}, offset: 0 };
 }
 
 export const legacyFetch = defineJob({

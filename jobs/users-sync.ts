@@ -38,7 +38,11 @@ export async function syncUsers(ctx: JobContext, orgId: string): Promise<UsersSy
       : [];
     const loaded = await applyBatch(
       ctx.warehouse,
-      { orgId, arrivedVia: 'poll', items: page.users.map((raw) => ({ kind: 'user' as const, raw })) },
+      {
+        orgId,
+        arrivedVia: 'poll',
+        items: [...page.users, ...page.rejected].map((raw) => ({ kind: 'user' as const, raw })),
+      },
       { cursors },
       { log: ctx.log },
     );

@@ -52,7 +52,8 @@ export async function loadLegacyPages(input: LoadLegacyPagesInput): Promise<Lega
   const result = emptyLegacyPagesResult();
   const load = async (page: SummaryPage | undefined, checkpoint: Checkpoint | undefined) => {
     signal?.throwIfAborted();
-    const items = (page?.items ?? []).map((raw) => ({ kind: 'legacy' as const, object, raw }));
+    const elements: unknown[] = page ? [...page.items, ...page.rejected] : [];
+    const items = elements.map((raw) => ({ kind: 'legacy' as const, object, raw }));
     const loaded = await applyBatch(warehouse, { orgId, arrivedVia, items }, checkpoint, log ? { log } : {});
     addLoadResult(result, loaded);
     if (page) {

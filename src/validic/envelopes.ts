@@ -38,20 +38,33 @@ export function parseEnvelope<T>(schema: z.ZodType<T>, body: unknown, what: stri
 /**
  * A list answer: `{ data: [...] , meta? }`, or past the end `{}` / `{ data: [] }`. A bare array is
  * tolerated too. `key` names the list field for other envelopes (`connections`, `streams`).
+ *
+ * Elements that are not objects (`null`, `7`, a string) do not fail the page: a bad element is the
+ * loader's to quarantine with a reason, and failing the page would keep its good records out forever
+ * (the same answer comes back on every retry). They are returned apart, as `rejected`.
  */
 export function listItems(
   body: unknown,
   key: string,
   what: string,
-): { items: RawObject[]; meta: RawObject | undefined } {
-  const list = z.array(rawObject);
-  if (Array.isArray(body)) return { items: parseEnvelope(list, body, what), meta: undefined };
+): { items: RawObject[]; rejected: unknown[]; meta: RawObject | undefined } {
+  if (Array.isArray(body)) return { ...splitElements(body), meta: undefined };
   const envelope = parseEnvelope(rawObject, body, what);
   const metaResult = rawObject.safeParse(envelope.meta);
   const meta = metaResult.success ? metaResult.data : undefined;
   const raw = envelope[key] ?? (key !== 'data' ? envelope.data : undefined);
-  if (raw === undefined || raw === null) return { items: [], meta };
-  return { items: parseEnvelope(list, raw, `${what} (${key})`), meta };
+  if (raw === undefined || raw === null) return { items: [], rejected: [], meta };
+  return { ...splitElements(parseEnvelope(z.array(z.unknown()), raw, `${what} (${key})`)), meta };
+}
+
+function splitElements(elements: unknown[]): { items: RawObject[]; rejected: unknown[] } {
+  const items: RawObject[] = [];
+  const rejected: unknown[] = [];
+  for (const element of elements) {
+    if (rawObject.safeParse(element).success) items.push(element as RawObject);
+    else rejected.push(element);
+  }
+  return { items, rejected };
 }
 
 /** Identity of a page (for "the server sent the same page again" detection). */

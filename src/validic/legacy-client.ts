@@ -72,9 +72,9 @@ export function createLegacyClient(options: LegacyClientOptions): LegacyClient {
       signal: range.signal,
       fetchPage: async (pageUrl, signal) => {
         const body = await http.getJson<unknown>(pageUrl, { signal, headers, budgetKey: accessToken });
-        const { items } = listItems(body, object, what);
+        const { items, rejected } = listItems(body, object, what);
         const summary = rawObject.safeParse((body as RawObject | null)?.summary);
-        return { items, summary: summary.success ? summary.data : {} };
+        return { items, rejected, summary: summary.success ? summary.data : {} };
       },
     });
   };

@@ -18,6 +18,8 @@ import { buildUrlFrom } from './legacy-url.ts';
 export interface SummaryPage {
   /** Records of the page, as received. */
   items: RawObject[];
+  /** Elements of the page that were not objects (for quarantine); they still count as positions. */
+  rejected: unknown[];
   /** The page's `summary` block ({} when absent). */
   summary: RawObject;
   /** Record offset this page was requested at. */
@@ -27,7 +29,7 @@ export interface SummaryPage {
 export type FetchSummaryPage = (
   url: URL,
   signal?: AbortSignal,
-) => Promise<{ items: RawObject[]; summary: RawObject }>;
+) => Promise<{ items: RawObject[]; rejected?: unknown[]; summary: RawObject }>;
 
 export interface SummaryPagerOptions {
   /** URL of the list without paging parameters (or with a start `offset`). */
@@ -50,14 +52,14 @@ export async function* pageBySummary(options: SummaryPagerOptions): AsyncGenerat
     if (seen.has(offset)) return;
     seen.add(offset);
     const url = buildUrlFrom(firstUrl, { offset, limit });
-    const { items, summary } = await fetchPage(url, signal);
-    if (items.length === 0) return;
+    const { items, rejected = [], summary } = await fetchPage(url, signal);
+    if (items.length === 0 && rejected.length === 0) return;
     const signature = pageSignature(items);
     if (signature === previousSignature) return;
     previousSignature = signature;
-    yield { items, summary, offset };
+    yield { items, rejected, summary, offset };
 
-    const position = offset + items.length;
+    const position = offset + items.length + rejected.length;
     const results = numberField(summary, 'results');
     if (results !== undefined && position >= results) return;
     const next = summary.next;

@@ -35,6 +35,8 @@ export interface UsersPage {
   offset: number;
   /** User objects as received. */
   users: RawObject[];
+  /** Elements of the page that were not objects (for quarantine). */
+  rejected: unknown[];
   meta: RawObject | undefined;
 }
 
@@ -43,6 +45,8 @@ export interface ConnectionsPage {
   page: number;
   /** Connection events as received. */
   connections: RawObject[];
+  /** Elements of the page that were not objects (for quarantine). */
+  rejected: unknown[];
   meta: RawObject | undefined;
 }
 
@@ -65,7 +69,8 @@ export interface V2Client {
     signal?: AbortSignal;
   }): AsyncIterable<UsersPage>;
   getUser(uid: string, options?: { signal?: AbortSignal }): Promise<RawObject>;
-  fetchRecords(params: FetchRecordsParams): Promise<RawObject[]>;
+  /** The window's records as received; elements that are not objects are kept too (for quarantine). */
+  fetchRecords(params: FetchRecordsParams): Promise<unknown[]>;
   listConnectionsPages(options: {
     startDate: string;
     endDate: string;
@@ -104,12 +109,12 @@ export function createV2Client(options: V2ClientOptions): V2Client {
       let previous: string | undefined;
       for (let offset = startOffset; offset < startOffset + maxPages; offset++) {
         const body = await get(url(['users'], { limit, offset }), signal);
-        const { items, meta } = listItems(body, 'data', 'GET /users');
-        if (items.length === 0) return;
+        const { items, rejected, meta } = listItems(body, 'data', 'GET /users');
+        if (items.length === 0 && rejected.length === 0) return;
         const signature = pageSignature(items);
         if (signature === previous) return;
         previous = signature;
-        yield { offset, users: items, meta };
+        yield { offset, users: items, rejected, meta };
         if (isLastPage(items.length, meta)) return;
       }
     },
@@ -135,7 +140,8 @@ export function createV2Client(options: V2ClientOptions): V2Client {
         url(['users', uid, resourcePath(name)], { start_date: startDate, end_date: endDate, source }),
         signal,
       );
-      return listItems(body, 'data', `GET /users/{uid}/${name}`).items;
+      const { items, rejected } = listItems(body, 'data', `GET /users/{uid}/${name}`);
+      return [...items, ...rejected];
     },
 
     async *listConnectionsPages({ startDate, endDate, limit = 1000, startPage = 0, signal }) {
@@ -145,12 +151,12 @@ export function createV2Client(options: V2ClientOptions): V2Client {
           url(['connections'], { start_date: startDate, end_date: endDate, page, limit }),
           signal,
         );
-        const { items, meta } = listItems(body, 'connections', 'GET /connections');
-        if (items.length === 0) return;
+        const { items, rejected, meta } = listItems(body, 'connections', 'GET /connections');
+        if (items.length === 0 && rejected.length === 0) return;
         const signature = pageSignature(items);
         if (signature === previous) return;
         previous = signature;
-        yield { page, connections: items, meta };
+        yield { page, connections: items, rejected, meta };
         if (isLastPage(items.length, meta, page)) return;
       }
     },

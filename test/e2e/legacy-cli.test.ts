@@ -82,19 +82,21 @@ describe('legacy against the sandbox with faults', () => {
       faults: {
         legacyNextWraps: true,
         latestLimitCap: 200,
-        rate429: 0.1,
+        // High enough that the ~10 requests of one run surely meet both kinds of fault.
+        rate429: 0.25,
         retryAfterSeconds: null,
-        rate5xx: 0.1,
+        rate5xx: 0.25,
         paths: ['/v1/'],
       },
     });
     db = await createTestDatabase();
     configDir = await mkdtemp(join(tmpdir(), 'validic-legacy-'));
     configFile = join(configDir, 'config.json');
-    // Windows of 20 days: a routine window holds more than the 200 the capped latest pages carry.
+    // Windows of 40 days: the routine window holds all ~360 routine records, well over the 200 a capped
+    // latest page carries (20-day windows held ~200 and made the multi-page check depend on the hour).
     await writeFile(
       configFile,
-      JSON.stringify({ sync: { legacyWindowHours: 480, legacyOverlapMinutes: 10 } }),
+      JSON.stringify({ sync: { legacyWindowHours: 960, legacyOverlapMinutes: 10 } }),
     );
   });
   afterAll(async () => {
