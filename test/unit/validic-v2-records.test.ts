@@ -106,6 +106,18 @@ describe('fetchRecords', () => {
     ).resolves.toEqual([{ id: 'x' }]);
   });
 
+  it('keeps elements that are not objects for quarantine instead of failing the page', async () => {
+    const good = { id: 'r1', checksum: 'c', type: 'measurement' };
+    serve(() => ({ body: { data: [good, 7, null, 'text'] } }));
+    const records = await v2().fetchRecords({
+      uid: 'u',
+      resource: 'measurements',
+      startDate: '2026-01-01',
+      endDate: '2026-01-02',
+    });
+    expect(records).toEqual([good, 7, null, 'text']);
+  });
+
   it('refuses windows over 30 days before asking the platform', async () => {
     serve(() => ({ body: {} }));
     await expect(
