@@ -6,15 +6,15 @@
 import { Command, CommanderError } from 'commander';
 import type { GlobalOptions } from './command-context.ts';
 import { registerBackfill } from './commands/backfill.ts';
-import { registerLegacy } from './commands/legacy.ts';
 import { registerDemo } from './commands/demo.ts';
+import { registerLegacy } from './commands/legacy.ts';
 import { registerMigrate } from './commands/migrate.ts';
 import { registerReconcile } from './commands/reconcile.ts';
 import { registerReport } from './commands/report.ts';
 import { registerSandbox } from './commands/sandbox.ts';
 import { registerSql } from './commands/sql.ts';
-import { registerStream } from './commands/stream.ts';
 import { registerStatus } from './commands/status.ts';
+import { registerStream } from './commands/stream.ts';
 import { registerWorker } from './commands/worker.ts';
 import { EXIT_USAGE } from './exit-codes.ts';
 import { createRunner } from './run-command.ts';

@@ -3,8 +3,8 @@
  * users, v2 records and connection events for the range, resumable and idempotent.
  */
 import type { Command } from 'commander';
-import { requireOrganizations } from '../../config/require-organizations.ts';
-import { UsageError, UserFacingError } from '../../errors.ts';
+import { selectOrganizations } from '../../config/require-organizations.ts';
+import { UserFacingError } from '../../errors.ts';
 import { emptyCounts, type LoadCounts } from '../../warehouse/batch.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
 import { parseDateRange, parseList } from '../parse-options.ts';
@@ -35,12 +35,7 @@ export function registerBackfill(program: Command, run: CommandRunner): void {
     .action((options: BackfillOptions) =>
       run(async ({ config, log, signal, print }) => {
         const range = parseDateRange(options.from, options.to);
-        const orgs = requireOrganizations(config).filter((o) => !options.org || o.orgId === options.org);
-        if (orgs.length === 0)
-          throw new UsageError(
-            `organization ${options.org} is not configured`,
-            'use an org id from the config',
-          );
+        const orgs = selectOrganizations(config, options.org);
         const { toV2Resource } = await import('../../validic/v2-resources.ts');
         const resources = parseList(options.resources)?.map(toV2Resource);
         const { openRuntime } = await import('../../runtime/runtime.ts');

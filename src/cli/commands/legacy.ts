@@ -4,7 +4,7 @@
  * overlap) and loaded idempotently. Running it again is harmless: unchanged records are not rewritten.
  */
 import type { Command } from 'commander';
-import { requireOrganizations } from '../../config/require-organizations.ts';
+import { selectOrganizations } from '../../config/require-organizations.ts';
 import { UsageError, UserFacingError } from '../../errors.ts';
 import { emptyCounts, type LoadCounts } from '../../warehouse/batch.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
@@ -39,12 +39,7 @@ export function registerLegacy(program: Command, run: CommandRunner): void {
         }
         const { toLegacyObject } = await import('../../validic/legacy-objects.ts');
         const objects = parseList(options.objects)?.map(toLegacyObject);
-        const orgs = requireOrganizations(config).filter((o) => !options.org || o.orgId === options.org);
-        if (orgs.length === 0)
-          throw new UsageError(
-            `organization ${options.org} is not configured`,
-            'use an org id from the config',
-          );
+        const orgs = selectOrganizations(config, options.org);
         const { openRuntime } = await import('../../runtime/runtime.ts');
         const { createInlineRunner } = await import('../run-jobs-inline.ts');
         const runtime = await openRuntime(config, log);

@@ -6,7 +6,7 @@
  */
 import type { Command } from 'commander';
 import { CONNECTION_EVENTS_SINCE } from '../../../jobs/connections-reconcile.ts';
-import { requireOrganizations } from '../../config/require-organizations.ts';
+import { selectOrganizations } from '../../config/require-organizations.ts';
 import { UsageError, UserFacingError } from '../../errors.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
 import { parseDateRange } from '../parse-options.ts';
@@ -39,12 +39,7 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
     .action((options: ReconcileOptions) =>
       run(async ({ config, log, signal, print }) => {
         const range = parseDateRange(options.from, options.to);
-        const orgs = requireOrganizations(config).filter((o) => !options.org || o.orgId === options.org);
-        if (orgs.length === 0)
-          throw new UsageError(
-            `organization ${options.org} is not configured`,
-            'use an org id from the config',
-          );
+        const orgs = selectOrganizations(config, options.org);
         if (range.to < CONNECTION_EVENTS_SINCE) {
           throw new UsageError(
             `the platform keeps connection events from ${CONNECTION_EVENTS_SINCE} on; ${range.from}..${range.to} has none`,

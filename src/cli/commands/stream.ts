@@ -5,8 +5,7 @@
  * Gaps the replay cannot fill are backfilled over REST by jobs run in this process.
  */
 import type { Command } from 'commander';
-import { requireOrganizations } from '../../config/require-organizations.ts';
-import { UsageError } from '../../errors.ts';
+import { selectOrganizations } from '../../config/require-organizations.ts';
 import type { OrgStreamSummary } from '../../stream/stream-summary.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
 import { parsePositiveInt } from '../parse-options.ts';
@@ -29,12 +28,7 @@ export function registerStream(program: Command, run: CommandRunner): void {
           options.exitWhenIdle === undefined
             ? undefined
             : parsePositiveInt('exit-when-idle', options.exitWhenIdle) * 1000;
-        const orgs = requireOrganizations(config).filter((o) => !options.org || o.orgId === options.org);
-        if (orgs.length === 0)
-          throw new UsageError(
-            `organization ${options.org} is not configured`,
-            'use an org id from the config',
-          );
+        const orgs = selectOrganizations(config, options.org);
         const { openRuntime } = await import('../../runtime/runtime.ts');
         const { createInlineRunner } = await import('../run-jobs-inline.ts');
         const { startOrgStream } = await import('../../stream/run-org-stream.ts');
