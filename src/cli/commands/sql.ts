@@ -8,6 +8,7 @@ import { sql } from 'kysely';
 import { UserFacingError } from '../../errors.ts';
 import { formatTable } from '../format-table.ts';
 import type { CommandRunner } from '../run-command.ts';
+import { withWarehouse } from '../with-warehouse.ts';
 
 export function registerSql(program: Command, run: CommandRunner): void {
   program
@@ -19,37 +20,25 @@ export function registerSql(program: Command, run: CommandRunner): void {
     .option('--json', 'print the rows as JSON lines')
     .action((query: string, options: { json?: boolean }) =>
       run(async ({ config, log, print }) => {
-        const { openWarehouse } = await import('../../warehouse/open-warehouse.ts');
-        const { migrateToLatest } = await import('../../warehouse/migrate.ts');
-        const warehouse = await openWarehouse({
-          databaseUrl: config.databaseUrl,
-          dataDir: config.dataDir,
-          log,
-        });
-        try {
-          await migrateToLatest(warehouse.db);
-          const rows = await warehouse.db
+        const rows = await withWarehouse(config, log, (warehouse) =>
+          warehouse.db
             .transaction()
             .execute(async (tx) => {
               await sql`set transaction read only`.execute(tx);
-              return (await sql.raw(query.trim().replace(/;\s*$/, '')).execute(tx)).rows as Record<
-                string,
-                unknown
-              >[];
+              const result = await sql.raw(query.trim().replace(/;\s*$/, '')).execute(tx);
+              return result.rows as Record<string, unknown>[];
             })
             .catch((error: Error) => {
               throw new UserFacingError(`query failed: ${error.message}`, {
                 fix: 'check the SQL; tables and columns are listed in docs/warehouse.md (writes are refused here)',
                 cause: error,
               });
-            });
-          if (options.json) for (const row of rows) print(JSON.stringify(row));
-          else {
-            print(formatTable(rows));
-            print(`(${rows.length} row${rows.length === 1 ? '' : 's'})`);
-          }
-        } finally {
-          await warehouse.close();
+            }),
+        );
+        if (options.json) for (const row of rows) print(JSON.stringify(row));
+        else {
+          print(formatTable(rows));
+          print(`(${rows.length} row${rows.length === 1 ? '' : 's'})`);
         }
       }),
     );
