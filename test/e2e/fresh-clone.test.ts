@@ -37,6 +37,22 @@ function sh(
   });
 }
 
+/**
+ * The machine's environment (certificates, proxies and the like stay: npm needs them) without what
+ * this test run or a configured user would add: no database, no Redis, no Validic settings, and
+ * nothing of the npm and vitest processes running this test.
+ */
+function newcomerEnvironment(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (/^(DATABASE_URL|REDIS_URL|VALIDIC_|npm_|VITEST|TEST|NODE_ENV$|NODE_OPTIONS$|INIT_CWD$)/i.test(name))
+      continue;
+    env[name] = value;
+  }
+  env.VALIDIC_SYNC_IN_CLONE_TEST = '1';
+  return env;
+}
+
 describe('a fresh clone', () => {
   const dir = mkdtempSync(join(tmpdir(), 'validic-sync-clone-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -44,12 +60,7 @@ describe('a fresh clone', () => {
   it('runs the README commands as written: the demo, then the tests', { timeout: 1_200_000 }, async () => {
     expect(commands).toEqual(['npm install && npm run demo', 'npm test']);
     execFileSync('git', ['clone', '--quiet', REPO_ROOT, dir]);
-    // What a newcomer has: PATH and HOME, no database, no Redis, no Validic credentials.
-    const env: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      VALIDIC_SYNC_IN_CLONE_TEST: '1',
-    };
+    const env = newcomerEnvironment();
 
     const demo = await sh(commands[0]!, dir, env);
     expect(demo.code, demo.output.slice(-3000)).toBe(0);
