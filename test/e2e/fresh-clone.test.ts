@@ -49,6 +49,11 @@ function newcomerEnvironment(): NodeJS.ProcessEnv {
       continue;
     env[name] = value;
   }
+  // The Node and tools of this checkout are not the newcomer's: only the machine's own PATH entries.
+  env.PATH = (process.env.PATH ?? '')
+    .split(':')
+    .filter((dir) => !dir.includes('node_modules'))
+    .join(':');
   env.VALIDIC_SYNC_IN_CLONE_TEST = '1';
   return env;
 }
