@@ -1,0 +1,58 @@
+/**
+ * The worker, not the platform, keeps requests under the token's limit: a backfill against a sandbox
+ * that answers 429 past its budget gets none, while using most of the budget. bench/budget.ts measures
+ * the use precisely over whole minutes; this asserts it loosely (the machine may be busy).
+ *
+ * The client knows only a per-hour limit, so the sandbox's window is 20 s with a limit of 400 and the
+ * client is told 400 × 180 per hour: the same rate. (The client's burst of 20 fits in any fixed window
+ * only from about 400 per window upward, which is why the window is not shorter.)
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { runCli, sandboxEnv } from '../helpers/cli.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+
+const WINDOW_MS = 20_000;
+const LIMIT = 400;
+
+describe('request budget', () => {
+  let sandbox: Sandbox;
+  let db: TestDatabase;
+
+  beforeAll(async () => {
+    // 24 users × 7 resources × 3 windows of 30 days ≈ 500 requests: more than one window's budget.
+    sandbox = await startSandbox({
+      seed: 5,
+      users: 24,
+      days: 3,
+      faults: { requestBudget: { limit: LIMIT, windowMs: WINDOW_MS } },
+    });
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await sandbox?.close();
+    await db?.drop();
+  });
+
+  it('paces a backfill under the limit: no 429, and most of the budget used', async () => {
+    const to = new Date().toISOString().slice(0, 10);
+    const from = new Date(Date.now() - 80 * 86_400_000).toISOString().slice(0, 10);
+    const env = sandboxEnv(sandbox, {
+      DATABASE_URL: db.url,
+      VALIDIC_REQUESTS_PER_HOUR: String(LIMIT * (3_600_000 / WINDOW_MS)),
+      VALIDIC_SYNC_CONCURRENCY: '8',
+    });
+    const started = Date.now();
+    const result = await runCli(['backfill', '--from', from, '--to', to], env);
+    const elapsedMs = Date.now() - started;
+    expect(result.code, result.stderr).toBe(0);
+    const stats = sandbox.control.stats();
+    expect(stats.rateLimited).toBe(0);
+    expect(stats.total).toBeGreaterThan(LIMIT);
+    // Requests per window over the run, against the budget; loose, since process start-up and a busy
+    // machine count against it.
+    const used = stats.total / ((elapsedMs / WINDOW_MS) * LIMIT);
+    expect(used).toBeGreaterThan(0.5);
+    expect(used).toBeLessThanOrEqual(1);
+  });
+});
