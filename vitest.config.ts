@@ -1,18 +1,36 @@
 import { defineConfig } from 'vitest/config';
 
+const FRESH_CLONE = 'test/e2e/fresh-clone.test.ts';
+
 // One run covers unit, integration (real Postgres and Redis) and end-to-end (sandbox over HTTP/SSE) tests.
 // Every file creates its own database / Redis prefix, so files run in parallel safely.
+// The fresh-clone test runs `npm install`, the demo and a whole `npm test` inside a clone: it runs
+// alone, after every other file (its own project, a later group), and the nested run leaves it out
+// (VALIDIC_SYNC_IN_CLONE_TEST) so it does not recurse.
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    // The fresh-clone test runs `npm test` inside a clone; that nested run leaves it out to not recurse.
-    exclude: [
-      'test/faults/**',
-      ...(process.env.VALIDIC_SYNC_IN_CLONE_TEST ? ['test/e2e/fresh-clone.test.ts'] : []),
-    ],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
     reporters: ['default', './test/helpers/summary-reporter.ts'],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'suite',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/faults/**', FRESH_CLONE],
+          sequence: { groupOrder: 0 },
+        },
+      },
+      ...(process.env.VALIDIC_SYNC_IN_CLONE_TEST
+        ? []
+        : [
+            {
+              extends: true as const,
+              test: { name: 'fresh-clone', include: [FRESH_CLONE], sequence: { groupOrder: 1 } },
+            },
+          ]),
+    ],
   },
 });
