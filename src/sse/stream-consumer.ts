@@ -113,7 +113,7 @@ export class StreamConsumer {
 
   #state: StreamState = 'stopped';
   #running = false;
-  #counters: StreamCounters = emptyCounters();
+  #counters: StreamCounters = emptyStreamCounters();
   #checkpoint: StreamCheckpoint = {};
 
   #buffer: DataFrame[] = [];
@@ -705,7 +705,8 @@ export function createStreamConsumer(
   return new StreamConsumer(deps, options);
 }
 
-function emptyCounters(): StreamCounters {
+/** Every counter at zero (also the start of the summaries that add up several consumers). */
+export function emptyStreamCounters(): StreamCounters {
   return {
     frames: { data: 0, poke: 0, other: 0, bad: 0 },
     otherEvents: {},

@@ -17,7 +17,11 @@ import { UserFacingError } from '../errors.ts';
 import { httpStatusOf } from '../http/http-errors.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import type { OrgClients } from '../runtime/org-clients.ts';
-import { StreamConsumer, type StreamConsumerOptionsInput } from '../sse/stream-consumer.ts';
+import {
+  emptyStreamCounters,
+  StreamConsumer,
+  type StreamConsumerOptionsInput,
+} from '../sse/stream-consumer.ts';
 import { toRawItems } from '../sse/to-raw-items.ts';
 import type {
   Clock,
@@ -36,12 +40,7 @@ import { eagerBody } from './eager-body.ts';
 import { pipelineWrites } from './pipelined-commit.ts';
 import { type RecordedGap, recordStreamGap } from './record-stream-gap.ts';
 import { streamCheckpointKey } from './stream-cursor-keys.ts';
-import {
-  addLoadCounts,
-  addStreamCounters,
-  emptyStreamCounters,
-  type OrgStreamSummary,
-} from './stream-summary.ts';
+import { addLoadCounts, addStreamCounters, type OrgStreamSummary } from './stream-summary.ts';
 
 /** The platform's limit of concurrent connections per stream. */
 export const MAX_STREAM_CONNECTIONS = 3;

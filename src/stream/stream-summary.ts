@@ -2,6 +2,7 @@
  * What an org's stream did, summed over its connections: the consumers' counters plus the loader's
  * counts, and the gaps it handed to REST backfill. The CLI prints it; the worker exports it as metrics.
  */
+import { emptyStreamCounters } from '../sse/stream-consumer.ts';
 import type { StreamCounters } from '../sse/types.ts';
 import { emptyCounts, type LoadCounts } from '../warehouse/batch.ts';
 
@@ -16,24 +17,6 @@ export interface OrgStreamSummary {
   gaps: number;
   /** `records.backfill` jobs enqueued for gaps. */
   backfillsEnqueued: number;
-}
-
-export function emptyStreamCounters(): StreamCounters {
-  return {
-    frames: { data: 0, poke: 0, other: 0, bad: 0 },
-    otherEvents: {},
-    connects: 0,
-    reconnects: 0,
-    rebalancing: 0,
-    errors: 0,
-    staleDetections: 0,
-    idleDrops: 0,
-    replays: 0,
-    replaysCaughtUp: 0,
-    gapsTooLong: 0,
-    commits: 0,
-    committedFrames: 0,
-  };
 }
 
 /** `a + b`, field by field (a new object). */
