@@ -99,6 +99,7 @@ export const recordsBackfill = defineJob({
       }
     }
     if (payload.connections && payload.to >= CONNECTION_EVENTS_SINCE) {
+      // biome-ignore lint/complexity/useMathMinMax: ISO date strings compare as text, Math.max would not.
       const from = payload.from < CONNECTION_EVENTS_SINCE ? CONNECTION_EVENTS_SINCE : payload.from;
       for (const window of planDateWindows(from, payload.to)) {
         planned.push({
