@@ -5,8 +5,8 @@
  * 2. Reduce within the batch: per record id the newest version (later created_at; tie: the greater
  *    checksum, so the outcome never depends on arrival order) is the candidate; the others are kept
  *    for record_versions.
- * 3. In one transaction, under a per-org advisory lock (loads of one org never interleave, so the
- *    decisions below cannot race): probe the stored versions with ONE keys-only query (a redelivered
+ * 3. In one transaction, under advisory locks on the keys it writes (loads sharing a key never
+ *    interleave, so the decisions below cannot race; see loadLocks): probe the stored versions with ONE keys-only query (a redelivered
  *    batch costs no more than that), decide per id (insert / update / same / stale), then COPY only the
  *    rows to write into session temp tables and apply them set-based: archive replaced and older
  *    versions, upsert records, replace child rows of inserted/updated records only. Users, connection
@@ -17,7 +17,6 @@
  * no tuple at all in `validic`: no dead tuples, no WAL, no index churn. Statement count per batch is
  * constant; nothing is done per row.
  */
-import { sql } from 'kysely';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { normalizeItem } from '../normalize/normalize-item.ts';
 import type {
@@ -31,10 +30,10 @@ import type { Batch, Checkpoint, LoadCounts, LoadResult } from './batch.ts';
 import { loadConnectionEvents } from './load-connection-events.ts';
 import { emptyLoadResult } from './load-counts.ts';
 import { loadLegacy } from './load-legacy-records.ts';
-import { isNewerVersion, loadRecords } from './load-records.ts';
+import { isNewerVersion, loadRecords, probeStatement } from './load-records.ts';
 import { loadUsers } from './load-users.ts';
 import type { Warehouse } from './open-warehouse.ts';
-import { writeCheckpoint } from './write-checkpoint.ts';
+import { checkpointCtes, writeCheckpoint } from './write-checkpoint.ts';
 import { writeQuarantine } from './write-quarantine.ts';
 
 export { isNewerVersion };
@@ -85,18 +84,25 @@ export async function applyBatch(
   const log = options.log ?? silentLogger;
   const sorted = sortItems(batch);
   const result: LoadResult = emptyLoadResult();
+  const probe = probeStatement(batch.orgId, sorted.records);
 
-  await warehouse.transaction(async (tx) => {
-    await sql`select pg_advisory_xact_lock(hashtextextended(${`validic-sync:load:${batch.orgId}`}, 0))`.execute(
-      tx.db,
-    );
-    await writeQuarantine(tx, batch, sorted.quarantine, result);
-    await loadUsers(tx, batch, sorted.users, result);
-    await loadConnectionEvents(tx, batch, sorted.events, result);
-    await loadRecords(tx, batch, sorted.records, result);
-    await loadLegacy(tx, batch, sorted.legacy, result);
-    await writeCheckpoint(tx, batch.orgId, checkpoint);
-  });
+  await warehouse.transaction(
+    async (tx) => {
+      await writeQuarantine(tx, batch, sorted.quarantine, result);
+      await loadUsers(tx, batch, sorted.users, result);
+      await loadConnectionEvents(tx, batch, sorted.events, result);
+      await loadLegacy(tx, batch, sorted.legacy, result);
+      // Last, so that the checkpoint can ride along with the records' statement (one round trip less).
+      const checkpointSql = checkpointCtes(batch.orgId, checkpoint);
+      const { sentAlso } = await loadRecords(tx, batch, sorted.records, result, checkpointSql, tx.firstRows);
+      if (!sentAlso && checkpointSql.length > 0) await writeCheckpoint(tx, batch.orgId, checkpoint);
+    },
+    {
+      advisoryLocks: loadLocks(batch.orgId, sorted),
+      // The records' probe rides in the BEGIN round trip, after the locks.
+      ...(probe ? { firstQuery: probe } : {}),
+    },
+  );
 
   let newest: string | null = null;
   for (const r of sorted.records)
@@ -109,6 +115,27 @@ export async function applyBatch(
     'batch loaded',
   );
   return result;
+}
+
+/** Above this many keys a batch locks its whole org instead (the server's lock table is finite). */
+export const MAX_KEY_LOCKS = 128;
+
+/**
+ * The locks that make the probe-then-decide steps race-free. A small batch (a poll window) locks
+ * only the keys it writes, each record id, user uid and legacy id exclusively, plus its org shared:
+ * loads of disjoint keys (the windows of a backfill) then run side by side, loads sharing a key
+ * serialize. A big batch (stream micro-batches, legacy pages) locks its org exclusively, which waits
+ * for every small load of the org and blocks new ones. Connection events (immutable, insert-if-absent)
+ * and quarantine (an upsert that only counts) are safe under concurrency without a key lock.
+ */
+export function loadLocks(orgId: string, sorted: Pick<Sorted, 'records' | 'users' | 'legacy'>) {
+  const org = `validic-sync:load:${orgId}`;
+  const keys = new Set<string>();
+  for (const r of sorted.records) keys.add(`${org}:record:${r.record.id}`);
+  for (const u of sorted.users) keys.add(`${org}:user:${u.uid}`);
+  for (const l of sorted.legacy) keys.add(`${org}:legacy:${l.object}:${l.id}`);
+  if (keys.size > MAX_KEY_LOCKS) return { exclusive: [org] };
+  return { shared: [org], exclusive: [...keys] };
 }
 
 function countsOnly(result: LoadResult): LoadCounts {

@@ -10,11 +10,12 @@
  * Phase 1 probes the stored versions with one keys-only query (a redelivered batch costs no more);
  * phase 2 COPYs only the rows to write into temp tables and applies them set-based.
  */
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { NormalizedRecord } from '../normalize/normalized-types.ts';
 import type { Batch, LoadResult } from './batch.ts';
+import { insertNewRecords } from './insert-new-records.ts';
 import { bump } from './load-counts.ts';
-import type { WarehouseTransaction } from './open-warehouse.ts';
+import { sqlLiteral, type WarehouseTransaction } from './open-warehouse.ts';
 import { STAGE, stageRows } from './staging-tables.ts';
 
 /** Total order of versions of one id: created_at, then checksum (code-unit order). */
@@ -30,6 +31,33 @@ export function isNewerVersion(
 
 type Action = 'insert' | 'update' | 'same' | 'stale';
 
+interface ProbeRow {
+  id: string;
+  checksum: string;
+  cur_checksum: string | null;
+  cur_created_at: Date | string | null;
+  archived: boolean;
+}
+
+/**
+ * The keys-only probe of `records` as one statement with literals only (no parameters), so that it
+ * can ride in the transaction's first round trip, right after the locks (TransactionOptions.firstQuery).
+ * Null when there is nothing to probe.
+ */
+export function probeStatement(org: string, records: readonly NormalizedRecord[]): string | null {
+  const pairs = new Map<string, { id: string; checksum: string }>();
+  for (const { record: r } of records) pairs.set(versionKey(r.id, r.checksum), r);
+  if (pairs.size === 0) return null;
+  const list = [...pairs.values()];
+  const array = (values: string[]) => `array[${values.map(sqlLiteral).join(',')}]::text[]`;
+  const o = sqlLiteral(org);
+  return `select k.id, k.checksum, cur.checksum as cur_checksum, cur.created_at as cur_created_at,
+       exists (select 1 from validic.record_versions v
+               where v.org_id = ${o} and v.record_id = k.id and v.checksum = k.checksum) as archived
+from unnest(${array(list.map((p) => p.id))}, ${array(list.map((p) => p.checksum))}) as k(id, checksum)
+left join validic.records cur on cur.org_id = ${o} and cur.id = k.id`;
+}
+
 interface StoredVersion {
   checksum: string;
   createdAt: string;
@@ -42,8 +70,12 @@ export async function loadRecords(
   batch: Batch,
   records: NormalizedRecord[],
   result: LoadResult,
-) {
-  if (records.length === 0) return;
+  /** Data-modifying CTEs to send with the fast path's statement; see the return value. */
+  also: readonly RawBuilder<unknown>[] = [],
+  /** The rows of probeStatement(org, records), when the caller already ran it. */
+  probed?: readonly Record<string, unknown>[],
+): Promise<{ sentAlso: boolean }> {
+  if (records.length === 0) return { sentAlso: false };
   const org = batch.orgId;
 
   // Distinct versions per id, and the newest one (the candidate) per id.
@@ -56,25 +88,15 @@ export async function loadRecords(
     if (!best || isNewerVersion(r.record, best.record)) winners.set(r.record.id, r);
   }
 
-  // Phase 1, keys only (cheap even when the whole batch is a redelivery): the stored current version
-  // of each id, and which of the batch's versions record_versions already holds.
   const distinct = [...versions.values()];
-  const probe = await sql<{
-    id: string;
-    checksum: string;
-    cur_checksum: string | null;
-    cur_created_at: Date | string | null;
-    archived: boolean;
-  }>`
-    select k.id, k.checksum, cur.checksum as cur_checksum, cur.created_at as cur_created_at,
-           exists (select 1 from validic.record_versions v
-                   where v.org_id = ${org} and v.record_id = k.id and v.checksum = k.checksum) as archived
-    from unnest(${distinct.map((v) => v.record.id)}::text[], ${distinct.map((v) => v.record.checksum)}::text[])
-      as k(id, checksum)
-    left join validic.records cur on cur.org_id = ${org} and cur.id = k.id`.execute(tx.db);
+  // Phase 1, keys only (cheap even when the whole batch is a redelivery): the stored current version
+  // of each id, and which of the batch's versions record_versions already holds. Normally already
+  // run by the transaction's first round trip (see probeStatement).
+  const probeRows = (probed ??
+    (await sql.raw(probeStatement(org, records)!).execute(tx.db)).rows) as ProbeRow[];
   const stored = new Map<string, StoredVersion | null>();
   const archived = new Set<string>();
-  for (const row of probe.rows) {
+  for (const row of probeRows) {
     stored.set(
       row.id,
       row.cur_checksum === null
@@ -110,6 +132,13 @@ export async function loadRecords(
     return !archived.has(versionKey(r.id, r.checksum));
   });
   const updatedIds = [...actions].filter(([, a]) => a === 'update').map(([id]) => id);
+
+  // Phase 2, fast path: only new ids (a first backfill, most stream frames): one statement.
+  if (updatedIds.length === 0 && toArchive.length === 0) {
+    await insertNewRecords(tx, org, batch.arrivedVia, toApply, also);
+    countRecords(records, winners, actions, stored, result);
+    return { sentAlso: true };
+  }
 
   // Phase 2: full rows only for what is written.
   if (toApply.length + toArchive.length > 0) {
@@ -186,6 +215,7 @@ export async function loadRecords(
   }
 
   countRecords(records, winners, actions, stored, result);
+  return { sentAlso: false };
 }
 
 const CHILD_TABLES = [

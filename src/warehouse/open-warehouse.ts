@@ -29,16 +29,64 @@ export interface WarehouseTransaction {
   db: Kysely<Database>;
   /** Bulk-loads rows with COPY (text format) into `table`, e.g. a temp staging table, inside the transaction. */
   copyRows: CopyRows;
+  /** The rows of `TransactionOptions.firstQuery`, when one was given. */
+  firstRows?: Record<string, unknown>[];
 }
 
 export interface Warehouse {
   db: Kysely<Database>;
   kind: 'postgres' | 'pglite';
   /** Runs `fn` in one transaction (BEGIN … COMMIT, ROLLBACK when it throws). */
-  transaction<T>(fn: (tx: WarehouseTransaction) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: WarehouseTransaction) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /** COPY outside any transaction (its own connection). */
   copyRows: CopyRows;
   close(): Promise<void>;
+}
+
+export interface TransactionOptions {
+  /**
+   * Transaction-level advisory locks on `hashtextextended(key, 0)`, taken right after BEGIN and in
+   * the same round trip on PostgreSQL (a small batch is bound by round trips, not by bytes): the
+   * shared ones first, then the exclusive ones in hash order, so two transactions taking overlapping
+   * sets always take them in the same order and cannot deadlock on them.
+   */
+  advisoryLocks?: { shared?: readonly string[]; exclusive?: readonly string[] };
+  /**
+   * One statement run right after the locks, in the same round trip (so with literals only, see
+   * `sqlLiteral`; no parameters): its rows are `tx.firstRows`. It sees everything committed before
+   * the locks were granted (each statement of a simple query takes its own snapshot).
+   */
+  firstQuery?: string;
+}
+
+/**
+ * A SQL string literal for `firstQuery`, correct whatever standard_conforming_strings says (the same
+ * rule as pg's escapeLiteral: quotes doubled; with a backslash, an E'' literal with it doubled).
+ */
+export function sqlLiteral(text: string): string {
+  const quoted = text.replaceAll("'", "''");
+  return text.includes('\\') ? `E'${quoted.replaceAll('\\', '\\\\')}'` : `'${quoted}'`;
+}
+
+/** The statements that take `locks` (simple query protocol: literals, no parameters). */
+function advisoryLockSql(
+  locks: TransactionOptions['advisoryLocks'],
+  quote: (text: string) => string,
+): string {
+  const statements: string[] = [];
+  const shared = [...new Set(locks?.shared ?? [])];
+  const exclusive = [...new Set(locks?.exclusive ?? [])];
+  if (shared.length > 0) {
+    statements.push(
+      `select pg_advisory_xact_lock_shared(k) from (select distinct hashtextextended(x, 0) as k from unnest(array[${shared.map(quote).join(',')}]::text[]) as x order by 1) as s`,
+    );
+  }
+  if (exclusive.length > 0) {
+    statements.push(
+      `select pg_advisory_xact_lock(k) from (select distinct hashtextextended(x, 0) as k from unnest(array[${exclusive.map(quote).join(',')}]::text[]) as x order by 1) as s`,
+    );
+  }
+  return statements.join('; ');
 }
 
 export interface OpenWarehouseOptions {
@@ -125,6 +173,14 @@ async function openPostgres(databaseUrl: string, max: number, log: Logger): Prom
   });
   // An idle client that dies (server restart) must not crash the process; the next query reconnects.
   pool.on('error', (error) => log.warn({ err: error }, 'idle PostgreSQL connection failed'));
+  // A checked-out client whose socket dies (server killed, connection cut) also emits 'error'; with no
+  // listener that event crashes the process. The query in flight still rejects with the error, and
+  // the pool discards the broken client on release.
+  pool.on('connect', (client) => {
+    client.on('error', (error: Error & { code?: string }) =>
+      log.warn({ error: error.message, code: error.code }, 'PostgreSQL connection failed'),
+    );
+  });
   try {
     const client = await pool.connect();
     client.release();
@@ -155,7 +211,7 @@ async function openPostgres(databaseUrl: string, max: number, log: Logger): Prom
   return {
     db,
     kind: 'postgres',
-    async transaction(fn) {
+    async transaction(fn, options) {
       const client = await pool.connect();
       // A kysely instance bound to this one client, so kysely queries and COPY share the transaction.
       const single = {
@@ -169,8 +225,15 @@ async function openPostgres(databaseUrl: string, max: number, log: Logger): Prom
       const trxDb = new Kysely<Database>({ dialect: new PostgresDialect({ pool: single as never }) });
       let broken: unknown;
       try {
-        await client.query('begin');
-        const result = await fn({ db: trxDb, copyRows: copyWith(client) });
+        // Simple query protocol (no parameters), so BEGIN and the lock share one round trip.
+        const locks = advisoryLockSql(options?.advisoryLocks, sqlLiteral);
+        const first = options?.firstQuery;
+        const begun = (await client.query([`begin`, locks, first].filter(Boolean).join('; '))) as unknown as
+          | pg.QueryResult
+          | pg.QueryResult[];
+        const tx: WarehouseTransaction = { db: trxDb, copyRows: copyWith(client) };
+        if (first) tx.firstRows = (Array.isArray(begun) ? begun.at(-1) : begun)?.rows ?? [];
+        const result = await fn(tx);
         await client.query('commit');
         return result;
       } catch (error) {
@@ -225,13 +288,20 @@ async function openPGlite(dataDir: string, log: Logger): Promise<Warehouse> {
   return {
     db,
     kind: 'pglite',
-    async transaction(fn) {
+    async transaction(fn, options) {
       // connection() holds the dialect's mutex for the whole callback, so the raw pglite.query used
       // by copyRows runs inside this transaction and nothing else interleaves.
       return db.connection().execute(async (conn) => {
         await pglite.query('begin');
         try {
-          const result = await fn({ db: conn, copyRows });
+          // One connection: nothing contends, but the statements are the same as on PostgreSQL.
+          const locks = advisoryLockSql(options?.advisoryLocks, sqlLiteral);
+          if (locks) await pglite.exec(locks);
+          const tx: WarehouseTransaction = { db: conn, copyRows };
+          if (options?.firstQuery) {
+            tx.firstRows = (await pglite.query<Record<string, unknown>>(options.firstQuery)).rows;
+          }
+          const result = await fn(tx);
           await pglite.query('commit');
           return result;
         } catch (error) {

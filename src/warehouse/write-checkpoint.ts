@@ -1,30 +1,46 @@
-/** The checkpoint a batch reaches: cursors replaced and ledger windows marked done, in the batch's transaction. */
-import { sql } from 'kysely';
+/**
+ * The checkpoint a batch reaches, in the batch's transaction and in ONE statement (a poll window is a
+ * small batch, so each round trip counts): cursors replaced and ledger windows marked done.
+ * Rows are written in key order, so concurrent loads touching the same cursors cannot deadlock.
+ */
+import { type RawBuilder, sql } from 'kysely';
 import type { Checkpoint } from './batch.ts';
 import type { WarehouseTransaction } from './open-warehouse.ts';
 
 export async function writeCheckpoint(tx: WarehouseTransaction, orgId: string, checkpoint: Checkpoint) {
+  const ctes = checkpointCtes(orgId, checkpoint);
+  if (ctes.length > 0) await sql`with ${sql.join(ctes)} select 1`.execute(tx.db);
+}
+
+/**
+ * The checkpoint as data-modifying CTEs (`name as (…)`), so the loader can append them to a
+ * statement it sends anyway (the new-records insert) and save the round trip.
+ */
+export function checkpointCtes(orgId: string, checkpoint: Checkpoint): RawBuilder<unknown>[] {
   const cursors = new Map<string, unknown>();
   for (const c of checkpoint.cursors ?? []) cursors.set(c.key, c.value);
+  const keys = [...cursors.keys()].sort();
+  // The same window twice: the last mark wins (as with one update after the other).
+  const windows = new Map<string, { runId: string; windowKey: string; records: number; requests: number }>();
+  for (const w of checkpoint.windows ?? []) windows.set(`${w.runId}\u0001${w.windowKey}`, w);
+  const parts: RawBuilder<unknown>[] = [];
   if (cursors.size > 0) {
-    await tx.db
-      .insertInto('validic_sync.checkpoints')
-      .values(
-        [...cursors].map(([key, value]) => ({ org_id: orgId, key, value: JSON.stringify(value ?? null) })),
-      )
-      .onConflict((oc) =>
-        oc
-          .columns(['org_id', 'key'])
-          .doUpdateSet({ value: (eb) => eb.ref('excluded.value'), updated_at: sql`now()` }),
-      )
-      .execute();
+    parts.push(sql`checkpoint_cursors as (
+      insert into validic_sync.checkpoints (org_id, key, value)
+      select ${orgId}, x.key, x.value::jsonb
+      from unnest(${keys}::text[], ${keys.map((k) => JSON.stringify(cursors.get(k) ?? null))}::text[])
+        as x(key, value)
+      on conflict (org_id, key) do update set value = excluded.value, updated_at = now())`);
   }
-  for (const w of checkpoint.windows ?? []) {
-    await tx.db
-      .updateTable('validic_sync.backfill_windows')
-      .set({ status: 'done', records: w.records, requests: w.requests, completed_at: sql`now()` })
-      .where('run_id', '=', w.runId)
-      .where('window_key', '=', w.windowKey)
-      .execute();
+  if (windows.size > 0) {
+    const list = [...windows.keys()].sort().map((k) => windows.get(k)!);
+    parts.push(sql`checkpoint_windows as (
+      update validic_sync.backfill_windows b
+      set status = 'done', records = x.records, requests = x.requests, completed_at = now()
+      from unnest(${list.map((w) => w.runId)}::text[], ${list.map((w) => w.windowKey)}::text[],
+                  ${list.map((w) => w.records)}::int4[], ${list.map((w) => w.requests)}::int4[])
+        as x(run_id, window_key, records, requests)
+      where b.run_id = x.run_id and b.window_key = x.window_key)`);
   }
+  return parts;
 }

@@ -31,7 +31,9 @@ export async function writeQuarantine(
     if (known) known.seen += 1;
     else distinct.set(key, { entry, hash, seen: 1 });
   }
-  const rows = [...distinct.values()];
+  // In key order: concurrent loads (they lock only their record keys) quarantining the same items
+  // then wait for each other instead of deadlocking.
+  const rows = [...distinct.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
   for (let i = 0; i < rows.length; i += 1000) {
     await tx.db
       .insertInto('validic_sync.quarantine')

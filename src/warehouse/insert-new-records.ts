@@ -1,0 +1,215 @@
+/**
+ * The fast path of the loader for records whose ids the warehouse does not hold yet (every record of a
+ * first backfill, most stream frames): ONE statement inserts the records and all their child rows,
+ * each table fed by `unnest` of column arrays passed as parameters.
+ *
+ * Why not the staging path: for a small batch (a poll window is ~30 records) the cost is round trips,
+ * not bytes. Staging costs a CREATE, a COPY and an INSERT … SELECT per table (about 15 round trips for
+ * a nutrition window); this is one. No ON CONFLICT is needed: the caller holds the per-org load lock
+ * and has just probed that none of these ids exists, so a conflict would be a bug and must fail loudly.
+ * Child tables have no foreign key to records, and tables with no rows are left out of the statement.
+ */
+import { type RawBuilder, sql } from 'kysely';
+import type { NormalizedRecord } from '../normalize/normalized-types.ts';
+import type { WarehouseTransaction } from './open-warehouse.ts';
+
+interface Column {
+  name: string;
+  /**
+   * Element type of the parameter array, or `json`: a column of JSON texts (never null) sent as ONE
+   * JSON array and split by `jsonb_array_elements`. Big documents (raw) then cross the wire unescaped
+   * and are parsed once, instead of being quoted into an array literal and parsed twice.
+   */
+  type: 'text' | 'int4' | 'float8' | 'json';
+  /** Cast applied to the value (jsonb, timestamptz, timestamptz[] …). */
+  cast?: string;
+}
+
+const col = (name: string, type: Column['type'], cast?: string): Column =>
+  cast ? { name, type, cast } : { name, type };
+
+/** A Postgres array literal for one timestamptz[] / float8[] value, passed as one text element. */
+function arrayLiteral(values: readonly (string | number)[]): string {
+  return `{${values.join(',')}}`;
+}
+
+/** `insert into <table> (org_id, …) select $org, … from rows from (unnest($1::text[]), …) as s(…)` */
+function insertFromArrays(
+  table: string,
+  org: string,
+  extra: readonly [name: string, value: string][],
+  columns: readonly Column[],
+  rows: readonly (readonly unknown[])[],
+): RawBuilder<unknown> {
+  const sources = columns.map((c, i) => {
+    if (c.type === 'json') return sql`jsonb_array_elements(${`[${rows.map((r) => r[i]).join(',')}]`}::jsonb)`;
+    return sql`unnest(${rows.map((r) => r[i] ?? null)}::${sql.raw(c.type)}[])`;
+  });
+  const names = columns.map((c) => sql.ref(c.name));
+  const selected = columns.map((c) =>
+    c.cast ? sql`s.${sql.ref(c.name)}::${sql.raw(c.cast)}` : sql`s.${sql.ref(c.name)}`,
+  );
+  const extraNames = extra.map(([name]) => sql.ref(name));
+  const extraValues = extra.map(([, value]) => sql`${value}`);
+  return sql`insert into ${sql.table(table)} (org_id, ${sql.join([...extraNames, ...names])})
+    select ${org}, ${sql.join([...extraValues, ...selected])}
+    from rows from (${sql.join(sources)}) as s(${sql.join(names)})`;
+}
+
+const RECORD_COLUMNS = [
+  col('id', 'text'),
+  col('type', 'text'),
+  col('version', 'text'),
+  col('checksum', 'text'),
+  col('uid', 'text'),
+  col('user_id', 'text'),
+  col('source_type', 'text'),
+  col('source_device', 'text', 'jsonb'),
+  col('log_id', 'text'),
+  col('start_time', 'text', 'timestamptz'),
+  col('end_time', 'text', 'timestamptz'),
+  col('utc_offset', 'int4'),
+  col('offset_origin', 'text'),
+  col('created_at', 'text', 'timestamptz'),
+  col('deleted_at', 'text', 'timestamptz'),
+  col('tags', 'text', 'jsonb'),
+  col('user_notes', 'text', 'jsonb'),
+  col('name', 'text'),
+  col('category', 'text'),
+  col('granularity_interval', 'int4'),
+  col('granularity_unit', 'text'),
+  col('raw', 'json'),
+];
+const METRIC_COLUMNS = [
+  col('record_id', 'text'),
+  col('metric_index', 'int4'),
+  col('type', 'text'),
+  col('origin', 'text'),
+  col('unit', 'text'),
+  col('value', 'float8'),
+];
+const SEGMENT_METRIC_COLUMNS = [
+  col('record_id', 'text'),
+  col('segment_index', 'int4'),
+  ...METRIC_COLUMNS.slice(1),
+];
+const FOOD_METRIC_COLUMNS = [
+  col('record_id', 'text'),
+  col('segment_index', 'int4'),
+  col('food_index', 'int4'),
+  ...METRIC_COLUMNS.slice(1),
+];
+const SEGMENT_COLUMNS = [col('record_id', 'text'), col('segment_index', 'int4'), col('name', 'text')];
+const FOOD_COLUMNS = [
+  col('record_id', 'text'),
+  col('segment_index', 'int4'),
+  col('food_index', 'int4'),
+  col('name', 'text'),
+  col('brand', 'text'),
+  col('serving_amount', 'float8'),
+  col('serving_unit_name', 'text'),
+];
+const INTRADAY_COLUMNS = [
+  col('record_id', 'text'),
+  col('metric_index', 'int4'),
+  col('metric_type', 'text'),
+  col('unit', 'text'),
+  col('origin', 'text'),
+  col('time', 'text', 'timestamptz[]'),
+  col('value', 'text', 'float8[]'),
+];
+
+export async function insertNewRecords(
+  tx: WarehouseTransaction,
+  org: string,
+  arrivedVia: string,
+  inserts: readonly NormalizedRecord[],
+  /** More data-modifying CTEs (`name as (…)`) to run in the same statement (the checkpoint). */
+  also: readonly RawBuilder<unknown>[] = [],
+): Promise<void> {
+  if (inserts.length === 0) {
+    if (also.length > 0) await sql`with ${sql.join(also)} select 1`.execute(tx.db);
+    return;
+  }
+  const records: unknown[][] = [];
+  const metrics: unknown[][] = [];
+  const segmentMetrics: unknown[][] = [];
+  const foodMetrics: unknown[][] = [];
+  const segments: unknown[][] = [];
+  const food: unknown[][] = [];
+  const intraday: unknown[][] = [];
+  for (const n of inserts) {
+    const r = n.record;
+    const id = r.id;
+    records.push([
+      id,
+      r.type,
+      r.version,
+      r.checksum,
+      r.uid,
+      r.userId,
+      r.sourceType,
+      r.sourceDevice,
+      r.logId,
+      r.startTime,
+      r.endTime,
+      r.utcOffset,
+      r.offsetOrigin,
+      r.createdAt,
+      r.deletedAt,
+      r.tags,
+      r.userNotes,
+      r.name,
+      r.category,
+      r.granularityInterval,
+      r.granularityUnit,
+      r.raw,
+    ]);
+    for (const m of n.metrics) metrics.push([id, m.metricIndex, m.type, m.origin, m.unit, m.value]);
+    for (const m of n.segmentMetrics) {
+      segmentMetrics.push([id, m.segmentIndex, m.metricIndex, m.type, m.origin, m.unit, m.value]);
+    }
+    for (const m of n.foodMetrics) {
+      foodMetrics.push([id, m.segmentIndex, m.foodIndex, m.metricIndex, m.type, m.origin, m.unit, m.value]);
+    }
+    for (const s of n.segments) segments.push([id, s.segmentIndex, s.name]);
+    for (const f of n.food) {
+      food.push([id, f.segmentIndex, f.foodIndex, f.name, f.brand, f.servingAmount, f.servingUnitName]);
+    }
+    for (const s of n.intraday) {
+      intraday.push([
+        id,
+        s.metricIndex,
+        s.metricType,
+        s.unit,
+        s.origin,
+        arrayLiteral(s.times),
+        arrayLiteral(s.values.map(finiteNumber)),
+      ]);
+    }
+  }
+
+  const parts: RawBuilder<unknown>[] = [
+    insertFromArrays('validic.records', org, [['arrived_via', arrivedVia]], RECORD_COLUMNS, records),
+  ];
+  const children: [string, Column[], unknown[][]][] = [
+    ['validic.record_metrics', METRIC_COLUMNS, metrics],
+    ['validic.nutrition_segments', SEGMENT_COLUMNS, segments],
+    ['validic.nutrition_segment_metrics', SEGMENT_METRIC_COLUMNS, segmentMetrics],
+    ['validic.nutrition_food', FOOD_COLUMNS, food],
+    ['validic.nutrition_food_metrics', FOOD_METRIC_COLUMNS, foodMetrics],
+    ['validic.intraday_series', INTRADAY_COLUMNS, intraday],
+  ];
+  for (const [table, columns, rows] of children) {
+    if (rows.length > 0) parts.push(insertFromArrays(table, org, [], columns, rows));
+  }
+  // Data-modifying CTEs all run, whatever the outer query reads.
+  const ctes = [...parts.map((part, i) => sql`${sql.raw(`insert_${i}`)} as (${part})`), ...also];
+  await sql`with ${sql.join(ctes)} select 1`.execute(tx.db);
+}
+
+/** The staging path's COPY rejects a non-finite number; so does this one (never a silent NaN). */
+function finiteNumber(value: number): number {
+  if (!Number.isFinite(value)) throw new Error(`cannot store a non-finite number (${value})`);
+  return value;
+}
