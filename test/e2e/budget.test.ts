@@ -52,7 +52,7 @@ describe('request budget', () => {
     // Requests per window over the run, against the budget; loose, since process start-up and a busy
     // machine count against it.
     const used = stats.total / ((elapsedMs / WINDOW_MS) * LIMIT);
-    expect(used).toBeGreaterThan(0.5);
+    expect(used).toBeGreaterThan(0.4);
     expect(used).toBeLessThanOrEqual(1);
   });
 });
