@@ -4,9 +4,9 @@
  */
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
-import { UserFacingError } from '../../errors.ts';
 import { emptyCounts, type LoadCounts } from '../../warehouse/batch.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
+import { finishInlineRun } from '../finish-inline-run.ts';
 import { parseDateRange, parseList } from '../parse-options.ts';
 import { createProgress } from '../progress.ts';
 import type { CommandRunner } from '../run-command.ts';
@@ -94,17 +94,16 @@ export function registerBackfill(program: Command, run: CommandRunner): void {
             print(
               `  records: inserted ${counts.inserted}, updated ${counts.updated}, unchanged ${counts.unchanged}, stale ${counts.stale}, quarantined ${counts.quarantined}`,
             );
-            if (signal.aborted) {
-              throw new UserFacingError('backfill interrupted; committed windows are kept', {
-                fix: 'run the same command again to resume where it stopped',
-              });
-            }
-            if (failures.length > 0) {
-              failed = true;
-              for (const { job, error } of failures.slice(0, 5))
-                print(`  failed: ${job.name} ${job.id}: ${error.message}`);
-              print('  run the same command again to retry the windows that failed (finished ones are kept)');
-            }
+            const orgFailed = finishInlineRun({
+              print,
+              signal,
+              failures,
+              interrupted: 'backfill interrupted; committed windows are kept',
+              resumeFix: 'run the same command again to resume where it stopped',
+              retryHint:
+                'run the same command again to retry the windows that failed (finished ones are kept)',
+            });
+            failed ||= orgFailed;
           }
         } finally {
           await runtime.close();

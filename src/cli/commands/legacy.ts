@@ -5,9 +5,10 @@
  */
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
-import { UsageError, UserFacingError } from '../../errors.ts';
+import { UsageError } from '../../errors.ts';
 import { emptyCounts, type LoadCounts } from '../../warehouse/batch.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
+import { finishInlineRun } from '../finish-inline-run.ts';
 import { parseInstantOption, parseList } from '../parse-options.ts';
 import { createProgress } from '../progress.ts';
 import type { CommandRunner } from '../run-command.ts';
@@ -90,19 +91,16 @@ export function registerLegacy(program: Command, run: CommandRunner): void {
             print(
               `  records ${records}: inserted ${counts.inserted}, updated ${counts.updated}, unchanged ${counts.unchanged}, quarantined ${counts.quarantined}`,
             );
-            if (signal.aborted) {
-              throw new UserFacingError('legacy sync interrupted; committed windows are kept', {
-                fix: 'run the same command again (records already loaded are not rewritten)',
-              });
-            }
-            if (failures.length > 0) {
-              failed = true;
-              for (const { job, error } of failures.slice(0, 5))
-                print(`  failed: ${job.name} ${job.id}: ${error.message}`);
-              print(
-                '  run the same command again to fetch the windows that failed (loaded records are kept)',
-              );
-            }
+            const orgFailed = finishInlineRun({
+              print,
+              signal,
+              failures,
+              interrupted: 'legacy sync interrupted; committed windows are kept',
+              resumeFix: 'run the same command again (records already loaded are not rewritten)',
+              retryHint:
+                'run the same command again to fetch the windows that failed (loaded records are kept)',
+            });
+            failed ||= orgFailed;
           }
         } finally {
           await runtime.close();

@@ -7,8 +7,9 @@
 import type { Command } from 'commander';
 import { CONNECTION_EVENTS_SINCE } from '../../../jobs/connections-reconcile.ts';
 import { selectOrganizations } from '../../config/require-organizations.ts';
-import { UsageError, UserFacingError } from '../../errors.ts';
+import { UsageError } from '../../errors.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
+import { finishInlineRun } from '../finish-inline-run.ts';
 import { parseDateRange } from '../parse-options.ts';
 import type { CommandRunner } from '../run-command.ts';
 
@@ -95,17 +96,15 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
             print(
               `  windows ${windows.length} | pages ${totals.pages} | connection events seen ${totals.events}, added ${totals.missed} (missed by the stream)${totals.quarantined ? `, quarantined ${totals.quarantined}` : ''}`,
             );
-            if (signal.aborted) {
-              throw new UserFacingError('reconcile interrupted; committed pages are kept', {
-                fix: 'run the same command again (events already stored are not added twice)',
-              });
-            }
-            if (failures.length > 0) {
-              failed = true;
-              for (const { job, error } of failures.slice(0, 5))
-                print(`  failed: ${job.name} ${job.id}: ${error.message}`);
-              print('  run the same command again to retry (events already stored are not added twice)');
-            }
+            const orgFailed = finishInlineRun({
+              print,
+              signal,
+              failures,
+              interrupted: 'reconcile interrupted; committed pages are kept',
+              resumeFix: 'run the same command again (events already stored are not added twice)',
+              retryHint: 'run the same command again to retry (events already stored are not added twice)',
+            });
+            failed ||= orgFailed;
           }
         } finally {
           await runtime.close();
