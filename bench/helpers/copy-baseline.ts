@@ -8,6 +8,7 @@ import { sql } from 'kysely';
 import { normalizeItem } from '../../src/normalize/normalize-item.ts';
 import type { RawItem } from '../../src/warehouse/batch.ts';
 import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
+import { recordRowValues } from '../../src/warehouse/record-row.ts';
 
 interface CopyTable {
   name: string;
@@ -118,32 +119,7 @@ export function normalizedRows(orgId: string, items: readonly RawItem[]): CopyTa
       const { record: r } = n.value;
       if (seen.has(`r${r.id}`)) continue;
       seen.add(`r${r.id}`);
-      push('records', [
-        orgId,
-        r.id,
-        r.type,
-        r.version,
-        r.checksum,
-        r.uid,
-        r.userId,
-        r.sourceType,
-        r.sourceDevice,
-        r.logId,
-        r.startTime,
-        r.endTime,
-        r.utcOffset,
-        r.offsetOrigin,
-        r.createdAt,
-        r.deletedAt,
-        r.tags,
-        r.userNotes,
-        r.name,
-        r.category,
-        r.granularityInterval,
-        r.granularityUnit,
-        r.raw,
-        'poll',
-      ]);
+      push('records', [orgId, ...recordRowValues(r), 'poll']);
       for (const m of n.value.metrics)
         push('record_metrics', [orgId, r.id, m.metricIndex, m.type, m.origin, m.unit, m.value]);
       for (const s of n.value.segments) push('nutrition_segments', [orgId, r.id, s.segmentIndex, s.name]);

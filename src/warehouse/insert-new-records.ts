@@ -12,6 +12,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { NormalizedRecord } from '../normalize/normalized-types.ts';
 import type { WarehouseTransaction } from './open-warehouse.ts';
+import { recordRowValues } from './record-row.ts';
 
 interface Column {
   name: string;
@@ -141,30 +142,7 @@ export async function insertNewRecords(
   for (const n of inserts) {
     const r = n.record;
     const id = r.id;
-    records.push([
-      id,
-      r.type,
-      r.version,
-      r.checksum,
-      r.uid,
-      r.userId,
-      r.sourceType,
-      r.sourceDevice,
-      r.logId,
-      r.startTime,
-      r.endTime,
-      r.utcOffset,
-      r.offsetOrigin,
-      r.createdAt,
-      r.deletedAt,
-      r.tags,
-      r.userNotes,
-      r.name,
-      r.category,
-      r.granularityInterval,
-      r.granularityUnit,
-      r.raw,
-    ]);
+    records.push(recordRowValues(r));
     for (const m of n.metrics) metrics.push([id, m.metricIndex, m.type, m.origin, m.unit, m.value]);
     for (const m of n.segmentMetrics) {
       segmentMetrics.push([id, m.segmentIndex, m.metricIndex, m.type, m.origin, m.unit, m.value]);

@@ -16,6 +16,7 @@ import type { Batch, LoadResult } from './batch.ts';
 import { insertNewRecords } from './insert-new-records.ts';
 import { bump } from './load-counts.ts';
 import { sqlLiteral, type WarehouseTransaction } from './open-warehouse.ts';
+import { recordRowValues } from './record-row.ts';
 import { STAGE, stageRows } from './staging-tables.ts';
 
 /** Total order of versions of one id: created_at, then checksum (code-unit order). */
@@ -142,31 +143,7 @@ export async function loadRecords(
 
   // Phase 2: full rows only for what is written.
   if (toApply.length + toArchive.length > 0) {
-    const row = ({ record: r }: NormalizedRecord, apply: boolean) => [
-      r.id,
-      r.type,
-      r.version,
-      r.checksum,
-      r.uid,
-      r.userId,
-      r.sourceType,
-      r.sourceDevice,
-      r.logId,
-      r.startTime,
-      r.endTime,
-      r.utcOffset,
-      r.offsetOrigin,
-      r.createdAt,
-      r.deletedAt,
-      r.tags,
-      r.userNotes,
-      r.name,
-      r.category,
-      r.granularityInterval,
-      r.granularityUnit,
-      r.raw,
-      apply,
-    ];
+    const row = ({ record: r }: NormalizedRecord, apply: boolean) => [...recordRowValues(r), apply];
     await stageRows(tx, STAGE.records, [
       ...toApply.map((r) => row(r, true)),
       ...toArchive.map((r) => row(r, false)),
