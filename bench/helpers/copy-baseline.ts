@@ -7,6 +7,7 @@
 import { sql } from 'kysely';
 import { normalizeItem } from '../../src/normalize/normalize-item.ts';
 import type { RawItem } from '../../src/warehouse/batch.ts';
+import { connectionEventRowValues } from '../../src/warehouse/load-connection-events.ts';
 import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
 import { recordRowValues } from '../../src/warehouse/record-row.ts';
 
@@ -188,22 +189,7 @@ export function normalizedRows(orgId: string, items: readonly RawItem[]): CopyTa
       const e = n.value;
       if (seen.has(`e${e.id}`)) continue;
       seen.add(`e${e.id}`);
-      push('connection_events', [
-        orgId,
-        e.id,
-        e.action,
-        e.uid,
-        e.userId,
-        e.sourceType,
-        e.createdAt,
-        e.eventTime,
-        e.deletedAt,
-        e.deletedReason,
-        e.profile,
-        e.credentials,
-        e.raw,
-        'poll',
-      ]);
+      push('connection_events', [orgId, ...connectionEventRowValues(e), 'poll']);
     }
   }
   return [...out]

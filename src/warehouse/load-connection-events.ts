@@ -15,24 +15,7 @@ export async function loadConnectionEvents(
   if (events.length === 0) return;
   const byId = new Map<string, ConnectionEventRow>();
   for (const e of events) if (!byId.has(e.id)) byId.set(e.id, e);
-  await stageRows(
-    tx,
-    STAGE.events,
-    [...byId.values()].map((e) => [
-      e.id,
-      e.action,
-      e.uid,
-      e.userId,
-      e.sourceType,
-      e.createdAt,
-      e.eventTime,
-      e.deletedAt,
-      e.deletedReason,
-      e.profile,
-      e.credentials,
-      e.raw,
-    ]),
-  );
+  await stageRows(tx, STAGE.events, [...byId.values()].map(connectionEventRowValues));
   // Events are immutable: an id already stored is never written again.
   const written = await sql<{ id: string }>`
     insert into validic.connection_events
@@ -46,4 +29,22 @@ export async function loadConnectionEvents(
     returning id`.execute(tx.db);
   bump(result, 'connection_event', 'inserted', written.rows.length);
   bump(result, 'connection_event', 'unchanged', events.length - written.rows.length);
+}
+
+/** The values of one `validic.connection_events` row, in the column order of its staging table. */
+export function connectionEventRowValues(e: ConnectionEventRow): unknown[] {
+  return [
+    e.id,
+    e.action,
+    e.uid,
+    e.userId,
+    e.sourceType,
+    e.createdAt,
+    e.eventTime,
+    e.deletedAt,
+    e.deletedReason,
+    e.profile,
+    e.credentials,
+    e.raw,
+  ];
 }
