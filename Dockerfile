@@ -11,5 +11,6 @@ COPY migrations ./migrations
 COPY config ./config
 USER node
 EXPOSE 3000
-ENTRYPOINT ["node", "src/cli/main.ts"]
+# --max-semi-space-size: see src/runtime/heap-flags.ts.
+ENTRYPOINT ["node", "--max-semi-space-size=8", "src/cli/main.ts"]
 CMD ["worker"]

@@ -6,6 +6,7 @@
  * - `scale-slope`: per-record time at the largest size ÷ at the smallest (target ≤ 1.5: cost stays flat).
  *   Time is the CLI's own "done in X s" (from the first job to the last commit: no process start-up,
  *   no migrations).
+ * The child gets the heap flags every launcher of the product passes (src/runtime/heap-flags.ts).
  * - `memory-peak-rss`: the child's peak RSS (VmHWM from /proc, sampled every 100 ms) at the largest
  *   size (target ≤ 300 MB).
  * - `memory-growth`: peak RSS at the largest size ÷ at the middle one, 10× fewer records (target ≤ 1.2:
@@ -15,6 +16,7 @@
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { NODE_HEAP_FLAGS } from '../src/runtime/heap-flags.ts';
 import { createTestDatabase } from '../test/helpers/pg.ts';
 import { printFigure, quick, round } from './helpers/report.ts';
 import { type SandboxInfo, startSandboxThread } from './helpers/sandbox-thread.ts';
@@ -58,7 +60,7 @@ async function backfillChild(
   // --trace-gc only logs: it tells the live heap after each full GC apart from the RSS V8 keeps around.
   const child = spawn(
     process.execPath,
-    ['--trace-gc', CLI_MAIN, 'backfill', '--from', '2026-02-14', '--to', '2026-03-15'],
+    [...NODE_HEAP_FLAGS, '--trace-gc', CLI_MAIN, 'backfill', '--from', '2026-02-14', '--to', '2026-03-15'],
     {
       cwd: REPO_ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
