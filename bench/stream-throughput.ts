@@ -10,7 +10,10 @@
  *    divided by the raw rate of reading and parsing the SAME bytes (HTTP client → SSE reader → JSON.parse),
  *    measured in the same run. Target ≥ 0.5.
  *    Also printed: the loader alone on the same events and batch size (`loader_only_*`), which shows how
- *    much of the distance to the raw rate is the warehouse write path rather than the stream machinery.
+ *    much of the distance to the raw rate is the warehouse write path rather than the stream machinery;
+ *    and raw COPY of the same rows into empty copies of the tables (`raw_copy_*`), the write limit: on
+ *    this mix (jsonb documents of ~2.7 KB, intraday arrays) COPY alone runs at a fraction of the read
+ *    rate, which bounds what any loader can reach (`raw_copy_vs_read`).
  * 2. `stream-latency-p99`: frames paced at 1,000 events/s; per frame, commit time − time the frame was
  *    read. p50/p95/p99 printed; target p99 < 1,000 ms (default micro-batch: 500 frames or 250 ms).
  */
@@ -29,6 +32,7 @@ import { startOrgStream } from '../src/stream/run-org-stream.ts';
 import type { StreamsClient } from '../src/validic/streams-client.ts';
 import { applyBatch } from '../src/warehouse/apply-batch.ts';
 import { createTestDatabase } from '../test/helpers/pg.ts';
+import { normalizedRows, timeCopy } from './helpers/copy-baseline.ts';
 import { printFigure, quick, round } from './helpers/report.ts';
 
 const THROUGHPUT_TARGET = 0.5;
@@ -162,6 +166,21 @@ async function measure(): Promise<void> {
       await loaderDb.drop();
     }
 
+    // The write limit: the same rows COPYed straight into empty copies of the tables (no dedupe, no
+    // checkpoint). It shows how much of the distance to the read rate no loader could close.
+    const copyDb = await createTestDatabase();
+    let copySeconds: number;
+    try {
+      const tables = normalizedRows(
+        'bench-org',
+        payloads.map((raw) => ({ kind: 'frame' as const, raw })),
+      );
+      await sql`checkpoint`.execute(copyDb.warehouse.db);
+      copySeconds = (await timeCopy(copyDb.warehouse, tables)).seconds;
+    } finally {
+      await copyDb.drop();
+    }
+
     const org = (path: string, name: string) => ({
       config: organizationSchema.parse({ orgId: 'bench-org', token: 'bench-token', stream: { name } }),
       http,
@@ -249,6 +268,10 @@ async function measure(): Promise<void> {
         loader_only_seconds: round(loaderSeconds, 3),
         loader_only_events_per_s: Math.round(parsed / loaderSeconds),
         committed_vs_loader_only: round(loadRate / (parsed / loaderSeconds)),
+        raw_copy_seconds: round(copySeconds, 3),
+        raw_copy_events_per_s: Math.round(parsed / copySeconds),
+        raw_copy_vs_read: round(rawSeconds / copySeconds),
+        committed_vs_raw_copy: round(loadRate / (parsed / copySeconds)),
         micro_batch: `${config.stream.batchMaxFrames} frames / ${config.stream.batchMaxWaitMs} ms`,
       },
     });

@@ -15,6 +15,7 @@ import {
   listPendingWindows,
   type PlannedWindow,
   planWindows,
+  recordsWindowKey,
   startRun,
 } from '../src/warehouse/window-ledger.ts';
 import { CONNECTION_EVENTS_SINCE } from './connections-reconcile.ts';
@@ -89,7 +90,7 @@ export const recordsBackfill = defineJob({
       for (const resource of resources) {
         for (const uid of uids) {
           planned.push({
-            windowKey: `${resource}|${uid}|${window.startDate}|${window.endDate}`,
+            windowKey: recordsWindowKey(resource, uid, window.startDate, window.endDate),
             uid,
             resource,
             startDate: window.startDate,
@@ -114,20 +115,29 @@ export const recordsBackfill = defineJob({
     await planWindows(db, run.id, orgId, planned);
 
     const pending = await listPendingWindows(db, run.id);
+    // One records.poll per user × date window, for all its pending resources (see records-poll.ts).
+    const polls = new Map<string, { uid: string; startDate: string; endDate: string; resources: string[] }>();
     let enqueued = 0;
     for (const window of pending) {
-      const common = {
-        orgId,
-        runId: run.id,
-        windowKey: window.windowKey,
-        startDate: window.startDate,
-        endDate: window.endDate,
-      };
-      const added =
-        window.resource === 'connections'
-          ? await ctx.enqueue('connections.reconcile', common)
-          : await ctx.enqueue('records.poll', { ...common, uid: window.uid!, resource: window.resource });
-      if (added) enqueued++;
+      const common = { orgId, runId: run.id, startDate: window.startDate, endDate: window.endDate };
+      if (window.resource === 'connections') {
+        if (await ctx.enqueue('connections.reconcile', { ...common, windowKey: window.windowKey }))
+          enqueued++;
+        continue;
+      }
+      const key = `${window.uid}|${window.startDate}|${window.endDate}`;
+      let poll = polls.get(key);
+      if (!poll) {
+        poll = { uid: window.uid!, startDate: window.startDate, endDate: window.endDate, resources: [] };
+        polls.set(key, poll);
+      }
+      poll.resources.push(window.resource);
+    }
+    for (const poll of polls.values()) {
+      // The configured order of resources, whatever order the ledger listed them in.
+      const order: readonly string[] = resources;
+      poll.resources.sort((a, b) => order.indexOf(a) - order.indexOf(b));
+      if (await ctx.enqueue('records.poll', { orgId, runId: run.id, ...poll })) enqueued++;
     }
     await finishRunIfComplete(db, run.id);
     ctx.log.info(

@@ -1,7 +1,7 @@
 /**
  * records.recent: the scheduled poll of the recent past. Late data (a device syncing days later) lands
  * in windows that already passed, and the stream may miss some; so every tick re-polls the last
- * `sync.lookbackDays` days (plus today) of every known user × configured resource, as records.poll jobs
+ * `sync.lookbackDays` days (plus today) of every known user, all configured resources, as records.poll jobs
  * without a backfill run. A rolling range of at most 30 days is one window per user × resource, so
  * nothing is planned in the ledger (which would grow by users × resources rows per tick); windows
  * that closed before the lookback are simply never planned again. The loader makes the repeats no-ops,
@@ -54,11 +54,9 @@ export const recordsRecent = defineJob({
     let enqueued = 0;
     for (const window of planDateWindows(from, to)) {
       for (const { uid } of users) {
-        for (const resource of resources) {
-          ctx.signal.throwIfAborted();
-          const added = await ctx.enqueue('records.poll', { orgId: payload.orgId, uid, resource, ...window });
-          if (added) enqueued++;
-        }
+        ctx.signal.throwIfAborted();
+        const added = await ctx.enqueue('records.poll', { orgId: payload.orgId, uid, resources, ...window });
+        if (added) enqueued++;
       }
     }
     return { from, to, users: users.length, enqueued };

@@ -32,7 +32,7 @@ import type {
   StreamState,
 } from '../sse/types.ts';
 import type { StreamInfo } from '../validic/streams-client.ts';
-import { applyBatch } from '../warehouse/apply-batch.ts';
+import { applyPreparedBatch, type PreparedBatch, prepareBatch } from '../warehouse/apply-batch.ts';
 import { emptyCounts, type LoadResult } from '../warehouse/batch.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
@@ -222,11 +222,16 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
   const runSlot = async (slot: number, stop: AbortSignal): Promise<void> => {
     const key = streamCheckpointKey(settings.name, slot);
     const consumerLog = log.child({ slot });
-    const writeBatch = async (frames: DataFrame[], checkpoint: StreamCheckpoint, meta: CommitMeta) => {
+    const writeBatch = async (
+      prepared: PreparedBatch,
+      frames: DataFrame[],
+      checkpoint: StreamCheckpoint,
+      meta: CommitMeta,
+    ) => {
       const started = now();
-      const result = await applyBatch(
+      const result = await applyPreparedBatch(
         warehouse,
-        { orgId, arrivedVia: meta.via, items: toRawItems(frames) },
+        prepared,
         // Extra fields (stream id, slot) are for `status`; loadCheckpoint's reader ignores them.
         { cursors: [{ key, value: { ...checkpoint, streamId: stream.id, slot } }] },
         { log: consumerLog },
@@ -260,7 +265,14 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
           const res = await org.http.openEventStream(url, { budgetKey: org.config.token, signal: s });
           return { body: eagerBody(res.body) };
         },
-        commit: (frames, checkpoint, meta) => writer.commit(frames, checkpoint, meta),
+        // Normalized here, before the writer waits for the previous write: the two overlap.
+        commit: (frames, checkpoint, meta) =>
+          writer.commit(
+            prepareBatch({ orgId, arrivedVia: meta.via, items: toRawItems(frames) }),
+            frames,
+            checkpoint,
+            meta,
+          ),
         loadCheckpoint: async () => (await readCursor<StreamCheckpoint>(warehouse.db, orgId, key)) ?? null,
         onGapTooLong: (gap) => onGap(slot, gap),
         onStateChange: (from, to, reason) => {

@@ -1,13 +1,14 @@
 /**
  * The fast path of the loader for records whose ids the warehouse does not hold yet (every record of a
- * first backfill, most stream frames): ONE statement inserts the records and all their child rows,
- * each table fed by `unnest` of column arrays passed as parameters.
- *
- * Why not the staging path: for a small batch (a poll window is ~30 records) the cost is round trips,
- * not bytes. Staging costs a CREATE, a COPY and an INSERT … SELECT per table (about 15 round trips for
- * a nutrition window); this is one. No ON CONFLICT is needed: the caller holds the per-org load lock
- * and has just probed that none of these ids exists, so a conflict would be a bug and must fail loudly.
- * Child tables have no foreign key to records, and tables with no rows are left out of the statement.
+ * first backfill, most stream frames), straight into the tables, no staging:
+ * - a small batch (under COPY_FROM_RECORDS) is ONE statement that inserts the records and all their
+ *   child rows, each table fed by `unnest` of column arrays passed as parameters: for ~30 records the
+ *   cost is round trips, not bytes (staging costs a CREATE, a COPY and an INSERT … SELECT per table);
+ * - a bigger batch is one COPY per table, then the checkpoint's statement: bound by bytes, and COPY
+ *   text is the cheapest encoding (about 15% faster than the statement on 500-frame stream batches).
+ * No ON CONFLICT is needed: the caller holds the load locks of these ids and has just probed that none
+ * of them exists, so a conflict would be a bug and must fail loudly. Child tables have no foreign key
+ * to records, and tables with no rows are left out.
  */
 import { type RawBuilder, sql } from 'kysely';
 import type { NormalizedRecord } from '../normalize/normalized-types.ts';
@@ -120,6 +121,12 @@ const INTRADAY_COLUMNS = [
   col('value', 'text', 'float8[]'),
 ];
 
+/**
+ * From this many new records on, COPY beats the single statement: parameters are encoded and parsed
+ * twice (an array literal per column, then each element), COPY text once. Below it, round trips win.
+ */
+const COPY_FROM_RECORDS = 100;
+
 export async function insertNewRecords(
   tx: WarehouseTransaction,
   org: string,
@@ -167,10 +174,8 @@ export async function insertNewRecords(
     }
   }
 
-  const parts: RawBuilder<unknown>[] = [
-    insertFromArrays('validic.records', org, [['arrived_via', arrivedVia]], RECORD_COLUMNS, records),
-  ];
-  const children: [string, Column[], unknown[][]][] = [
+  const tables: [string, readonly Column[], unknown[][]][] = [
+    ['validic.records', RECORD_COLUMNS, records],
     ['validic.record_metrics', METRIC_COLUMNS, metrics],
     ['validic.nutrition_segments', SEGMENT_COLUMNS, segments],
     ['validic.nutrition_segment_metrics', SEGMENT_METRIC_COLUMNS, segmentMetrics],
@@ -178,9 +183,32 @@ export async function insertNewRecords(
     ['validic.nutrition_food_metrics', FOOD_METRIC_COLUMNS, foodMetrics],
     ['validic.intraday_series', INTRADAY_COLUMNS, intraday],
   ];
-  for (const [table, columns, rows] of children) {
-    if (rows.length > 0) parts.push(insertFromArrays(table, org, [], columns, rows));
+  const nonEmpty = tables.filter(([, , rows]) => rows.length > 0);
+
+  if (inserts.length >= COPY_FROM_RECORDS) {
+    // A big batch (a stream micro-batch, a full page) is bound by bytes, not round trips: COPY straight
+    // into the tables, the cheapest way in (about the raw COPY baseline of bench/), then the CTEs.
+    for (const [table, columns, rows] of nonEmpty) {
+      const isRecords = table === 'validic.records';
+      await tx.copyRows(
+        table,
+        ['org_id', ...columns.map((c) => c.name), ...(isRecords ? ['arrived_via'] : [])],
+        rows.map((row) => [org, ...row, ...(isRecords ? [arrivedVia] : [])]),
+      );
+    }
+    if (also.length > 0) await sql`with ${sql.join(also)} select 1`.execute(tx.db);
+    return;
   }
+
+  const parts = nonEmpty.map(([table, columns, rows]) =>
+    insertFromArrays(
+      table,
+      org,
+      table === 'validic.records' ? [['arrived_via', arrivedVia]] : [],
+      columns,
+      rows,
+    ),
+  );
   // Data-modifying CTEs all run, whatever the outer query reads.
   const ctes = [...parts.map((part, i) => sql`${sql.raw(`insert_${i}`)} as (${part})`), ...also];
   await sql`with ${sql.join(ctes)} select 1`.execute(tx.db);

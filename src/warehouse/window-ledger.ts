@@ -45,6 +45,28 @@ export interface LedgerSummary {
 
 type Db = Kysely<Database>;
 
+/** The ledger key of one user × v2 resource × date window (one request of a records.poll job). */
+export function recordsWindowKey(resource: string, uid: string, startDate: string, endDate: string): string {
+  return `${resource}|${uid}|${startDate}|${endDate}`;
+}
+
+/** Which of `windowKeys` are still pending in the run's ledger. */
+export async function pendingWindowKeys(
+  db: Db,
+  runId: string,
+  windowKeys: readonly string[],
+): Promise<Set<string>> {
+  if (windowKeys.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('validic_sync.backfill_windows')
+    .select('window_key')
+    .where('run_id', '=', runId)
+    .where('window_key', 'in', windowKeys)
+    .where('status', '=', 'pending')
+    .execute();
+  return new Set(rows.map((r) => r.window_key));
+}
+
 function toRun(r: {
   id: string;
   org_id: string;
