@@ -11,6 +11,6 @@ COPY migrations ./migrations
 COPY config ./config
 USER node
 EXPOSE 3000
-# --max-semi-space-size: see src/runtime/heap-flags.ts.
-ENTRYPOINT ["node", "--max-semi-space-size=8", "src/cli/main.ts"]
+# V8 heap flags: see src/runtime/heap-flags.ts.
+ENTRYPOINT ["node", "--max-semi-space-size=8", "--heap-growing-percent=50", "src/cli/main.ts"]
 CMD ["worker"]

@@ -4,19 +4,22 @@
  * they complete (when part of a backfill run), so a resumed backfill skips exactly the windows whose
  * data is committed.
  *
- * Why several resources per job: a user's 30-day window of one resource holds about 30 records, so a
- * job per resource spent most of its time on the transaction, not the data; loading the user's
- * resources together makes the batch ~7 times bigger (and big batches take the COPY path), at the
+ * Why several resources per job: a user's 30-day window of one resource often holds about 30 records,
+ * so a job per resource spent most of its time on the transaction, not the data. Resources are loaded
+ * together, in batches of up to MAX_KEY_LOCKS records (a bigger batch would lock the whole org), at the
  * same number of requests. Requests of a job run one after another: `sync.concurrency` still bounds
  * the requests in flight.
  *
- * A resource whose request fails for good does not hold the others back: what was fetched is loaded
- * (and its windows marked done), then the error is raised so the job is retried; a retry within a
- * backfill run fetches only the resources whose windows are still pending.
+ * A failing resource does not hold the others back: what was fetched is loaded (and its windows marked
+ * done), then the error is raised. After a permanent error the remaining resources are still fetched
+ * (the job then fails for good, leaving that window pending in the ledger); after any other error the
+ * job stops and is retried, and a retry within a backfill run fetches only the still-pending resources.
  */
 import { z } from 'zod';
-import { applyBatch } from '../src/warehouse/apply-batch.ts';
+import { PermanentError } from '../src/errors.ts';
+import { applyBatch, MAX_KEY_LOCKS } from '../src/warehouse/apply-batch.ts';
 import type { CursorWrite, LoadResult, RawItem, WindowDone } from '../src/warehouse/batch.ts';
+import { addLoadResult, emptyLoadResult } from '../src/warehouse/load-counts.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
 import { pendingWindowKeys, recordsWindowKey } from '../src/warehouse/window-ledger.ts';
 import { defineJob } from './job-definition.ts';
@@ -58,9 +61,25 @@ export const recordsPoll = defineJob({
       resources = resources.filter((r) => pending.has(keyOf(r)));
     }
 
-    const items: RawItem[] = [];
-    const windows: WindowDone[] = [];
-    const cursors: CursorWrite[] = [];
+    const totals = emptyLoadResult();
+    let items: RawItem[] = [];
+    let windows: WindowDone[] = [];
+    let cursors: CursorWrite[] = [];
+    let fetched = 0;
+    /** Loads what is gathered (records, ledger windows, cursors) in one transaction. */
+    const flush = async () => {
+      if (cursors.length === 0) return;
+      const loaded = await applyBatch(
+        ctx.warehouse,
+        { orgId: payload.orgId, arrivedVia: 'poll', items },
+        { windows, cursors },
+        { log: ctx.log },
+      );
+      addLoadResult(totals, loaded);
+      items = [];
+      windows = [];
+      cursors = [];
+    };
     let failure: unknown;
     for (const resource of resources) {
       let records: unknown[];
@@ -68,9 +87,16 @@ export const recordsPoll = defineJob({
         records = await v2.fetchRecords({ uid, resource, startDate, endDate, signal: ctx.signal });
       } catch (error) {
         if (ctx.signal.aborted) throw error;
-        failure = error;
+        failure ??= error;
+        // A resource that fails for good (say it is not enabled) must not keep the others out; any other
+        // failure (an outage, the budget) would meet the next request too: stop and load what came.
+        if (error instanceof PermanentError) continue;
         break;
       }
+      // A batch of more keys than the loader locks one by one would lock the whole org (apply-batch.ts)
+      // and stop other jobs' loads: load what is gathered first.
+      if (items.length > 0 && items.length + records.length > MAX_KEY_LOCKS) await flush();
+      fetched += records.length;
       for (const raw of records) items.push({ kind: 'record', raw });
       if (runId) windows.push({ runId, windowKey: keyOf(resource), records: records.length, requests: 1 });
       cursors.push({
@@ -78,15 +104,9 @@ export const recordsPoll = defineJob({
         value: { startDate, endDate, at: new Date().toISOString() },
       });
     }
-    if (failure !== undefined && cursors.length === 0) throw failure;
-    const loaded = await applyBatch(
-      ctx.warehouse,
-      { orgId: payload.orgId, arrivedVia: 'poll', items },
-      { windows, cursors },
-      { log: ctx.log },
-    );
+    await flush();
     if (failure !== undefined) throw failure;
     if (runId) await finishRunIfComplete(ctx.warehouse.db, runId);
-    return { ...loaded, records: items.length };
+    return { ...totals, records: fetched };
   },
 });

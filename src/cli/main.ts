@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=8
+#!/usr/bin/env -S node --max-semi-space-size=8 --heap-growing-percent=50
 /**
  * The `validic-sync` command. Each subcommand lives in commands/<name>.ts; this file only assembles
  * them and maps commander's own usage errors to exit code 2.

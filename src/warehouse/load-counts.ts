@@ -19,3 +19,13 @@ export function bump(result: LoadResult, type: string, key: keyof LoadCounts, by
   result[key] += by;
   counter(result, type)[key] += by;
 }
+
+/** Adds `add` into `into`: totals, per-type counts, and the newer of the two `newestCreatedAt`. */
+export function addLoadResult(into: LoadResult, add: LoadResult): void {
+  for (const key of Object.keys(emptyCounts()) as (keyof LoadCounts)[]) {
+    into[key] += add[key];
+    for (const [type, counts] of Object.entries(add.byType)) counter(into, type)[key] += counts[key];
+  }
+  const newest = add.newestCreatedAt;
+  if (newest && (!into.newestCreatedAt || newest > into.newestCreatedAt)) into.newestCreatedAt = newest;
+}
