@@ -19,8 +19,8 @@ import { z } from 'zod';
 import { PermanentError } from '../src/errors.ts';
 import { applyBatch, MAX_KEY_LOCKS } from '../src/warehouse/apply-batch.ts';
 import type { CursorWrite, LoadResult, RawItem, WindowDone } from '../src/warehouse/batch.ts';
-import { addLoadResult, emptyLoadResult } from '../src/warehouse/load-counts.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
+import { addLoadResult, emptyLoadResult } from '../src/warehouse/load-counts.ts';
 import { pendingWindowKeys, recordsWindowKey } from '../src/warehouse/window-ledger.ts';
 import { defineJob } from './job-definition.ts';
 
