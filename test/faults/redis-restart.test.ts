@@ -53,7 +53,11 @@ describe('fault redis-restart', () => {
                 select count(*) filter (where status = 'done')::int as done, count(*)::int as total
                 from validic_sync.backfill_windows`.execute(db.warehouse.db);
               expect(r.rows[0]!.total).toBeGreaterThan(0);
-              expect(r.rows[0]!.done).toBeGreaterThanOrEqual(Math.floor(share * r.rows[0]!.total));
+              // Mid-run by requests made (one per ledger window), not by windows done: a job loads a
+              // user's resources together, so windows turn done in bursts near the end of its requests.
+              expect(sandbox.control.stats().total).toBeGreaterThanOrEqual(
+                Math.floor(share * r.rows[0]!.total),
+              );
             },
             { timeout: 60_000, interval: 10 },
           );
