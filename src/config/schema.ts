@@ -100,7 +100,10 @@ export const configSchema = z.object({
       legacyOverlapMinutes: z.coerce.number().int().min(0).default(10),
       /** Length of one legacy `latest` window, in hours. */
       legacyWindowHours: z.coerce.number().int().min(1).default(24),
-      /** Poll jobs run at once by one inline command (backfill): each fetches one user's window of every resource, one request after another. */
+      /**
+       * Poll jobs run at once by one inline command (backfill); each fetches one user's window of every
+       * resource, one request after another.
+       */
       concurrency: z.coerce.number().int().min(1).max(64).default(4),
     })
     .prefault({}),
