@@ -26,16 +26,25 @@ import { defineJob } from './job-definition.ts';
 
 const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD');
 
-export const recordsPollPayload = z.object({
-  orgId: z.string().min(1),
-  uid: z.string().min(1),
-  /** v2 resource names, fetched in this order. */
-  resources: z.array(z.string().min(1)).min(1),
-  startDate: isoDate,
-  endDate: isoDate,
-  /** The backfill run whose ledger windows (recordsWindowKey of each resource) this poll completes. */
-  runId: z.string().optional(),
-});
+export const recordsPollPayload = z.preprocess(
+  // Jobs queued by an earlier version carry one `resource` (and its `windowKey`, which was the same
+  // recordsWindowKey): read them as a job of that one resource, so an upgrade mid-backfill loses none.
+  (value) => {
+    if (typeof value !== 'object' || value === null || 'resources' in value) return value;
+    const { resource, windowKey: _windowKey, ...rest } = value as Record<string, unknown>;
+    return resource === undefined ? value : { ...rest, resources: [resource] };
+  },
+  z.object({
+    orgId: z.string().min(1),
+    uid: z.string().min(1),
+    /** v2 resource names, fetched in this order. */
+    resources: z.array(z.string().min(1)).min(1),
+    startDate: isoDate,
+    endDate: isoDate,
+    /** The backfill run whose ledger windows (recordsWindowKey of each resource) this poll completes. */
+    runId: z.string().optional(),
+  }),
+);
 export type RecordsPollPayload = z.infer<typeof recordsPollPayload>;
 
 export interface RecordsPollResult extends LoadResult {

@@ -190,6 +190,26 @@ describe('records.poll: one user, one window, several resources', () => {
     });
   });
 
+  it('reads a job queued by the previous version (one resource and its window key)', () => {
+    const old = {
+      orgId: 'o',
+      uid: 'u',
+      resource: 'sleep',
+      startDate: START,
+      endDate: END,
+      runId: 'r',
+      windowKey: 'k',
+    };
+    expect(recordsPoll.payload.parse(old)).toEqual({
+      orgId: 'o',
+      uid: 'u',
+      resources: ['sleep'],
+      startDate: START,
+      endDate: END,
+      runId: 'r',
+    });
+  });
+
   it('splits a window bigger than the per-key locks into transactions, losing nothing', async () => {
     uid = sandbox.truth.users()[1]!.uid; // a user none of the tests above loaded
     const sizes = RESOURCES.map((r) => truth(r).length);
