@@ -8,8 +8,9 @@ import { sql } from 'kysely';
 import { normalizeItem } from '../../src/normalize/normalize-item.ts';
 import type { RawItem } from '../../src/warehouse/batch.ts';
 import { connectionEventRowValues } from '../../src/warehouse/load-connection-events.ts';
+import { userRowValues } from '../../src/warehouse/load-users.ts';
 import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
-import { recordRowValues } from '../../src/warehouse/record-row.ts';
+import { recordChildRows, recordRowValues } from '../../src/warehouse/record-row.ts';
 
 interface CopyTable {
   name: string;
@@ -121,70 +122,15 @@ export function normalizedRows(orgId: string, items: readonly RawItem[]): CopyTa
       if (seen.has(`r${r.id}`)) continue;
       seen.add(`r${r.id}`);
       push('records', [orgId, ...recordRowValues(r), 'poll']);
-      for (const m of n.value.metrics)
-        push('record_metrics', [orgId, r.id, m.metricIndex, m.type, m.origin, m.unit, m.value]);
-      for (const s of n.value.segments) push('nutrition_segments', [orgId, r.id, s.segmentIndex, s.name]);
-      for (const m of n.value.segmentMetrics)
-        push('nutrition_segment_metrics', [
-          orgId,
-          r.id,
-          m.segmentIndex,
-          m.metricIndex,
-          m.type,
-          m.origin,
-          m.unit,
-          m.value,
-        ]);
-      for (const f of n.value.food)
-        push('nutrition_food', [
-          orgId,
-          r.id,
-          f.segmentIndex,
-          f.foodIndex,
-          f.name,
-          f.brand,
-          f.servingAmount,
-          f.servingUnitName,
-        ]);
-      for (const m of n.value.foodMetrics)
-        push('nutrition_food_metrics', [
-          orgId,
-          r.id,
-          m.segmentIndex,
-          m.foodIndex,
-          m.metricIndex,
-          m.type,
-          m.origin,
-          m.unit,
-          m.value,
-        ]);
-      for (const s of n.value.intraday)
-        push('intraday_series', [
-          orgId,
-          r.id,
-          s.metricIndex,
-          s.metricType,
-          s.unit,
-          s.origin,
-          s.times,
-          s.values,
-        ]);
+      const children = recordChildRows(n.value);
+      for (const table of Object.keys(children) as (keyof typeof children)[]) {
+        for (const row of children[table]) push(table, [orgId, ...row]);
+      }
     } else if (n.kind === 'user') {
       const u = n.value;
       if (seen.has(`u${u.uid}`)) continue;
       seen.add(`u${u.uid}`);
-      push('users', [
-        orgId,
-        u.uid,
-        u.userId,
-        u.timezone,
-        u.countryCode,
-        u.status,
-        u.marketplaceUrl,
-        u.createdAt,
-        u.updatedAt,
-        u.raw,
-      ]);
+      push('users', [orgId, ...userRowValues(u)]);
     } else if (n.kind === 'connection_event') {
       const e = n.value;
       if (seen.has(`e${e.id}`)) continue;

@@ -13,7 +13,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { NormalizedRecord } from '../normalize/normalized-types.ts';
 import type { WarehouseTransaction } from './open-warehouse.ts';
-import { recordRowValues } from './record-row.ts';
+import { type RecordChildRows, recordChildRows, recordRowValues } from './record-row.ts';
 
 interface Column {
   name: string;
@@ -30,9 +30,13 @@ interface Column {
 const col = (name: string, type: Column['type'], cast?: string): Column =>
   cast ? { name, type, cast } : { name, type };
 
-/** A Postgres array literal for one timestamptz[] / float8[] value, passed as one text element. */
-function arrayLiteral(values: readonly (string | number)[]): string {
-  return `{${values.join(',')}}`;
+/**
+ * One element of a column array. An array value (intraday times and values) becomes its Postgres array
+ * literal, passed as one text element and cast to timestamptz[] / float8[] by the column's cast.
+ */
+function parameterValue(value: unknown): unknown {
+  if (!Array.isArray(value)) return value ?? null;
+  return `{${value.map((v) => (typeof v === 'number' ? finiteNumber(v) : v)).join(',')}}`;
 }
 
 /** `insert into <table> (org_id, …) select $org, … from rows from (unnest($1::text[]), …) as s(…)` */
@@ -45,7 +49,7 @@ function insertFromArrays(
 ): RawBuilder<unknown> {
   const sources = columns.map((c, i) => {
     if (c.type === 'json') return sql`jsonb_array_elements(${`[${rows.map((r) => r[i]).join(',')}]`}::jsonb)`;
-    return sql`unnest(${rows.map((r) => r[i] ?? null)}::${sql.raw(c.type)}[])`;
+    return sql`unnest(${rows.map((r) => parameterValue(r[i]))}::${sql.raw(c.type)}[])`;
   });
   const names = columns.map((c) => sql.ref(c.name));
   const selected = columns.map((c) =>
@@ -127,6 +131,16 @@ const INTRADAY_COLUMNS = [
  */
 const COPY_FROM_RECORDS = 100;
 
+const CHILD_COLUMNS: Record<keyof RecordChildRows, readonly Column[]> = {
+  record_metrics: METRIC_COLUMNS,
+  nutrition_segments: SEGMENT_COLUMNS,
+  nutrition_segment_metrics: SEGMENT_METRIC_COLUMNS,
+  nutrition_food: FOOD_COLUMNS,
+  nutrition_food_metrics: FOOD_METRIC_COLUMNS,
+  intraday_series: INTRADAY_COLUMNS,
+};
+const CHILD_TABLES = Object.keys(CHILD_COLUMNS) as (keyof RecordChildRows)[];
+
 export async function insertNewRecords(
   tx: WarehouseTransaction,
   org: string,
@@ -140,48 +154,27 @@ export async function insertNewRecords(
     return;
   }
   const records: unknown[][] = [];
-  const metrics: unknown[][] = [];
-  const segmentMetrics: unknown[][] = [];
-  const foodMetrics: unknown[][] = [];
-  const segments: unknown[][] = [];
-  const food: unknown[][] = [];
-  const intraday: unknown[][] = [];
+  const children: RecordChildRows = {
+    record_metrics: [],
+    nutrition_segments: [],
+    nutrition_segment_metrics: [],
+    nutrition_food: [],
+    nutrition_food_metrics: [],
+    intraday_series: [],
+  };
   for (const n of inserts) {
-    const r = n.record;
-    const id = r.id;
-    records.push(recordRowValues(r));
-    for (const m of n.metrics) metrics.push([id, m.metricIndex, m.type, m.origin, m.unit, m.value]);
-    for (const m of n.segmentMetrics) {
-      segmentMetrics.push([id, m.segmentIndex, m.metricIndex, m.type, m.origin, m.unit, m.value]);
-    }
-    for (const m of n.foodMetrics) {
-      foodMetrics.push([id, m.segmentIndex, m.foodIndex, m.metricIndex, m.type, m.origin, m.unit, m.value]);
-    }
-    for (const s of n.segments) segments.push([id, s.segmentIndex, s.name]);
-    for (const f of n.food) {
-      food.push([id, f.segmentIndex, f.foodIndex, f.name, f.brand, f.servingAmount, f.servingUnitName]);
-    }
-    for (const s of n.intraday) {
-      intraday.push([
-        id,
-        s.metricIndex,
-        s.metricType,
-        s.unit,
-        s.origin,
-        arrayLiteral(s.times),
-        arrayLiteral(s.values.map(finiteNumber)),
-      ]);
-    }
+    records.push(recordRowValues(n.record));
+    const rows = recordChildRows(n);
+    for (const table of CHILD_TABLES) for (const row of rows[table]) children[table].push(row);
   }
 
   const tables: [string, readonly Column[], unknown[][]][] = [
     ['validic.records', RECORD_COLUMNS, records],
-    ['validic.record_metrics', METRIC_COLUMNS, metrics],
-    ['validic.nutrition_segments', SEGMENT_COLUMNS, segments],
-    ['validic.nutrition_segment_metrics', SEGMENT_METRIC_COLUMNS, segmentMetrics],
-    ['validic.nutrition_food', FOOD_COLUMNS, food],
-    ['validic.nutrition_food_metrics', FOOD_METRIC_COLUMNS, foodMetrics],
-    ['validic.intraday_series', INTRADAY_COLUMNS, intraday],
+    ...CHILD_TABLES.map((t): [string, readonly Column[], unknown[][]] => [
+      `validic.${t}`,
+      CHILD_COLUMNS[t],
+      children[t],
+    ]),
   ];
   const nonEmpty = tables.filter(([, , rows]) => rows.length > 0);
 

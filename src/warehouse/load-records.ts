@@ -16,7 +16,7 @@ import type { Batch, LoadResult } from './batch.ts';
 import { insertNewRecords } from './insert-new-records.ts';
 import { bump } from './load-counts.ts';
 import { sqlLiteral, type WarehouseTransaction } from './open-warehouse.ts';
-import { recordRowValues } from './record-row.ts';
+import { recordChildRows, recordRowValues } from './record-row.ts';
 import { STAGE, stageRows } from './staging-tables.ts';
 
 /** Total order of versions of one id: created_at, then checksum (code-unit order). */
@@ -215,34 +215,17 @@ async function replaceChildren(
   const segments: unknown[][] = [];
   const food: unknown[][] = [];
   const intraday: unknown[][] = [];
+  // The staging table of metrics holds all three scopes: (record_id, scope, segment_index, food_index, …).
   for (const n of changed) {
-    const id = n.record.id;
-    for (const m of n.metrics) {
-      metrics.push([id, 'record', null, null, m.metricIndex, m.type, m.origin, m.unit, m.value]);
+    const rows = recordChildRows(n);
+    for (const [id, ...rest] of rows.record_metrics) metrics.push([id, 'record', null, null, ...rest]);
+    for (const [id, segment, ...rest] of rows.nutrition_segment_metrics) {
+      metrics.push([id, 'segment', segment, null, ...rest]);
     }
-    for (const m of n.segmentMetrics) {
-      metrics.push([id, 'segment', m.segmentIndex, null, m.metricIndex, m.type, m.origin, m.unit, m.value]);
-    }
-    for (const m of n.foodMetrics) {
-      metrics.push([
-        id,
-        'food',
-        m.segmentIndex,
-        m.foodIndex,
-        m.metricIndex,
-        m.type,
-        m.origin,
-        m.unit,
-        m.value,
-      ]);
-    }
-    for (const s of n.segments) segments.push([id, s.segmentIndex, s.name]);
-    for (const f of n.food) {
-      food.push([id, f.segmentIndex, f.foodIndex, f.name, f.brand, f.servingAmount, f.servingUnitName]);
-    }
-    for (const s of n.intraday) {
-      intraday.push([id, s.metricIndex, s.metricType, s.unit, s.origin, s.times, s.values]);
-    }
+    for (const [id, ...rest] of rows.nutrition_food_metrics) metrics.push([id, 'food', ...rest]);
+    segments.push(...rows.nutrition_segments);
+    food.push(...rows.nutrition_food);
+    intraday.push(...rows.intraday_series);
   }
 
   if (updatedIds.length > 0) {

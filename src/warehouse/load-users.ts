@@ -19,21 +19,7 @@ export async function loadUsers(
     const known = byUid.get(u.uid);
     if (!known || (u.updatedAt ?? '') >= (known.updatedAt ?? '')) byUid.set(u.uid, u);
   }
-  await stageRows(
-    tx,
-    STAGE.users,
-    [...byUid.values()].map((u) => [
-      u.uid,
-      u.userId,
-      u.timezone,
-      u.countryCode,
-      u.status,
-      u.marketplaceUrl,
-      u.createdAt,
-      u.updatedAt,
-      u.raw,
-    ]),
-  );
+  await stageRows(tx, STAGE.users, [...byUid.values()].map(userRowValues));
   const written = await sql<{ uid: string; inserted: boolean }>`
     insert into validic.users as u
       (org_id, uid, user_id, timezone, country_code, status, marketplace_url, created_at, updated_at, raw)
@@ -57,4 +43,19 @@ export async function loadUsers(
   bump(result, 'user', 'inserted', inserted);
   bump(result, 'user', 'updated', written.rows.length - inserted);
   bump(result, 'user', 'unchanged', users.length - written.rows.length);
+}
+
+/** The values of one `validic.users` row after org_id, in the staging table's column order (also the COPY baseline's). */
+export function userRowValues(u: UserRow): unknown[] {
+  return [
+    u.uid,
+    u.userId,
+    u.timezone,
+    u.countryCode,
+    u.status,
+    u.marketplaceUrl,
+    u.createdAt,
+    u.updatedAt,
+    u.raw,
+  ];
 }
