@@ -2,7 +2,10 @@
  * The fault suite's oracle: the warehouse against the sandbox's truth (compare-with-truth.ts), reduced to
  * the three counts every run must bring to zero, plus a seeded PRNG and the usual backfill range.
  */
+import { type Kysely, sql } from 'kysely';
+import { expect, vi } from 'vitest';
 import type { Sandbox } from '../../src/sandbox/index.ts';
+import type { Database } from '../../src/warehouse/database.ts';
 import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
 import { compareWithTruth, type Differences } from '../helpers/compare-with-truth.ts';
 import type { RunCounts } from './fault-results.ts';
@@ -20,6 +23,35 @@ export async function countAgainstTruth(
     regressed: d.wrongVersion.length + d.wrongDeleted.length,
     differences: d,
   };
+}
+
+/** Done and total windows of the backfill ledger (every run's, the test databases hold one backfill). */
+export const LEDGER_PROGRESS_SQL = `select count(*) filter (where status = 'done')::int as done, count(*)::int as total
+  from validic_sync.backfill_windows`;
+
+export async function ledgerProgress(db: Kysely<Database>): Promise<{ done: number; total: number }> {
+  const { rows } = await sql.raw<{ done: number; total: number }>(LEDGER_PROGRESS_SQL).execute(db);
+  return rows[0]!;
+}
+
+/**
+ * Waits (polling every 10 ms, up to 60 s) until the ledger is planned and `share` of its windows are
+ * done, or `ended()` says the run is over: the seeded moment a fault strikes.
+ */
+export async function waitForWindowsDone(
+  db: Kysely<Database>,
+  share: number,
+  ended: () => boolean = () => false,
+): Promise<void> {
+  await vi.waitFor(
+    async () => {
+      if (ended()) return;
+      const { done, total } = await ledgerProgress(db);
+      expect(total).toBeGreaterThan(0);
+      expect(done).toBeGreaterThanOrEqual(Math.floor(share * total));
+    },
+    { timeout: 60_000, interval: 10 },
+  );
 }
 
 /** mulberry32: small, seeded, good enough to pick kill points reproducibly. */

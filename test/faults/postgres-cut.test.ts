@@ -1,19 +1,17 @@
-/**
- * PostgreSQL connections cut mid-load: the CLI reaches the database through a TCP proxy that, at seeded
- * moments of a running `validic-sync backfill`, destroys every open connection (in-flight transactions
- * die with their socket) or refuses connections for a moment. Committed windows stay committed, open
- * transactions roll back; the run fails visibly or retries, running it again finishes, and the
- * warehouse equals the truth.
- */
-import { sql } from 'kysely';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startSandbox } from '../../src/sandbox/index.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
 import { createTestDatabase } from '../helpers/pg.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 import { recordFaultRun } from './fault-results.ts';
-import { backfillArgs, countAgainstTruth, rerunToCompletion, seededRandom } from './oracle.ts';
+import {
+  backfillArgs,
+  countAgainstTruth,
+  rerunToCompletion,
+  seededRandom,
+  waitForWindowsDone,
+} from './oracle.ts';
 
 const DAYS = 35;
 const RUNS = 4;
@@ -44,18 +42,7 @@ describe('fault postgres-cut', () => {
           const cuts: string[] = [];
           // Cut at seeded shares of the windows, up to three times per run.
           for (const share of [random() * 0.3, 0.3 + random() * 0.3, 0.6 + random() * 0.3]) {
-            await vi.waitFor(
-              async () => {
-                if (finished) return;
-                const r = await sql<{ done: number; total: number }>`
-                  select count(*) filter (where status = 'done')::int as done, count(*)::int as total
-                  from validic_sync.backfill_windows`.execute(db.warehouse.db);
-                const { done, total } = r.rows[0]!;
-                expect(total).toBeGreaterThan(0);
-                expect(done).toBeGreaterThanOrEqual(Math.floor(share * total));
-              },
-              { timeout: 60_000, interval: 10 },
-            );
+            await waitForWindowsDone(db.warehouse.db, share, () => finished);
             if (finished) break;
             if (random() < 0.5) {
               cuts.push(`reset ${proxy.reset()} at ${share.toFixed(2)}`);

@@ -12,7 +12,13 @@ import { openWarehouse } from '../../src/warehouse/open-warehouse.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
 import { recordFaultRun } from './fault-results.ts';
-import { backfillArgs, countAgainstTruth, rerunToCompletion, seededRandom } from './oracle.ts';
+import {
+  backfillArgs,
+  countAgainstTruth,
+  LEDGER_PROGRESS_SQL,
+  rerunToCompletion,
+  seededRandom,
+} from './oracle.ts';
 import { type PrivatePostgres, startPrivatePostgres } from './private-postgres.ts';
 
 const DAYS = 35;
@@ -24,10 +30,7 @@ async function windows(url: string): Promise<{ done: number; total: number } | u
   client.on('error', () => {});
   try {
     await client.connect();
-    const r = await client.query<{ done: number; total: number }>(
-      `select count(*) filter (where status = 'done')::int as done, count(*)::int as total
-       from validic_sync.backfill_windows`,
-    );
+    const r = await client.query<{ done: number; total: number }>(LEDGER_PROGRESS_SQL);
     return r.rows[0];
   } catch {
     return undefined;

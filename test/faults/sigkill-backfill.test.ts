@@ -1,17 +1,10 @@
-/**
- * SIGKILL of a running `validic-sync backfill` (the real CLI as a child process) at seeded random
- * points: some after a random delay (anywhere, start-up included), some once a random number of
- * backfill windows have committed. Each killed run is run again to completion and the warehouse is
- * compared with the sandbox's truth: nothing missing, nothing doubled, nothing at an older version.
- */
-import { sql } from 'kysely';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startSandbox } from '../../src/sandbox/index.ts';
 import { runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
 import { createTestDatabase } from '../helpers/pg.ts';
 import { recordFaultRun } from './fault-results.ts';
-import { backfillArgs, countAgainstTruth, seededRandom } from './oracle.ts';
+import { backfillArgs, countAgainstTruth, seededRandom, waitForWindowsDone } from './oracle.ts';
 
 const RUNS = 20;
 const DAYS = 35;
@@ -40,18 +33,7 @@ describe('fault sigkill-backfill', () => {
           // Once a seeded share of the windows has committed.
           const share = random();
           point = `after ${Math.round(share * 100)} % of the windows`;
-          await vi.waitFor(
-            async () => {
-              if (exited) return;
-              const r = await sql<{ done: number; total: number }>`
-                select count(*) filter (where status = 'done')::int as done, count(*)::int as total
-                from validic_sync.backfill_windows`.execute(db.warehouse.db);
-              const { done, total } = r.rows[0]!;
-              expect(total).toBeGreaterThan(0);
-              expect(done).toBeGreaterThanOrEqual(Math.floor(share * total));
-            },
-            { timeout: 60_000, interval: 10 },
-          );
+          await waitForWindowsDone(db.warehouse.db, share, () => exited);
         }
         child.kill('SIGKILL');
         const killed = await child.result;

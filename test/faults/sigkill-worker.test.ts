@@ -16,7 +16,7 @@ import { NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
 import { createTestDatabase } from '../helpers/pg.ts';
 import { startWorkerChild, type WorkerChild } from '../helpers/worker-fleet.ts';
 import { recordFaultRun } from './fault-results.ts';
-import { countAgainstTruth, seededRandom } from './oracle.ts';
+import { countAgainstTruth, seededRandom, waitForWindowsDone } from './oracle.ts';
 import { type PrivateRedis, startPrivateRedis } from './private-redis.ts';
 
 const DAYS = 35;
@@ -66,16 +66,7 @@ describe('fault sigkill-worker', () => {
         workers.push(await startWorkerChild(env));
         await queue.enqueue('records.backfill', { orgId: sandbox.orgId, from: day(DAYS + 20), to: day(0) });
         const share = 0.1 + random() * 0.7;
-        await vi.waitFor(
-          async () => {
-            const r = await sql<{ done: number; total: number }>`
-              select count(*) filter (where status = 'done')::int as done, count(*)::int as total
-              from validic_sync.backfill_windows`.execute(db.warehouse.db);
-            expect(r.rows[0]!.total).toBeGreaterThan(0);
-            expect(r.rows[0]!.done).toBeGreaterThanOrEqual(Math.floor(share * r.rows[0]!.total));
-          },
-          { timeout: 60_000, interval: 10 },
-        );
+        await waitForWindowsDone(db.warehouse.db, share);
         workers[0]!.child.kill('SIGKILL');
         expect((await workers[0]!.child.result).signal).toBe('SIGKILL');
 
