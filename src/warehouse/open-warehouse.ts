@@ -69,24 +69,17 @@ export function sqlLiteral(text: string): string {
 }
 
 /** The statements that take `locks` (simple query protocol: literals, no parameters). */
-function advisoryLockSql(
-  locks: TransactionOptions['advisoryLocks'],
-  quote: (text: string) => string,
-): string {
-  const statements: string[] = [];
-  const shared = [...new Set(locks?.shared ?? [])];
-  const exclusive = [...new Set(locks?.exclusive ?? [])];
-  if (shared.length > 0) {
-    statements.push(
-      `select pg_advisory_xact_lock_shared(k) from (select distinct hashtextextended(x, 0) as k from unnest(array[${shared.map(quote).join(',')}]::text[]) as x order by 1) as s`,
-    );
-  }
-  if (exclusive.length > 0) {
-    statements.push(
-      `select pg_advisory_xact_lock(k) from (select distinct hashtextextended(x, 0) as k from unnest(array[${exclusive.map(quote).join(',')}]::text[]) as x order by 1) as s`,
-    );
-  }
-  return statements.join('; ');
+function advisoryLockSql(locks: TransactionOptions['advisoryLocks']): string {
+  const lockAll = (lockFunction: string, keys: readonly string[] = []) =>
+    keys.length === 0
+      ? []
+      : [
+          `select ${lockFunction}(k) from (select distinct hashtextextended(x, 0) as k from unnest(array[${[...new Set(keys)].map(sqlLiteral).join(',')}]::text[]) as x order by 1) as s`,
+        ];
+  return [
+    ...lockAll('pg_advisory_xact_lock_shared', locks?.shared),
+    ...lockAll('pg_advisory_xact_lock', locks?.exclusive),
+  ].join('; ');
 }
 
 export interface OpenWarehouseOptions {
@@ -226,7 +219,7 @@ async function openPostgres(databaseUrl: string, max: number, log: Logger): Prom
       let broken: unknown;
       try {
         // Simple query protocol (no parameters), so BEGIN and the lock share one round trip.
-        const locks = advisoryLockSql(options?.advisoryLocks, sqlLiteral);
+        const locks = advisoryLockSql(options?.advisoryLocks);
         const first = options?.firstQuery;
         const begun = (await client.query([`begin`, locks, first].filter(Boolean).join('; '))) as unknown as
           | pg.QueryResult
@@ -295,7 +288,7 @@ async function openPGlite(dataDir: string, log: Logger): Promise<Warehouse> {
         await pglite.query('begin');
         try {
           // One connection: nothing contends, but the statements are the same as on PostgreSQL.
-          const locks = advisoryLockSql(options?.advisoryLocks, sqlLiteral);
+          const locks = advisoryLockSql(options?.advisoryLocks);
           if (locks) await pglite.exec(locks);
           const tx: WarehouseTransaction = { db: conn, copyRows };
           if (options?.firstQuery) {
