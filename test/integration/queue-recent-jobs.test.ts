@@ -13,6 +13,7 @@ import { startWorker } from '../../src/queue/start-worker.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
+import { sandboxOrganization } from '../helpers/sandbox-organization.ts';
 
 const LOOKBACK = 3;
 
@@ -41,16 +42,7 @@ describe('scheduled recent polling and reconciliation', () => {
       http: { port: 0 },
       sync: { lookbackDays: LOOKBACK },
       worker: { streams: false },
-      organizations: [
-        {
-          orgId: sandbox.orgId,
-          token: sandbox.token,
-          apiUrl: sandbox.apiUrl,
-          streamsUrl: sandbox.streamsUrl,
-          legacyUrl: sandbox.legacyUrl,
-          requestsPerHour: 10_000_000,
-        },
-      ],
+      organizations: [sandboxOrganization(sandbox)],
     });
     const worker = await startWorker(config, silentLogger, new AbortController().signal);
     try {

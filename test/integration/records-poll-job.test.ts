@@ -17,6 +17,7 @@ import { MAX_KEY_LOCKS } from '../../src/warehouse/apply-batch.ts';
 import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
 import { listWindows, planWindows, recordsWindowKey, startRun } from '../../src/warehouse/window-ledger.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { sandboxOrganization } from '../helpers/sandbox-organization.ts';
 
 const START = '2026-03-01';
 const END = '2026-03-30';
@@ -44,16 +45,7 @@ describe('records.poll: one user, one window, several resources', () => {
     const config = configSchema.parse({
       databaseUrl: db.url,
       allowInsecureLoopback: true,
-      organizations: [
-        {
-          orgId: sandbox.orgId,
-          token: sandbox.token,
-          apiUrl: sandbox.apiUrl,
-          streamsUrl: sandbox.streamsUrl,
-          legacyUrl: sandbox.legacyUrl,
-          requestsPerHour: 10_000_000,
-        },
-      ],
+      organizations: [sandboxOrganization(sandbox)],
     });
     runtime = await openRuntime(config, silentLogger, { warehouse: db.warehouse, useRedis: false });
     counting = {

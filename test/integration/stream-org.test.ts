@@ -20,6 +20,7 @@ import {
 import { applyBatch } from '../../src/warehouse/apply-batch.ts';
 import { listCursors, readCursor } from '../../src/warehouse/checkpoints.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { sandboxOrganization } from '../helpers/sandbox-organization.ts';
 
 const DAY_MS = 86_400_000;
 const OPTIONS = {
@@ -35,15 +36,7 @@ describe('startOrgStream', () => {
   const clients: OrgClients[] = [];
 
   const org = (name: string): OrgClients => {
-    const config = organizationSchema.parse({
-      orgId: sandbox.orgId,
-      token: sandbox.token,
-      apiUrl: sandbox.apiUrl,
-      streamsUrl: sandbox.streamsUrl,
-      legacyUrl: sandbox.legacyUrl,
-      requestsPerHour: 10_000_000,
-      stream: { name },
-    });
+    const config = organizationSchema.parse(sandboxOrganization(sandbox, { stream: { name } }));
     const created = createOrgClients(config, { log: silentLogger, redisPrefix: 'test' });
     clients.push(created);
     return created;
