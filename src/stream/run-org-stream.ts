@@ -266,9 +266,9 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
           return { body: eagerBody(res.body) };
         },
         // Normalized here, before the writer waits for the previous write: the two overlap.
-        commit: (frames, checkpoint, meta) =>
+        commit: async (frames, checkpoint, meta) =>
           writer.commit(
-            prepareBatch({ orgId, arrivedVia: meta.via, items: toRawItems(frames) }),
+            await prepareBatch({ orgId, arrivedVia: meta.via, items: toRawItems(frames) }),
             frames,
             checkpoint,
             meta,

@@ -141,4 +141,36 @@ describe('the migrated schema', () => {
       from pg_roles r where r.rolname = 'validic_analyst'`.execute(t.warehouse.db);
     expect(rows).toEqual([{ login: false, validic: true, sync: false, future: true }]);
   });
+
+  it('compresses every document column with lz4 (this server has lz4), and stores documents that read back intact', async () => {
+    const { rows } = await sql<{ column: string; method: string }>`
+      select n.nspname || '.' || c.relname || '.' || a.attname as column, a.attcompression as method
+      from pg_attribute a
+      join pg_class c on c.oid = a.attrelid
+      join pg_namespace n on n.oid = c.relnamespace
+      where n.nspname in ('validic', 'validic_sync') and c.relkind = 'r' and a.attname = 'raw'
+      order by 1`.execute(t.warehouse.db);
+    expect(rows.map((r) => r.column)).toEqual([
+      'validic.connection_events.raw',
+      'validic.legacy_records.raw',
+      'validic.record_versions.raw',
+      'validic.records.raw',
+      'validic.users.raw',
+      'validic_sync.push_notifications.raw',
+      'validic_sync.quarantine.raw',
+    ]);
+    expect(rows.filter((r) => r.method !== 'l')).toEqual([]);
+
+    // A document past the 2 KB at which PostgreSQL compresses: stored compressed with lz4, read back equal.
+    const doc = { id: 'lz4-check', points: Array.from({ length: 600 }, (_, i) => ({ t: i, v: i / 7 })) };
+    await sql`
+      insert into validic.users (org_id, uid, raw) values ('lz4-org', 'lz4-user', ${JSON.stringify(doc)}::jsonb)`.execute(
+      t.warehouse.db,
+    );
+    const stored = await sql<{ method: string; raw: unknown }>`
+      select pg_column_compression(raw) as method, raw from validic.users where org_id = 'lz4-org'`.execute(
+      t.warehouse.db,
+    );
+    expect(stored.rows).toEqual([{ method: 'lz4', raw: doc }]);
+  });
 });
