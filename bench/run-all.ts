@@ -82,16 +82,36 @@ function runBench(name: string): Promise<BenchRun> {
   });
 }
 
-async function postgresVersion(): Promise<string> {
+/** Runs `fn` on a fresh connection to the admin database, closed afterwards. */
+async function withAdminClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: ADMIN_URL });
   try {
     await client.connect();
-    const { rows } = await client.query<{ server_version: string }>('show server_version');
+    return await fn(client);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+async function postgresVersion(): Promise<string> {
+  try {
+    const { rows } = await withAdminClient((c) => c.query<{ server_version: string }>('show server_version'));
     return rows[0]?.server_version ?? 'unknown';
   } catch (error) {
     return `unreachable (${(error as Error).message})`;
-  } finally {
-    await client.end().catch(() => {});
+  }
+}
+
+/**
+ * A CHECKPOINT before each bench, so that none starts while PostgreSQL is still writing out the dirty
+ * pages of the one before (a timed or WAL-size checkpoint would then land inside its measurement).
+ * Needs superuser or pg_checkpoint; without them the bench runs anyway.
+ */
+async function checkpointServer(): Promise<void> {
+  try {
+    await withAdminClient((c) => c.query('checkpoint'));
+  } catch (error) {
+    console.log(`(no checkpoint before the bench: ${(error as Error).message})`);
   }
 }
 
@@ -135,7 +155,7 @@ are noise); the raw numbers each figure came from are listed under it.
   work may have been running
 - Conditions: the sandbox in a worker thread (or the bench's own process) at zero latency, no faults
   except the budget bench's request budget; each bench creates and drops its own databases; benches run
-  one after another, each in its own process.
+  one after another, each in its own process, each after a server CHECKPOINT.
 
 ## Figures
 
@@ -160,6 +180,7 @@ const loadBefore = loadavg();
 const runs: BenchRun[] = [];
 for (const name of await listBenches()) {
   console.log(`\n# ${name}`);
+  await checkpointServer();
   const run = await runBench(name);
   if (run.code !== 0) console.log(`bench ${name}: failed (exit ${run.code})`);
   runs.push(run);
