@@ -30,7 +30,7 @@ const RAW_COLUMNS = [
   'validic_sync.push_notifications.raw',
 ];
 
-function setCompression(column: string, method: 'lz4' | 'pglz'): string {
+function setCompression(column: string, method: 'lz4' | 'default'): string {
   const [schema, table, name] = column.split('.');
   return `do $$ begin
   execute 'alter table ${schema}.${table} alter column ${name} set compression ${method}';
@@ -43,6 +43,7 @@ export async function up(db: Kysely<any>): Promise<void> {
   for (const column of RAW_COLUMNS) await sql.raw(setCompression(column, 'lz4')).execute(db);
 }
 
+/** Back to what 0001 left: no method of the column's own, so the server's default_toast_compression. */
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const column of RAW_COLUMNS) await sql.raw(setCompression(column, 'pglz')).execute(db);
+  for (const column of RAW_COLUMNS) await sql.raw(setCompression(column, 'default')).execute(db);
 }

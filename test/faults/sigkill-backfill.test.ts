@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { startSandbox } from '../../src/sandbox/index.ts';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
-import { createTestDatabase } from '../helpers/pg.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { recordFaultRun } from './fault-results.ts';
 import { backfillArgs, countAgainstTruth, seededRandom, waitForWindowsDone } from './oracle.ts';
 
@@ -17,10 +17,7 @@ describe('fault sigkill-backfill', () => {
     const landed: string[] = [];
     for (let run = 0; run < RUNS; run++) {
       const random = seededRandom(9_000 + run);
-      const sandbox = await startSandbox({ seed: 100 + run, users: 3, days: DAYS, faults: { latencyMs: 3 } });
-      const db = await createTestDatabase();
-      try {
-        const env = sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONCURRENCY: '2' });
+      await inScenario(100 + run, async ({ sandbox, db, env }) => {
         const child = spawnCli(backfillArgs(DAYS), env);
         let exited = false;
         void child.result.then(() => {
@@ -47,10 +44,7 @@ describe('fault sigkill-backfill', () => {
         const counts = await countAgainstTruth(db.warehouse, sandbox);
         recordFaultRun('sigkill-backfill', counts);
         expect(counts.differences, `run ${run} killed ${point}`).toEqual(NO_DIFFERENCES);
-      } finally {
-        await sandbox.close();
-        await db.drop();
-      }
+      });
     }
     // The kills must mostly land while the backfill runs, or the scenario proves nothing.
     expect(
@@ -60,17 +54,30 @@ describe('fault sigkill-backfill', () => {
   });
 });
 
-async function timeWholeBackfill(): Promise<number> {
-  const sandbox = await startSandbox({ seed: 100, users: 3, days: DAYS, faults: { latencyMs: 3 } });
+/** A sandbox seeded with `seed` and a fresh database, with the backfill's environment; both removed after. */
+async function inScenario<T>(
+  seed: number,
+  fn: (s: { sandbox: Sandbox; db: TestDatabase; env: NodeJS.ProcessEnv }) => Promise<T>,
+): Promise<T> {
+  const sandbox = await startSandbox({ seed, users: 3, days: DAYS, faults: { latencyMs: 3 } });
   const db = await createTestDatabase();
   try {
-    const env = sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONCURRENCY: '2' });
-    const started = performance.now();
-    const result = await runCli(backfillArgs(DAYS), env);
-    expect(result.code, result.stderr).toBe(0);
-    return performance.now() - started;
+    return await fn({
+      sandbox,
+      db,
+      env: sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONCURRENCY: '2' }),
+    });
   } finally {
     await sandbox.close();
     await db.drop();
   }
+}
+
+async function timeWholeBackfill(): Promise<number> {
+  return await inScenario(100, async ({ env }) => {
+    const started = performance.now();
+    const result = await runCli(backfillArgs(DAYS), env);
+    expect(result.code, result.stderr).toBe(0);
+    return performance.now() - started;
+  });
 }
