@@ -8,7 +8,7 @@
  * pins and the os/cpu/libc the package is published for (its name says which), so npm skips it on every
  * other platform and fetches it on its own; an integrity hash is left out because this machine cannot
  * read the tarball (npm records it on first fetch elsewhere). Run after every `npm install` that changes
- * the lockfile: `node scripts/complete-lockfile.ts` (CI's `npm ci` fails while an entry is missing).
+ * the lockfile: `npm run lockfile:complete` (CI's `npm ci` fails while an entry is missing).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 

@@ -63,7 +63,7 @@ describe('a fresh clone', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('runs the README commands as written: the demo, then the tests', { timeout: 1_200_000 }, async () => {
-    expect(commands).toEqual(['npm install && npm run demo', 'npm test']);
+    expect(commands).toEqual(['npm ci && npm run demo', 'npm test']);
     execFileSync('git', ['clone', '--quiet', REPO_ROOT, dir]);
     const env = newcomerEnvironment();
 
