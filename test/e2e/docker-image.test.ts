@@ -20,9 +20,9 @@ import {
   rmSync,
   statSync,
 } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import dockerignore from '@balena/dockerignore';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../helpers/cli.ts';
@@ -52,6 +52,10 @@ function parseDockerfile(text: string): Instruction[] {
 
 const dockerfile = parseDockerfile(readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8'));
 const all = (op: string) => dockerfile.filter((i) => i.op === op).map((i) => i.args);
+// A CommonJS module whose typings declare an ES default export: load it as what it is.
+const dockerignore = createRequire(import.meta.url)(
+  '@balena/dockerignore',
+) as typeof import('@balena/dockerignore').default;
 const ignoreRules = readFileSync(join(REPO_ROOT, '.dockerignore'), 'utf8');
 const ignored = dockerignore({ ignorecase: false }).add(ignoreRules);
 
