@@ -1,61 +1,24 @@
 /**
- * Generates docs/warehouse.md from the schema's own COMMENT ON texts (migrations applied to a
- * throw-away embedded database), the hand-written introduction next to this file, and the example
- * queries. `--check` fails (exit 1) when the committed file is not what the generator makes, so the
- * guide cannot drift from the schema.
+ * Generates the warehouse's documents from the schema's own COMMENT ON texts (migrations applied to a
+ * throw-away embedded database): docs/warehouse.md (with the hand-written introduction next to this
+ * file and the example queries) and docs/dbt/sources.yml (render-dbt-sources.ts). `--check` fails
+ * (exit 1) when a committed file is not what the generator makes, so neither can drift from the schema.
  *
- *   node src/docs/generate-warehouse-guide.ts          # write docs/warehouse.md
- *   node src/docs/generate-warehouse-guide.ts --check  # CI
+ *   node src/docs/generate-warehouse-guide.ts          # write them (npm run docs)
+ *   node src/docs/generate-warehouse-guide.ts --check  # CI (npm run docs:check)
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Kysely, sql } from 'kysely';
 import { migrateToLatest } from '../warehouse/migrate.ts';
 import { openWarehouse } from '../warehouse/open-warehouse.ts';
+import { describeSchema, type RelationInfo } from './describe-schema.ts';
 import { EXAMPLE_QUERIES } from './example-queries.ts';
+import { renderDbtSources } from './render-dbt-sources.ts';
 
-const GUIDE_PATH = fileURLToPath(new URL('../../docs/warehouse.md', import.meta.url));
+const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const INTRO_PATH = new URL('./warehouse-guide-intro.md', import.meta.url);
-
-interface RelationInfo {
-  name: string;
-  kind: 'table' | 'view';
-  comment: string | null;
-  key: string | null;
-  columns: { name: string; type: string; comment: string | null }[];
-}
-
-export async function describeSchema(db: Kysely<any>, schema = 'validic'): Promise<RelationInfo[]> {
-  const relations = await sql<{ name: string; kind: string; comment: string | null; key: string | null }>`
-    select c.relname as name, case c.relkind when 'v' then 'view' else 'table' end as kind,
-      obj_description(c.oid, 'pg_class') as comment,
-      (select string_agg(a.attname, ', ' order by k.ord)
-         from pg_constraint pk
-         cross join lateral unnest(pk.conkey) with ordinality as k(attnum, ord)
-         join pg_attribute a on a.attrelid = pk.conrelid and a.attnum = k.attnum
-        where pk.conrelid = c.oid and pk.contype = 'p') as key
-    from pg_class c join pg_namespace n on n.oid = c.relnamespace
-    where n.nspname = ${schema} and c.relkind in ('r', 'v', 'p')
-    order by case c.relkind when 'v' then 1 else 0 end, c.relname`.execute(db);
-  const columns = await sql<{ relation: string; name: string; type: string; comment: string | null }>`
-    select c.relname as relation, a.attname as name, format_type(a.atttypid, a.atttypmod) as type,
-      col_description(c.oid, a.attnum) as comment
-    from pg_class c join pg_namespace n on n.oid = c.relnamespace
-    join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
-    where n.nspname = ${schema} and c.relkind in ('r', 'v', 'p')
-    order by c.relname, a.attnum`.execute(db);
-  return relations.rows.map((r) => ({
-    name: r.name,
-    kind: r.kind as RelationInfo['kind'],
-    comment: r.comment,
-    key: r.key,
-    columns: columns.rows
-      .filter((c) => c.relation === r.name)
-      .map(({ name, type, comment }) => ({ name, type, comment })),
-  }));
-}
 
 const cell = (text: string | null) => (text ?? '').replaceAll('|', '\\|').replaceAll('\n', ' ');
 
@@ -90,12 +53,17 @@ export function renderGuide(intro: string, relations: RelationInfo[]): string {
   return `${out.join('\n')}\n`;
 }
 
-export async function generateGuide(): Promise<string> {
+/** Every generated document, by its path from the repository root. */
+export async function generateDocs(): Promise<Record<string, string>> {
   const dir = await mkdtemp(join(tmpdir(), 'validic-sync-docs-'));
   const warehouse = await openWarehouse({ dataDir: dir });
   try {
     await migrateToLatest(warehouse.db);
-    return renderGuide(await readFile(INTRO_PATH, 'utf8'), await describeSchema(warehouse.db));
+    const relations = await describeSchema(warehouse.db);
+    return {
+      'docs/warehouse.md': renderGuide(await readFile(INTRO_PATH, 'utf8'), relations),
+      'docs/dbt/sources.yml': renderDbtSources(relations),
+    };
   } finally {
     await warehouse.close();
     await rm(dir, { recursive: true, force: true });
@@ -103,21 +71,23 @@ export async function generateGuide(): Promise<string> {
 }
 
 async function main(): Promise<void> {
-  const guide = await generateGuide();
-  if (process.argv.includes('--check')) {
-    const current = await readFile(GUIDE_PATH, 'utf8').catch(() => '');
-    if (current !== guide) {
-      process.stderr.write(
-        'docs/warehouse.md is out of date with the schema. Fix: run `npm run docs` and commit it.\n',
-      );
-      process.exitCode = 1;
-      return;
+  const docs = await generateDocs();
+  const check = process.argv.includes('--check');
+  for (const [path, content] of Object.entries(docs)) {
+    const file = join(REPO_ROOT, path);
+    if (check) {
+      if ((await readFile(file, 'utf8').catch(() => '')) !== content) {
+        process.stderr.write(
+          `${path} is out of date with the schema. Fix: run \`npm run docs\` and commit it.\n`,
+        );
+        process.exitCode = 1;
+      } else process.stdout.write(`${path} is current\n`);
+    } else {
+      await mkdir(dirname(file), { recursive: true });
+      await writeFile(file, content);
+      process.stdout.write(`wrote ${path}\n`);
     }
-    process.stdout.write('docs/warehouse.md is current\n');
-    return;
   }
-  await writeFile(GUIDE_PATH, guide);
-  process.stdout.write(`wrote ${GUIDE_PATH}\n`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await main();

@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_QUERIES } from '../../src/docs/example-queries.ts';
-import { generateGuide } from '../../src/docs/generate-warehouse-guide.ts';
+import { generateDocs } from '../../src/docs/generate-warehouse-guide.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
@@ -40,9 +40,11 @@ describe('warehouse guide', () => {
     await db?.drop();
   });
 
-  it('is current with the schema', async () => {
-    const committed = await readFile(new URL('../../docs/warehouse.md', import.meta.url), 'utf8');
-    expect(committed).toBe(await generateGuide());
+  it('and the dbt sources are current with the schema', async () => {
+    for (const [path, content] of Object.entries(await generateDocs())) {
+      const committed = await readFile(new URL(`../../${path}`, import.meta.url), 'utf8');
+      expect(committed, path).toBe(content);
+    }
   });
 
   it.each(EXAMPLE_QUERIES.map((q) => [q.title, q] as const))(
