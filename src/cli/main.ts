@@ -4,6 +4,8 @@
  * them and maps commander's own usage errors to exit code 2.
  */
 import { Command, CommanderError } from 'commander';
+import { loadEnvFile } from '../runtime/load-env-file.ts';
+import { VERSION } from '../runtime/version.ts';
 import type { GlobalOptions } from './command-context.ts';
 import { registerBackfill } from './commands/backfill.ts';
 import { registerDemo } from './commands/demo.ts';
@@ -19,8 +21,11 @@ import { registerWorker } from './commands/worker.ts';
 import { EXIT_USAGE } from './exit-codes.ts';
 import { createRunner } from './run-command.ts';
 
+loadEnvFile();
+
 const program = new Command('validic-sync')
   .description('Keep a PostgreSQL warehouse in step with the Validic platform (v2 API, streams, legacy v1).')
+  .version(VERSION)
   .option('-c, --config <file>', 'JSON config file (default: config/default.json, or VALIDIC_SYNC_CONFIG)')
   .showHelpAfterError('(run validic-sync --help for usage)')
   .exitOverride();

@@ -16,6 +16,7 @@ import { Agent, type Dispatcher, request } from 'undici';
 import { redactUrl } from '../config/redact.ts';
 import { HttpError, RateLimitedError } from '../errors.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
+import { USER_AGENT } from '../runtime/version.ts';
 import { abortReason, type Clock, systemClock } from './clock.ts';
 import { bodyExcerpt, extractErrorMessages } from './error-body.ts';
 import {
@@ -161,7 +162,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 300_000;
   const maxBodyBytes = options.maxBodyBytes ?? 64 * MiB;
   const maxRedirects = options.maxRedirects ?? 5;
-  const userAgent = options.userAgent ?? 'validic-sync';
+  const userAgent = options.userAgent ?? USER_AGENT;
 
   const budgetFor = (key: string | undefined): RequestBudget | undefined =>
     key !== undefined && options.budgets ? options.budgets.forKey(key) : options.budget;

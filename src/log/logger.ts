@@ -3,6 +3,7 @@
  * Every string in a log object passes through secret redaction, and so does the final line, so a token
  * cannot surface through a message, an error's stack or a nested field.
  */
+import { hostname } from 'node:os';
 import { type Logger, type LoggerOptions, pino } from 'pino';
 import { redactKnownSecrets, redactValue } from '../config/redact.ts';
 
@@ -18,7 +19,8 @@ export interface CreateLoggerOptions {
 export function createLogger(options: CreateLoggerOptions = {}): Logger {
   const pinoOptions: LoggerOptions = {
     level: options.level ?? 'info',
-    base: options.base ?? {},
+    // pino's usual pid and hostname, so lines from a fleet of workers say which process wrote them.
+    base: { pid: process.pid, hostname: hostname(), ...options.base },
     formatters: {
       log: (object) => redactValue(object),
     },

@@ -1,5 +1,5 @@
 /**
- * The V8 heap flags every launcher of validic-sync passes to `node`: the npm scripts (`cli`, `demo`),
+ * The V8 heap flags every launcher of validic-sync passes to `node`: the npm scripts (`cli`, `demo`, `start`),
  * the Dockerfile's entrypoint and the CLI's shebang (so the `bin` built from it). The memory benchmark
  * spawns the CLI with them, and test/unit/heap-flags.test.ts checks that every launcher carries them
  * and that this Node accepts them.

@@ -16,7 +16,7 @@ describe('NODE_HEAP_FLAGS', () => {
 
   it('are on the npm scripts that start the CLI', async () => {
     const { scripts } = JSON.parse(await read('package.json')) as { scripts: Record<string, string> };
-    for (const name of ['cli', 'demo']) {
+    for (const name of ['cli', 'demo', 'start']) {
       expect(scripts[name]).toMatch(new RegExp(`^node ${NODE_HEAP_FLAGS.join(' ')} src/cli/main\\.ts`));
     }
   });
