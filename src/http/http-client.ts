@@ -12,7 +12,7 @@
  * a redirect to any other origin is refused with `RedirectRefusedError`, because the token rides in the
  * URL and must never reach another host. Writes (POST/PUT/DELETE) follow no redirect at all.
  */
-import { Agent, type Dispatcher, request } from 'undici';
+import { type Dispatcher, EnvHttpProxyAgent, request } from 'undici';
 import { redactUrl } from '../config/redact.ts';
 import { HttpError, RateLimitedError } from '../errors.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
@@ -52,7 +52,10 @@ export interface RequestEvent {
 }
 
 export interface HttpClientOptions {
-  /** Injected dispatcher (tests pass a MockAgent); default a keep-alive Agent built from the options below. */
+  /**
+   * Injected dispatcher (tests pass a MockAgent); default a keep-alive agent built from the options below,
+   * which goes through the proxy that HTTPS_PROXY / HTTP_PROXY name unless NO_PROXY exempts the host.
+   */
   dispatcher?: Dispatcher;
   /** TCP+TLS connect timeout, ms (default 10,000). */
   connectTimeoutMs?: number;
@@ -146,9 +149,12 @@ const ERROR_BODY_BYTES = 64 * 1024;
 export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   const headersTimeout = options.headersTimeoutMs ?? 30_000;
   const bodyTimeout = options.bodyTimeoutMs ?? 60_000;
+  // HTTPS_PROXY / HTTP_PROXY / NO_PROXY (either case) are honoured, as users of any HTTP tool expect.
+  // Always through a CONNECT tunnel: a forwarding proxy would see, and likely log, the token in the URL.
   const ownAgent = options.dispatcher
     ? undefined
-    : new Agent({
+    : new EnvHttpProxyAgent({
+        proxyTunnel: true,
         connect: { timeout: options.connectTimeoutMs ?? 10_000 },
         headersTimeout,
         bodyTimeout,
