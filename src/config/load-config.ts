@@ -1,6 +1,7 @@
 /**
  * Loads the configuration: the JSON file (default `config/default.json`, or `VALIDIC_SYNC_CONFIG`, or
- * `--config`), then the environment on top (env wins), then validation. Every problem is reported at
+ * `--config`), then the environment on top (env wins; secrets may come from `NAME_FILE` files, see
+ * secret-files.ts), then validation. Every problem is reported at
  * once, each with the env name to set and the fix. Called by entry points only: nothing parses config at
  * import time, and library code never exits.
  */
@@ -10,6 +11,7 @@ import type { z } from 'zod';
 import { ConfigError, type ConfigProblem } from '../errors.ts';
 import { registerSecret } from './redact.ts';
 import { type Config, configSchema } from './schema.ts';
+import { readSecretFiles } from './secret-files.ts';
 
 /** Environment variable → path in the config object. Organization ones apply to organizations[0]. */
 const ENV_TO_KEY: Record<string, string> = {
@@ -53,7 +55,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
   const cwd = options.cwd ?? process.cwd();
   const problems: ConfigProblem[] = [];
   const raw = readConfigFile(options.file ?? env.VALIDIC_SYNC_CONFIG, cwd, problems);
-  applyEnvironment(raw, env);
+  applyEnvironment(raw, readSecretFiles(env, problems));
 
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) problems.push(...parsed.error.issues.map(describeIssue));
