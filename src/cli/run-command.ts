@@ -3,6 +3,7 @@
  * call process.exit themselves; this is the only place that sets the exit code.
  */
 
+import { startTracing, type Tracing } from '../telemetry/start-tracing.ts';
 import { type CommandContext, createCommandContext, type GlobalOptions } from './command-context.ts';
 import { EXIT_OK } from './exit-codes.ts';
 import { describeError } from './report-error.ts';
@@ -13,7 +14,9 @@ export type CommandRunner = (body: CommandBody) => Promise<void>;
 export function createRunner(globals: () => GlobalOptions): CommandRunner {
   return async (body) => {
     let ctx: CommandContext | undefined;
+    let tracing: Tracing | undefined;
     try {
+      tracing = await startTracing();
       ctx = createCommandContext(globals());
       const code = await body(ctx);
       process.exitCode = typeof code === 'number' ? code : EXIT_OK;
@@ -25,6 +28,7 @@ export function createRunner(globals: () => GlobalOptions): CommandRunner {
       process.stderr.write(`${message}\n`);
       process.exitCode = exitCode;
     } finally {
+      await tracing?.shutdown().catch(() => {});
       ctx?.log.flush();
     }
   };

@@ -6,6 +6,7 @@ import { jobCatalog } from '../../jobs/index.ts';
 import type { JobDefinition } from '../../jobs/job-definition.ts';
 import { InlineRunner } from '../queue/inline-runner.ts';
 import type { Runtime } from '../runtime/runtime.ts';
+import { jobAttributes, withSpan } from '../telemetry/tracer.ts';
 
 export function createInlineRunner(runtime: Runtime, signal: AbortSignal, concurrency: number): InlineRunner {
   const runner: InlineRunner = new InlineRunner({
@@ -13,14 +14,16 @@ export function createInlineRunner(runtime: Runtime, signal: AbortSignal, concur
     concurrency,
     signal,
     execute: (definition, job, jobSignal) =>
-      definition.run(
-        runtime.jobContext({
-          jobId: job.id,
-          attempt: job.attempt,
-          signal: jobSignal,
-          enqueue: async (name, payload) => runner.enqueue(name, payload),
-        }),
-        job.payload,
+      withSpan(`job ${job.name}`, jobAttributes(job.id, job.attempt), () =>
+        definition.run(
+          runtime.jobContext({
+            jobId: job.id,
+            attempt: job.attempt,
+            signal: jobSignal,
+            enqueue: async (name, payload) => runner.enqueue(name, payload),
+          }),
+          job.payload,
+        ),
       ),
   });
   runner.on('retrying', (job, error, delayMs) =>

@@ -7,6 +7,7 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { JobDefinition } from '../../jobs/job-definition.ts';
 import { PermanentError } from '../errors.ts';
+import { bullmqTelemetry } from '../telemetry/start-tracing.ts';
 import { jobOptions, type KeepJobs } from './job-options.ts';
 
 export const QUEUE_NAME = 'jobs';
@@ -52,7 +53,7 @@ export interface OpenJobQueueOptions {
 export function openJobQueue(options: OpenJobQueueOptions): JobQueue {
   // BullMQ needs maxRetriesPerRequest null: commands wait out a Redis restart instead of failing.
   const connection = options.redis.duplicate({ maxRetriesPerRequest: null });
-  const queue = new Queue(QUEUE_NAME, { connection, prefix: options.prefix });
+  const queue = new Queue(QUEUE_NAME, { connection, prefix: options.prefix, telemetry: bullmqTelemetry() });
   // Without a listener an 'error' event would crash the process; ioredis reconnects by itself.
   queue.on('error', () => {});
   return {

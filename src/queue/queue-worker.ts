@@ -20,6 +20,8 @@ import { PermanentError, RateLimitedError, toError } from '../errors.ts';
 import type { Logger } from '../log/logger.ts';
 import type { WorkerMetrics } from '../metrics/worker-metrics.ts';
 import type { Runtime } from '../runtime/runtime.ts';
+import { bullmqTelemetry } from '../telemetry/start-tracing.ts';
+import { jobAttributes, withSpan } from '../telemetry/tracer.ts';
 import type { LoadCounts } from '../warehouse/batch.ts';
 import { type JobQueue, QUEUE_NAME } from './job-queue.ts';
 import { isTransientInfraError } from './transient-error.ts';
@@ -72,7 +74,9 @@ export function startQueueWorker(options: QueueWorkerOptions): QueueWorker {
         options.jobQueue.enqueue(name, payload, inheritedPriority(job.opts.priority, catalog[name])),
     });
     try {
-      const result = await definition.run(ctx, parsed.data);
+      const result = await withSpan(`job ${job.name}`, jobAttributes(jobId, job.attemptsMade + 1), () =>
+        definition.run(ctx, parsed.data),
+      );
       observeResult(metrics, job.name, result);
       metrics?.recordJob(job.name, 'completed');
       return result;
@@ -111,6 +115,7 @@ export function startQueueWorker(options: QueueWorkerOptions): QueueWorker {
   };
 
   const worker = new Worker(QUEUE_NAME, processor, {
+    telemetry: bullmqTelemetry(),
     connection,
     prefix: options.prefix,
     concurrency: options.concurrency,

@@ -27,6 +27,7 @@ import type {
   QuarantineEntry,
   UserRow,
 } from '../normalize/normalized-types.ts';
+import { withSpan } from '../telemetry/tracer.ts';
 import type { Batch, Checkpoint, LoadCounts, LoadResult } from './batch.ts';
 import { loadConnectionEvents } from './load-connection-events.ts';
 import { emptyLoadResult } from './load-counts.ts';
@@ -109,6 +110,22 @@ export async function applyPreparedBatch(
   prepared: PreparedBatch,
   checkpoint: Checkpoint = {},
   options: ApplyBatchOptions = {},
+): Promise<LoadResult> {
+  const attributes = {
+    'validic.org': prepared.batch.orgId,
+    'validic.arrived_via': prepared.batch.arrivedVia,
+    'validic.items': prepared.batch.items.length,
+  };
+  return await withSpan('warehouse.apply_batch', attributes, () =>
+    applyInTransaction(warehouse, prepared, checkpoint, options),
+  );
+}
+
+async function applyInTransaction(
+  warehouse: Warehouse,
+  prepared: PreparedBatch,
+  checkpoint: Checkpoint,
+  options: ApplyBatchOptions,
 ): Promise<LoadResult> {
   const log = options.log ?? silentLogger;
   const { batch, sorted } = prepared;

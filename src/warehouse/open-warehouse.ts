@@ -14,6 +14,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import { redactUrl } from '../config/redact.ts';
 import { UserFacingError } from '../errors.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
+import { withSpan } from '../telemetry/tracer.ts';
 import { copyStatement, encodeCopyChunks } from './copy-text-format.ts';
 import type { Database } from './database.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
@@ -194,10 +195,11 @@ async function openPostgres(databaseUrl: string, max: number, log: Logger): Prom
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 
   const copyWith = (client: pg.PoolClient): CopyRows => {
-    return async (table, columns, rows) => {
-      const stream = client.query(copyFrom(copyStatement(table, columns, 'stdin')));
-      await pipeline(Readable.from(encodeCopyChunks(rows)), stream);
-    };
+    return (table, columns, rows) =>
+      withSpan('warehouse.copy', { 'db.collection.name': table }, async () => {
+        const stream = client.query(copyFrom(copyStatement(table, columns, 'stdin')));
+        await pipeline(Readable.from(encodeCopyChunks(rows)), stream);
+      });
   };
 
   log.debug({ database: displayDatabaseUrl(databaseUrl) }, 'warehouse: PostgreSQL');
@@ -272,10 +274,11 @@ async function openPGlite(dataDir: string, log: Logger): Promise<Warehouse> {
   const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
 
   // PGlite reads COPY data from a virtual file the query is given as a Blob.
-  const copyRows: CopyRows = async (table, columns, rows) => {
-    const blob = new Blob([...encodeCopyChunks(rows)]);
-    await pglite.query(copyStatement(table, columns, `'/dev/blob'`), [], { blob });
-  };
+  const copyRows: CopyRows = (table, columns, rows) =>
+    withSpan('warehouse.copy', { 'db.collection.name': table }, async () => {
+      const blob = new Blob([...encodeCopyChunks(rows)]);
+      await pglite.query(copyStatement(table, columns, `'/dev/blob'`), [], { blob });
+    });
 
   log.debug({ dataDir }, 'warehouse: embedded PGlite');
   return {
