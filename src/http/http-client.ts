@@ -18,6 +18,7 @@ import { HttpError, RateLimitedError } from '../errors.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { USER_AGENT } from '../runtime/version.ts';
 import { abortReason, type Clock, systemClock } from './clock.ts';
+import { type EndpointKind, endpointKind } from './endpoint-kind.ts';
 import { bodyExcerpt, extractErrorMessages } from './error-body.ts';
 import {
   BodyTooLargeError,
@@ -49,6 +50,8 @@ export interface RequestEvent {
   attempt: number;
   /** Error code when the attempt failed without an answer or with an unreadable body. */
   error?: string;
+  /** Which kind of endpoint was asked (a bounded label; set by the client). */
+  endpoint?: EndpointKind;
 }
 
 export interface HttpClientOptions {
@@ -175,7 +178,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
 
   const report = (event: RequestEvent, url: URL): void => {
     try {
-      options.onRequest?.(event);
+      options.onRequest?.({ ...event, endpoint: endpointKind(url) });
     } catch (err) {
       log.warn({ err }, 'onRequest hook threw');
     }

@@ -1,12 +1,42 @@
 /**
- * The worker's Prometheus metrics (prom-client, own registry). Event metrics are pushed by the worker
- * (requests, loads, jobs, stream state); gauges that mirror state elsewhere (queue depths, budget left,
- * quarantine size, reconcile misses) are read at scrape time through `sources`. Labels carry org ids,
- * record types, statuses and job names only: never a token or a URL.
+ * The worker's Prometheus metrics (prom-client, own registry), named as Prometheus users expect:
+ * Node's and the process's default metrics under their standard names (`process_*`, `nodejs_*`, so the
+ * usual Node.js dashboards work), ours under `validic_sync_*`, durations as histograms in seconds, and
+ * `validic_sync_build_info`. Event metrics are pushed by the worker (requests, loads, jobs, stream state);
+ * gauges that mirror state elsewhere are read at scrape time through `sources`. The fleet-wide ones
+ * (queue depths, request budget) are exported by one replica of a fleet at a time (`isFleetReporter`),
+ * so summing over replicas does not multiply them. Label values are bounded: org ids, job names,
+ * endpoint kinds, status classes, and record types of the known vocabulary (others fold into `other`);
+ * never a token, a URL or a user id.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { RequestEvent } from '../http/http-client.ts';
+import { VERSION } from '../runtime/version.ts';
+import { LEGACY_OBJECTS } from '../validic/legacy-objects.ts';
 import type { LoadCounts } from '../warehouse/batch.ts';
+
+/** Record types (and load kinds) that are label values as they are; any other becomes `other`. */
+const KNOWN_TYPES = new Set<string>([
+  'measurement',
+  'nutrition',
+  'intraday',
+  'summary',
+  'workout',
+  'sleep',
+  'cgm',
+  'user',
+  'connection_event',
+  'record',
+  'legacy',
+  'frame',
+  'unparseable',
+  ...LEGACY_OBJECTS.map((object) => `legacy:${object}`),
+]);
+export const typeLabel = (type: string): string => (KNOWN_TYPES.has(type) ? type : 'other');
+
+/** `2xx` … `5xx`, or `none` when no answer came. */
+export const statusClass = (status: number): string =>
+  status > 0 ? `${Math.floor(status / 100)}xx` : 'none';
 
 export interface MetricSources {
   queueCounts?: () => Promise<Record<string, number>>;
@@ -18,6 +48,8 @@ export interface MetricSources {
   reconcileMissed?: () => Promise<{ orgId: string; missed: number }[]>;
   /** State of each stream connection of this process, by org (`waiting_slot` while it waits for a slot). */
   streamStates?: () => Record<string, Record<string, string>>;
+  /** Whether this replica exports the fleet-wide gauges now; absent = always (a lone process). */
+  isFleetReporter?: () => Promise<boolean>;
 }
 
 /** Connection states (src/sse/STATE-MACHINE.md) plus the wait for a fleet slot. */
@@ -41,7 +73,13 @@ export interface WorkerMetrics {
     via: string,
     committedAt?: number,
   ): void;
-  recordJob(name: string, outcome: 'completed' | 'failed' | 'retried' | 'delayed' | 'abandoned'): void;
+  recordJob(
+    name: string,
+    outcome: 'completed' | 'failed' | 'retried' | 'delayed' | 'abandoned',
+    durationSeconds?: number,
+  ): void;
+  /** A kind of work (a job name, `stream`) succeeded for an org just now. */
+  recordSuccess(org: string, work: string, at?: number): void;
   text(): Promise<string>;
   contentType: string;
 }
@@ -60,7 +98,35 @@ async function quietly<T>(fn: (() => Promise<T>) | undefined): Promise<T | undef
 
 export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'validic_sync_' });
+  collectDefaultMetrics({ register: registry });
+  const fleetReporter = async () => (sources.isFleetReporter ? await quietly(sources.isFleetReporter) : true);
+
+  new Gauge({
+    name: 'validic_sync_build_info',
+    help: 'Always 1; the labels say which validic-sync and Node run',
+    labelNames: ['version', 'node'],
+    registers: [registry],
+  }).set({ version: VERSION, node: process.versions.node }, 1);
+  const requestDuration = new Histogram({
+    name: 'validic_sync_http_request_duration_seconds',
+    help: 'Duration of each HTTP attempt to the platform, by endpoint kind and status class',
+    labelNames: ['endpoint', 'status_class'],
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const jobDuration = new Histogram({
+    name: 'validic_sync_job_duration_seconds',
+    help: 'Duration of job executions, by job name and outcome',
+    labelNames: ['name', 'outcome'],
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900],
+    registers: [registry],
+  });
+  const lastSuccess = new Gauge({
+    name: 'validic_sync_last_success_timestamp_seconds',
+    help: 'When each kind of work (job name, or stream) last succeeded for an org, Unix seconds',
+    labelNames: ['org', 'work'],
+    registers: [registry],
+  });
 
   const records = new Counter({
     name: 'validic_sync_records_total',
@@ -107,6 +173,8 @@ export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics 
     labelNames: ['state'],
     registers: [registry],
     async collect() {
+      this.reset();
+      if (!(await fleetReporter())) return;
       const counts = await quietly(sources.queueCounts);
       if (!counts) return;
       for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
@@ -118,6 +186,8 @@ export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics 
     labelNames: ['org'],
     registers: [registry],
     async collect() {
+      this.reset();
+      if (!(await fleetReporter())) return;
       for (const { orgId, remaining } of (await quietly(sources.budgets)) ?? [])
         this.set({ org: orgId }, remaining);
     },
@@ -148,12 +218,16 @@ export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics 
     contentType: registry.contentType,
     recordRequest(event) {
       requests.inc({ method: event.method, status: String(event.status) });
+      requestDuration.observe(
+        { endpoint: event.endpoint ?? 'other', status_class: statusClass(event.status) },
+        event.durationMs / 1000,
+      );
     },
     recordLoad(byType, newestCreatedAt, via, committedAt = Date.now()) {
       for (const [type, counts] of Object.entries(byType ?? {})) {
         for (const outcome of OUTCOMES) {
           const n = counts[outcome];
-          if (n > 0) records.inc({ type, outcome }, n);
+          if (n > 0) records.inc({ type: typeLabel(type), outcome }, n);
         }
       }
       if (newestCreatedAt) {
@@ -161,8 +235,12 @@ export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics 
         if (Number.isFinite(created)) lag.observe({ via }, Math.max(0, (committedAt - created) / 1000));
       }
     },
-    recordJob(name, outcome) {
+    recordJob(name, outcome, durationSeconds) {
       jobs.inc({ name, outcome });
+      if (durationSeconds !== undefined) jobDuration.observe({ name, outcome }, durationSeconds);
+    },
+    recordSuccess(org, work, at = Date.now()) {
+      lastSuccess.set({ org, work }, at / 1000);
     },
     text: () => registry.metrics(),
   };

@@ -73,30 +73,34 @@ export function startQueueWorker(options: QueueWorkerOptions): QueueWorker {
       enqueue: (name, payload) =>
         options.jobQueue.enqueue(name, payload, inheritedPriority(job.opts.priority, catalog[name])),
     });
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
     try {
       const result = await withSpan(`job ${job.name}`, jobAttributes(jobId, job.attemptsMade + 1), () =>
         definition.run(ctx, parsed.data),
       );
       observeResult(metrics, job.name, result);
-      metrics?.recordJob(job.name, 'completed');
+      metrics?.recordJob(job.name, 'completed', seconds());
+      const orgId = (parsed.data as { orgId?: unknown }).orgId;
+      if (typeof orgId === 'string') metrics?.recordSuccess(orgId, job.name);
       return result;
     } catch (thrown) {
       const error = toError(thrown);
       if (signal.aborted) {
         // Abandoned by a shutdown: back to the queue for whoever runs next, without spending an attempt.
         await job.moveToDelayed(Date.now(), token);
-        metrics?.recordJob(job.name, 'abandoned');
+        metrics?.recordJob(job.name, 'abandoned', seconds());
         throw new DelayedError('abandoned by shutdown');
       }
       if (error instanceof PermanentError) {
-        metrics?.recordJob(job.name, 'failed');
+        metrics?.recordJob(job.name, 'failed', seconds());
         throw new UnrecoverableError(redactKnownSecrets(error.message));
       }
       if (error instanceof RateLimitedError) {
         const delayMs = error.retryAfterMs ?? DEFAULT_RATE_LIMIT_DELAY_MS;
         log.warn({ job: job.name, jobId, delayMs }, 'rate limited; job delayed without spending an attempt');
         await job.moveToDelayed(Date.now() + delayMs, token);
-        metrics?.recordJob(job.name, 'delayed');
+        metrics?.recordJob(job.name, 'delayed', seconds());
         throw new DelayedError('rate limited');
       }
       if (isTransientInfraError(error)) {
@@ -105,11 +109,11 @@ export function startQueueWorker(options: QueueWorkerOptions): QueueWorker {
           'a service is unreachable; job delayed without spending an attempt',
         );
         await job.moveToDelayed(Date.now() + (options.outageDelayMs ?? DEFAULT_OUTAGE_DELAY_MS), token);
-        metrics?.recordJob(job.name, 'delayed');
+        metrics?.recordJob(job.name, 'delayed', seconds());
         throw new DelayedError('service unreachable');
       }
       const last = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-      metrics?.recordJob(job.name, last ? 'failed' : 'retried');
+      metrics?.recordJob(job.name, last ? 'failed' : 'retried', seconds());
       throw new Error(redactKnownSecrets(error.message));
     }
   };

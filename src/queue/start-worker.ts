@@ -6,6 +6,7 @@
  * current batch; the loader's transaction means nothing half-done is committed), stop the streams (each
  * flushes its micro-batch), release the stream slots, close the server and the connections.
  */
+import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { jobCatalog } from '../../jobs/index.ts';
 import type { JobDefinition } from '../../jobs/job-definition.ts';
@@ -22,9 +23,13 @@ import { countQuarantineByKind } from '../warehouse/quarantine.ts';
 import type { KeepJobs } from './job-options.ts';
 import { type JobQueue, openJobQueue } from './job-queue.ts';
 import { type QueueWorker, startQueueWorker } from './queue-worker.ts';
+import { holdLease } from './redis-lease.ts';
 import { applySchedules, planSchedules } from './schedules.ts';
 import { createStreamSlots, type StreamSlots } from './stream-slots.ts';
 import { type StreamSupervisor, superviseStreams } from './stream-supervisor.ts';
+
+/** How long the replica exporting the fleet-wide gauges keeps that role without a scrape. */
+const FLEET_REPORTER_LEASE_MS = 120_000;
 
 export interface WorkerProcess {
   runtime: Runtime;
@@ -80,6 +85,7 @@ export async function startWorker(
     log.warn({ err: error }, 'Redis connection error; reconnecting');
   });
   const prefix = config.redisPrefix;
+  const reporterId = randomUUID();
   const keep: KeepJobs = { keepCompleted: config.worker.keepCompleted, keepFailed: config.worker.keepFailed };
   const jobQueue = openJobQueue({ redis, prefix, catalog, keep });
   const db = runtime.warehouse.db;
@@ -104,6 +110,9 @@ export async function startWorker(
         })),
       ),
     streamStates: () => streams?.states() ?? {},
+    // One replica at a time exports the fleet-wide gauges; the lease outlives a few missed scrapes.
+    isFleetReporter: () =>
+      holdLease(redis, `${prefix}:metrics-reporter`, reporterId, FLEET_REPORTER_LEASE_MS),
   });
   // Requests are counted by the runtime's hook; the metrics ride along on the same events.
   const recordStats = runtime.requestStats.record.bind(runtime.requestStats);

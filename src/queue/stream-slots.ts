@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { abortableSleep } from '../http/clock.ts';
 import type { Logger } from '../log/logger.ts';
+import { RELEASE_LEASE, RENEW_LEASE } from './redis-lease.ts';
 
 /** The platform's limit on concurrent connections to one stream (PLATFORM-FACTS.md). */
 export const MAX_STREAM_CONNECTIONS = 3;
@@ -55,9 +56,6 @@ export interface StreamSlots {
   releaseAll(): Promise<void>;
 }
 
-const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
-const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
-
 export function streamSlotKey(prefix: string, orgId: string, streamName: string, slot: number): string {
   return `${prefix}:stream-slot:${encodeURIComponent(orgId)}:${encodeURIComponent(streamName)}:${slot}`;
 }
@@ -102,7 +100,7 @@ export function createStreamSlots(options: StreamSlotsOptions): StreamSlots {
         return;
       }
       redis
-        .eval(RENEW, 1, key, owner, String(ttlMs))
+        .eval(RENEW_LEASE, 1, key, owner, String(ttlMs))
         .then((result) => {
           if (Number(result) === 1) renewedAt = Date.now();
           else lose('taken over by another process');
@@ -121,7 +119,7 @@ export function createStreamSlots(options: StreamSlotsOptions): StreamSlots {
         clearInterval(timer);
         leases.delete(lease);
         if (!controller.signal.aborted) controller.abort(new Error('stream slot released'));
-        await redis.eval(RELEASE, 1, key, owner).catch(() => {
+        await redis.eval(RELEASE_LEASE, 1, key, owner).catch(() => {
           // The key expires by itself.
         });
       },

@@ -70,8 +70,10 @@ export function superviseStreams(options: StreamSupervisorOptions): StreamSuperv
             onStateChange: ({ slot, to }) => {
               orgStates[slot] = to;
             },
-            onCommit: ({ result, committedAt, via }) =>
-              options.metrics?.recordLoad(result.byType, result.newestCreatedAt, via, committedAt),
+            onCommit: ({ result, committedAt, via }) => {
+              options.metrics?.recordLoad(result.byType, result.newestCreatedAt, via, committedAt);
+              options.metrics?.recordSuccess(orgId, 'stream', committedAt);
+            },
           },
           log,
         });
