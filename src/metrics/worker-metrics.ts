@@ -13,23 +13,13 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { RequestEvent } from '../http/http-client.ts';
 import { VERSION } from '../runtime/version.ts';
 import { LEGACY_OBJECTS } from '../validic/legacy-objects.ts';
+import { recordTypeOf, V2_RESOURCES } from '../validic/v2-resources.ts';
 import type { LoadCounts } from '../warehouse/batch.ts';
 
 /** Record types (and load kinds) that are label values as they are; any other becomes `other`. */
 const KNOWN_TYPES = new Set<string>([
-  'measurement',
-  'nutrition',
-  'intraday',
-  'summary',
-  'workout',
-  'sleep',
-  'cgm',
-  'user',
-  'connection_event',
-  'record',
-  'legacy',
-  'frame',
-  'unparseable',
+  ...V2_RESOURCES.map(recordTypeOf),
+  ...['user', 'connection_event', 'record', 'legacy', 'frame', 'unparseable'],
   ...LEGACY_OBJECTS.map((object) => `legacy:${object}`),
 ]);
 export const typeLabel = (type: string): string => (KNOWN_TYPES.has(type) ? type : 'other');
