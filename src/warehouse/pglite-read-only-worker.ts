@@ -22,6 +22,7 @@ async function answer(): Promise<WorkerAnswer> {
     const fix = error instanceof UserFacingError ? (error.fix ?? '') : 'check the embedded database folder';
     return { error: { message: (error as Error).message, fix } };
   }
+  parentPort!.postMessage({ ready: true } satisfies WorkerAnswer);
   try {
     // One connection (the dialect's mutex) for the whole transaction. kysely sends a query without
     // parameters to PGlite's `query`, which is the extended protocol: one statement only.

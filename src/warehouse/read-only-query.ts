@@ -9,7 +9,8 @@
  * - `BEGIN READ ONLY` and a statement timeout, and the transaction is always rolled back.
  * - PostgreSQL: the login itself must not be able to get around that. A superuser (who can `COPY … TO
  *   PROGRAM`, `SET ROLE` anyone, read files) or a login with BYPASSRLS is refused before anything runs,
- *   for `session_user` and `current_user` alike (a `?options=-c role=…` URL changes only the latter).
+ *   for `session_user` and `current_user` alike (a `?options=-c role=…` URL changes only the latter),
+ *   and so is a member of such a role (it could `set_config('role', …)` inside its one statement).
  *   The statement runs with the login's own rights: no `SET ROLE`, so row-level security sees the
  *   login as it is.
  * - PGlite (embedded): it always runs as its superuser, and the file is the user's own. The statement
@@ -111,16 +112,20 @@ async function queryPostgres(databaseUrl: string, query: string, timeoutMs: numb
 }
 
 async function refusePrivilegedLogin(client: pg.Client): Promise<void> {
+  // Neither attribute is inherited, but a member of such a role can SET ROLE to it: members count too.
   const { rows } = await client.query<{ rolname: string; rolsuper: boolean; rolbypassrls: boolean }>(
     `select rolname, rolsuper, rolbypassrls from pg_roles
-      where rolname in (session_user, current_user) and (rolsuper or rolbypassrls)`,
+      where (rolsuper or rolbypassrls)
+        and (pg_has_role(session_user, oid, 'MEMBER') or pg_has_role(current_user, oid, 'MEMBER'))
+      order by rolname in (session_user, current_user) desc, rolname
+      limit 3`,
   );
   if (rows.length === 0) return;
   const what = rows.map((r) => `${r.rolname} (${r.rolsuper ? 'superuser' : 'BYPASSRLS'})`).join(', ');
   throw new ConfigError([
     {
       key: 'DATABASE_URL',
-      message: `the sql command refuses to run as ${what}: such a login can write, read files or every org whatever the transaction says`,
+      message: `the sql command refuses to run as, or as a member of, ${what}: such a login can write, read files or every org whatever the transaction says`,
       fix: 'connect with a login granted validic_analyst, e.g. `create role alice login password … in role validic_analyst` (docs/security.md, "Granting")',
     },
   ]);
@@ -128,6 +133,8 @@ async function refusePrivilegedLogin(client: pg.Client): Promise<void> {
 
 /** The worker's answer (structured clone: Dates and numbers survive). */
 export type WorkerAnswer =
+  /** Opened and migrated: the statement runs now. */
+  | { ready: true }
   | { rows: Row[] }
   /** `fix` set: an error opening or migrating the database (already user-facing). */
   | { error: { message: string; code?: string | undefined; fix?: string | undefined } };
@@ -139,16 +146,21 @@ function queryPGlite(dataDir: string, query: string, timeoutMs: number): Promise
     workerData: { dataDir, query },
   });
   return new Promise<Row[]>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      reject(timedOut(timeoutMs));
-      // The read-only transaction never commits: stopping it mid-query leaves the data as it was.
-      void worker.terminate();
-    }, timeoutMs);
+    // The timeout starts once the database is open and migrated, so it is only ever the read-only
+    // statement that is stopped: its transaction never commits, the data stays as it was.
+    let timer: NodeJS.Timeout | undefined;
     const settle = (fn: () => void) => {
       clearTimeout(timer);
       fn();
     };
-    worker.once('message', (answer: WorkerAnswer) =>
+    worker.on('message', (answer: WorkerAnswer) => {
+      if ('ready' in answer) {
+        timer = setTimeout(() => {
+          reject(timedOut(timeoutMs));
+          void worker.terminate();
+        }, timeoutMs);
+        return;
+      }
       settle(() => {
         if ('rows' in answer) resolve(answer.rows);
         else
@@ -157,8 +169,8 @@ function queryPGlite(dataDir: string, query: string, timeoutMs: number): Promise
               ? new UserFacingError(answer.error.message, { fix: answer.error.fix })
               : queryFailed(answer.error.message, timeoutMs, answer.error),
           );
-      }),
-    );
+      });
+    });
     worker.once('error', (error) => settle(() => reject(error)));
     worker.once('exit', (code) =>
       settle(() => reject(new Error(`the embedded database worker exited (code ${code}) without an answer`))),

@@ -140,6 +140,8 @@ describe('sql on PostgreSQL, as a login granted validic_analyst', () => {
   let db: TestDatabase;
   const analyst = `vs_sql_analyst_${randomBytes(4).toString('hex')}`;
   const bypass = `vs_sql_bypass_${randomBytes(4).toString('hex')}`;
+  const superRole = `vs_sql_super_${randomBytes(4).toString('hex')}`;
+  const member = `vs_sql_member_${randomBytes(4).toString('hex')}`;
   let before: unknown;
 
   const urlAs = (user: string, options?: string) => {
@@ -162,6 +164,8 @@ describe('sql on PostgreSQL, as a login granted validic_analyst', () => {
     await admin.connect();
     await admin.query(`create role ${analyst} login in role validic_analyst`);
     await admin.query(`create role ${bypass} login bypassrls in role validic_analyst`);
+    await admin.query(`create role ${superRole} nologin superuser`);
+    await admin.query(`create role ${member} login in role validic_analyst, ${superRole}`);
     await admin.end();
     await seed(db.warehouse.db);
     before = await fingerprint(db.warehouse.db);
@@ -171,7 +175,7 @@ describe('sql on PostgreSQL, as a login granted validic_analyst', () => {
     const admin = new pg.Client({ connectionString: ADMIN_URL });
     await admin.connect();
     await admin.query(`drop role if exists ${analyst}`);
-    await admin.query(`drop role if exists ${bypass}`);
+    for (const role of [bypass, member, superRole]) await admin.query(`drop role if exists ${role}`);
     await admin.end();
     rmSync(touched, { force: true });
   });
@@ -198,17 +202,18 @@ describe('sql on PostgreSQL, as a login granted validic_analyst', () => {
     });
   }
 
-  it('refuses a superuser login, also behind a role option, and a BYPASSRLS login', async () => {
+  it('refuses a superuser login, also behind a role option, a BYPASSRLS login and a member of a superuser role', async () => {
     for (const [url, who] of [
       [db.url, /postgres \(superuser\)/],
       [urlAs('postgres', '-c role=validic_analyst'), /postgres \(superuser\)/],
       [urlAs(bypass), new RegExp(`${bypass} \\(BYPASSRLS\\)`)],
+      [urlAs(member), new RegExp(`${superRole} \\(superuser\\)`)],
     ] as const) {
       const result = await cli(url, ['select 1']);
       expect(result.code, result.stderr).toBe(2);
       expect(result.stderr).toMatch(who);
       expect(result.stderr).toMatch(
-        /DATABASE_URL: the sql command refuses to run as .*Fix: connect with a login granted validic_analyst/s,
+        /DATABASE_URL: the sql command refuses to run as, or as a member of, .*Fix: connect with a login granted validic_analyst/s,
       );
       expect(result.stdout).toBe('');
     }
