@@ -1,4 +1,9 @@
-/** Plain-text table for terminal output: columns padded to their widest cell, values stringified. */
+import { escapeControlChars } from './terminal-safe.ts';
+
+/**
+ * Plain-text table for terminal output: columns padded to their widest cell, values stringified, and
+ * control characters of names and values shown as escapes (terminal-safe.ts).
+ */
 export function formatTable(rows: readonly Record<string, unknown>[], columns?: readonly string[]): string {
   const names = columns ?? (rows[0] ? Object.keys(rows[0]) : []);
   if (names.length === 0) return '(no rows)';
@@ -8,14 +13,18 @@ export function formatTable(rows: readonly Record<string, unknown>[], columns?: 
     if (typeof value === 'object') return JSON.stringify(value);
     return String(value);
   };
-  const cells = rows.map((row) => names.map((name) => text(row[name]).replaceAll('\n', ' ')));
+  const cells = rows.map((row) => names.map((name) => escapeControlChars(text(row[name]))));
   const widths = names.map((name, i) =>
-    Math.min(60, Math.max(name.length, ...cells.map((c) => c[i]!.length))),
+    Math.min(60, Math.max(escapeControlChars(name).length, ...cells.map((c) => c[i]!.length))),
   );
   const line = (values: string[]) =>
     values
       .map((v, i) => (v.length > widths[i]! ? `${v.slice(0, widths[i]! - 1)}…` : v.padEnd(widths[i]!)))
       .join('  ')
       .trimEnd();
-  return [line([...names]), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
+  return [
+    line(names.map(escapeControlChars)),
+    line(widths.map((w) => '-'.repeat(w))),
+    ...cells.map(line),
+  ].join('\n');
 }

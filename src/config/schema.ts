@@ -4,13 +4,17 @@
  */
 import { z } from 'zod';
 import { LEGACY_OBJECTS } from '../validic/legacy-objects.ts';
+import { refinePathSegment } from '../validic/path-segment.ts';
 import { V2_RESOURCES } from '../validic/v2-resources.ts';
 
 const baseUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 
+/** An organization id: it goes into URL paths, so it must be one usable path segment (not `..`). */
+const orgIdSchema = z.string().min(1, 'is empty').superRefine(refinePathSegment);
+
 export const organizationSchema = z.object({
   /** The organization id (`VALIDIC_ORG_ID`). */
-  orgId: z.string().min(1, 'is empty'),
+  orgId: orgIdSchema,
   /** The org token (`VALIDIC_TOKEN`); rides in URLs as `token=`, so it is redacted everywhere. */
   token: z.string().min(1, 'is empty'),
   /** v2 REST base (`VALIDIC_API_URL`). */
@@ -20,7 +24,7 @@ export const organizationSchema = z.object({
   /** Legacy v1 base, paths under /v1 are appended (`VALIDIC_LEGACY_URL`). */
   legacyUrl: baseUrl.default('https://api.validic.com'),
   /** Legacy organization id (`VALIDIC_LEGACY_ORG_ID`), default: orgId. */
-  legacyOrgId: z.string().min(1).optional(),
+  legacyOrgId: orgIdSchema.optional(),
   /** Legacy access token (`VALIDIC_LEGACY_TOKEN`), default: token. */
   legacyToken: z.string().min(1).optional(),
   /** Requests per hour the token may make (`VALIDIC_REQUESTS_PER_HOUR`); the worker paces itself under it. */

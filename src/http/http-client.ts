@@ -79,7 +79,7 @@ export interface HttpClientOptions {
    * `RateLimitedError` carrying `retryAfterMs`, so the job queue reschedules instead of holding a worker.
    */
   maxRetryAfterMs?: number;
-  /** Largest response body accepted, bytes (default 64 MiB). */
+  /** Largest response body accepted, bytes (default `DEFAULT_MAX_BODY_BYTES`, 8 MiB). */
   maxBodyBytes?: number;
   /** Same-origin redirects followed by GET (default 5). */
   maxRedirects?: number;
@@ -146,6 +146,14 @@ export interface HttpClient {
 }
 
 const MiB = 1024 * 1024;
+/**
+ * Largest response body, by the memory target (peak RSS ≤ 300 MB per worker, bench/README.md): a body
+ * is held about four times while read and parsed (chunks, joined buffer, string, parsed objects ≈ 1.8×
+ * the text), so 8 MiB costs ≈ 32 MB per request, ≈ 130 MB with the default 4 requests in flight. The
+ * largest real page is far smaller: a user's 30 days of 5-minute CGM is ≈ 0.4 MB in the sandbox, a
+ * month of minute-level intraday a few MB. A larger body is a `BodyTooLargeError` (permanent, clear).
+ */
+export const DEFAULT_MAX_BODY_BYTES = 8 * MiB;
 /** Error bodies are read up to this size for the excerpt and messages; the rest is dropped. */
 const ERROR_BODY_BYTES = 64 * 1024;
 
@@ -169,7 +177,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   const log = options.logger ?? silentLogger;
   const maxAttempts = Math.max(1, options.maxAttempts ?? 6);
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 300_000;
-  const maxBodyBytes = options.maxBodyBytes ?? 64 * MiB;
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const maxRedirects = options.maxRedirects ?? 5;
   const userAgent = options.userAgent ?? USER_AGENT;
 

@@ -25,18 +25,27 @@ export function backoffDelayMs(attempt: number, options: BackoffOptions = {}): n
 }
 
 /**
- * `Retry-After` is either delta-seconds or an HTTP-date. Returns milliseconds to wait (≥ 0), or undefined
- * when the header is absent or unreadable (then the caller backs off exponentially).
+ * Longest wait a `Retry-After` can impose: one hour, the window of the platform's request limit, so no
+ * honest answer asks for more. Larger asks (a year, `1e400` seconds, a date far ahead) are read as this,
+ * so a wrong or hostile header cannot park a job or a stream for longer. Waits above the HTTP client's
+ * `maxRetryAfterMs` (5 min) are not slept in process but handed to the queue or the stream consumer.
+ */
+export const MAX_RETRY_AFTER_MS = 3_600_000;
+
+/**
+ * `Retry-After` is either delta-seconds or an HTTP-date. Returns milliseconds to wait, within
+ * [0, MAX_RETRY_AFTER_MS], or undefined when the header is absent or unreadable (then the caller backs
+ * off exponentially).
  */
 export function parseRetryAfter(value: string | string[] | undefined, nowMs: number): number | undefined {
   const raw = Array.isArray(value) ? value[0] : value;
   if (raw === undefined) return undefined;
   const text = raw.trim();
   if (text === '') return undefined;
-  if (/^\d+(\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
+  if (/^\d+(\.\d+)?$/.test(text)) return Math.min(MAX_RETRY_AFTER_MS, Math.round(Number(text) * 1000));
   const at = Date.parse(text);
   if (Number.isNaN(at)) return undefined;
-  return Math.max(0, at - nowMs);
+  return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, at - nowMs));
 }
 
 /** Error codes of undici and Node that mean the connection failed or was cut: worth another attempt. */

@@ -1,5 +1,6 @@
 /**
- * Users of the v2 users list: keyed by `uid` (the customer's id, the one used in paths). Secret-looking
+ * Users of the v2 users list: keyed by `uid` (the customer's id, the one used in paths; one that cannot
+ * be a path segment, such as `..`, is quarantined). Secret-looking
  * URL parameters (e.g. a token in marketplace.url) are redacted before anything is stored.
  */
 import { z } from 'zod';
@@ -7,12 +8,12 @@ import { redactKnownSecrets } from '../config/redact.ts';
 import { describeJsonType, isJsonObject } from './json-shape.ts';
 import type { Normalized, UserRow } from './normalized-types.ts';
 import { rawJsonText } from './raw-json.ts';
-import { describeIssues, idSchema, looseText, optionalText, optionalTimestamp } from './zod-helpers.ts';
+import { describeIssues, looseText, optionalText, optionalTimestamp, pathIdSchema } from './zod-helpers.ts';
 
 export const userSchema = z
   .object({
     id: looseText,
-    uid: idSchema,
+    uid: pathIdSchema,
     status: optionalText,
     marketplace: z.object({ url: optionalText }).loose().nullish(),
     location: z.object({ timezone: optionalText, country_code: optionalText }).loose().nullish(),

@@ -3,12 +3,20 @@
  * numbers, numeric strings, both timestamp forms) and strict where a value would be meaningless.
  */
 import { z } from 'zod';
+import { refinePathSegment } from '../validic/path-segment.ts';
 import { parseTimestamp } from './timestamps.ts';
 
 /** A non-empty id; a number is accepted and kept as its decimal text. */
 export const idSchema = z
   .union([z.string().min(1, 'must not be empty'), z.number().finite()])
   .transform(String);
+
+/**
+ * An id that later goes into a URL path (a user's `uid`): `idSchema`, and usable as one path segment
+ * (not `.` or `..`, no control characters; src/validic/path-segment.ts), so a bad one is quarantined
+ * here instead of failing every request built from it.
+ */
+export const pathIdSchema = idSchema.superRefine(refinePathSegment);
 
 /** Optional text that may come as a number (ids, versions). */
 export const looseText = z

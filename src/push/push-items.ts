@@ -8,9 +8,12 @@
  *   `record_id`; the user in `user_id`/`user._id`/`userId`; `last_updated`/`updated_at`; the org in
  *   `organization_id`/`org_id`; and a retrieval `url`/`path`/`href`/`uri` (absolute or relative) whose
  *   path `…/organizations/{org}/users/{user}/{object}/{id}.json` fills whatever the fields leave out.
+ * An item whose record or user id cannot be a URL path segment (`..`, control characters; see
+ * src/validic/path-segment.ts) is left out with the reason among the problems.
  * Pure: no I/O.
  */
 import { LEGACY_OBJECTS, type LegacyObject } from '../validic/legacy-objects.ts';
+import { pathSegmentProblem } from '../validic/path-segment.ts';
 
 export interface PushItem {
   object: LegacyObject;
@@ -121,6 +124,15 @@ function parseItem(value: unknown, index: number): PushItem | string {
   const lastUpdated = instant(value.last_updated ?? value.lastUpdated ?? value.updated_at);
   const organizationId =
     text(value.organization_id, value.organizationId, value.org_id) ?? fromPath.organizationId;
+  // Both go into the retrieval URL's path: an id such as `..` would address another endpoint.
+  for (const [name, id] of [
+    ['record id', recordId],
+    ['user id', userId],
+  ] as const) {
+    const problem = id === undefined ? undefined : pathSegmentProblem(id);
+    if (problem)
+      return `item ${index}: the ${name} ${JSON.stringify(id!.slice(0, 80))} cannot be used in a URL path: it ${problem}`;
+  }
   if (recordId) item.recordId = recordId;
   if (userId) item.userId = userId;
   if (lastUpdated) item.lastUpdated = lastUpdated;

@@ -1,7 +1,10 @@
 /**
  * Builds request URLs with the URL API. Base URLs may carry a path prefix (`http://127.0.0.1:9/api`):
  * the prefix is kept and path segments are appended, each percent-encoded (a uid may hold `/` or `?`).
+ * A segment that encoding cannot keep in its place (empty, `.`, `..`, control characters; see
+ * path-segment.ts) throws `UnsafePathSegmentError` instead of addressing another endpoint.
  */
+import { pathSegmentProblem, UnsafePathSegmentError } from './path-segment.ts';
 
 export type QueryValue = string | number | boolean | undefined | null;
 
@@ -20,6 +23,10 @@ export function buildUrl(
         cause,
       },
     );
+  }
+  for (const segment of segments) {
+    const problem = pathSegmentProblem(segment);
+    if (problem) throw new UnsafePathSegmentError(segment, problem);
   }
   const prefix = url.pathname.replace(/\/+$/, '');
   url.pathname = `${prefix}/${segments.map((s) => encodeURIComponent(s)).join('/')}`;

@@ -8,6 +8,7 @@ import type { HttpClient } from '../http/http-client.ts';
 import { httpStatusOf, PermanentHttpError } from '../http/http-errors.ts';
 import { buildUrl } from './build-url.ts';
 import { listItems, parseEnvelope, type RawObject, rawObject, UnexpectedResponseError } from './envelopes.ts';
+import { pathSegmentProblem } from './path-segment.ts';
 
 /** Streams per customer the platform allows. */
 export const MAX_STREAMS = 5;
@@ -60,7 +61,15 @@ export function createStreamsClient(options: StreamsClientOptions): StreamsClien
 
   const listStreams = async ({ signal }: { signal?: AbortSignal } = {}): Promise<StreamInfo[]> => {
     const body = await http.getJson<unknown>(url(['streams']), { ...req, signal });
-    return listItems(body, 'streams', 'GET /streams').items.map((s) => toStream(s, 'GET /streams'));
+    // A listed stream with an unusable id is left out: it cannot be addressed, and the others can.
+    return listItems(body, 'streams', 'GET /streams').items.flatMap((s) => {
+      try {
+        return [toStream(s, 'GET /streams')];
+      } catch (error) {
+        if (error instanceof UnexpectedResponseError && hasId(s)) return [];
+        throw error;
+      }
+    });
   };
 
   const createStream = async (params: CreateStreamParams, { signal }: { signal?: AbortSignal } = {}) => {
@@ -161,10 +170,18 @@ function unwrap(body: unknown): RawObject {
   return obj;
 }
 
+function hasId(obj: RawObject): boolean {
+  return typeof (obj.id ?? obj._id) === 'string' || typeof (obj.id ?? obj._id) === 'number';
+}
+
 function toStream(obj: RawObject, what: string): StreamInfo {
   const id = obj.id ?? obj._id;
   if (typeof id !== 'string' && typeof id !== 'number') {
     throw new UnexpectedResponseError(what, 'a stream without an id');
   }
+  // The id goes into /streams/{id}/connect: one like `..` would address another endpoint.
+  const problem = pathSegmentProblem(String(id));
+  if (problem)
+    throw new UnexpectedResponseError(what, `a stream id that cannot be used in a URL path (it ${problem})`);
   return { ...obj, id: String(id), name: typeof obj.name === 'string' ? obj.name : '' };
 }

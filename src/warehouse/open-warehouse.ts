@@ -112,7 +112,7 @@ const customParsers: Record<number, (value: string) => unknown> = {
   [OID.date]: (value) => value,
 };
 
-const pgTypes = {
+export const pgTypes = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
     const custom = customParsers[oid];
     if (custom && format !== 'binary') return custom;
@@ -151,6 +151,18 @@ function isUnreachable(error: unknown): boolean {
   return /timeout|connect|terminated/i.test(message);
 }
 
+/** What a failed first connection becomes: a readable error naming DATABASE_URL when unreachable. */
+export function connectError(databaseUrl: string, error: unknown): unknown {
+  if (!isUnreachable(error)) return error;
+  return new UserFacingError(
+    `Cannot reach the PostgreSQL database at ${displayDatabaseUrl(databaseUrl)}: ${(error as Error).message || (error as { code?: string }).code}`,
+    {
+      fix: 'Check DATABASE_URL (host, port, database name, user, password) and that PostgreSQL is running and accepts connections; or unset DATABASE_URL to use the embedded database.',
+      cause: error,
+    },
+  );
+}
+
 export async function openWarehouse(options: OpenWarehouseOptions = {}): Promise<Warehouse> {
   const log = options.log ?? silentLogger;
   if (options.databaseUrl) return openPostgres(options.databaseUrl, options.maxConnections ?? 10, log);
@@ -180,17 +192,7 @@ async function openPostgres(databaseUrl: string, max: number, log: Logger): Prom
     client.release();
   } catch (error) {
     await pool.end().catch(() => {});
-    const where = displayDatabaseUrl(databaseUrl);
-    if (isUnreachable(error)) {
-      throw new UserFacingError(
-        `Cannot reach the PostgreSQL database at ${where}: ${(error as Error).message || (error as { code?: string }).code}`,
-        {
-          fix: 'Check DATABASE_URL (host, port, database name, user, password) and that PostgreSQL is running and accepts connections; or unset DATABASE_URL to use the embedded database.',
-          cause: error,
-        },
-      );
-    }
-    throw error;
+    throw connectError(databaseUrl, error);
   }
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 

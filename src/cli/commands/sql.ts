@@ -1,41 +1,58 @@
 /**
- * `validic-sync sql "select …" [--json]`: a read-only query against the configured warehouse, so
- * analysts can reach the embedded (PGlite) warehouse without a PostgreSQL server. The statement runs in
- * a READ ONLY transaction: it cannot change data.
+ * `validic-sync sql "select …" [--json] [--timeout <seconds>]`: one read-only query against the
+ * configured warehouse, so analysts can reach the embedded (PGlite) warehouse without a PostgreSQL
+ * server. One statement, in a READ ONLY transaction with a statement timeout, always rolled back; on
+ * PostgreSQL a superuser or BYPASSRLS login is refused (src/warehouse/read-only-query.ts).
+ * Exit codes: 0 rows printed; 1 the query failed (bad SQL, a write refused, the timeout); 2 bad usage
+ * or a refused login.
  */
 import type { Command } from 'commander';
-import { sql } from 'kysely';
-import { UserFacingError } from '../../errors.ts';
+import { ConfigError, UsageError, UserFacingError } from '../../errors.ts';
 import { formatTable } from '../format-table.ts';
 import type { CommandRunner } from '../run-command.ts';
-import { withWarehouse } from '../with-warehouse.ts';
+import { escapeControlChars, terminalSafeJson } from '../terminal-safe.ts';
+
+export const DEFAULT_SQL_TIMEOUT_SECONDS = 60;
+
+function parseTimeout(value: string): number {
+  const seconds = Number(value);
+  if (!Number.isFinite(seconds) || seconds <= 0)
+    throw new UsageError(
+      `--timeout ${value} is not a number of seconds`,
+      'give --timeout as seconds > 0, e.g. 300',
+    );
+  return seconds;
+}
 
 export function registerSql(program: Command, run: CommandRunner): void {
   program
     .command('sql')
     .description(
-      'run a read-only SQL query against the warehouse (embedded or PostgreSQL) and print the rows',
+      'run one read-only SQL statement against the warehouse (embedded or PostgreSQL) and print the rows',
     )
     .argument('<query>', 'one SQL statement, e.g. "select * from validic.data_freshness"')
     .option('--json', 'print the rows as JSON lines')
-    .action((query: string, options: { json?: boolean }) =>
-      run(async ({ config, log, print }) => {
-        const rows = await withWarehouse(config, log, (warehouse) =>
-          warehouse.db
-            .transaction()
-            .execute(async (tx) => {
-              await sql`set transaction read only`.execute(tx);
-              const result = await sql.raw(query.trim().replace(/;\s*$/, '')).execute(tx);
-              return result.rows as Record<string, unknown>[];
-            })
-            .catch((error: Error) => {
-              throw new UserFacingError(`query failed: ${error.message}`, {
-                fix: 'check the SQL; tables and columns are listed in docs/warehouse.md (writes are refused here)',
-                cause: error,
-              });
-            }),
-        );
-        if (options.json) for (const row of rows) print(JSON.stringify(row));
+    .option(
+      '--timeout <seconds>',
+      `cancel the statement after this long (default ${DEFAULT_SQL_TIMEOUT_SECONDS})`,
+    )
+    .action((query: string, options: { json?: boolean; timeout?: string }) =>
+      run(async ({ config, print }) => {
+        const seconds =
+          options.timeout === undefined ? DEFAULT_SQL_TIMEOUT_SECONDS : parseTimeout(options.timeout);
+        const { runReadOnlyQuery } = await import('../../warehouse/read-only-query.ts');
+        const rows = await runReadOnlyQuery({
+          databaseUrl: config.databaseUrl,
+          dataDir: config.dataDir,
+          query,
+          timeoutMs: Math.round(seconds * 1000),
+        }).catch((error: unknown) => {
+          // Database messages can quote data (an invalid value, a key): escaped like the rows.
+          if (error instanceof UserFacingError && !(error instanceof ConfigError))
+            error.message = escapeControlChars(error.message);
+          throw error;
+        });
+        if (options.json) for (const row of rows) print(terminalSafeJson(row));
         else {
           print(formatTable(rows));
           print(`(${rows.length} row${rows.length === 1 ? '' : 's'})`);
