@@ -8,8 +8,8 @@
  *   closed on arrival);
  * - a body limit for every route, whether the handler reads the body or not: a declared Content-Length
  *   over it gets 413 before the handler runs; a chunked body is counted as it arrives (a request class
- *   of node's `IncomingMessage` option) and the first byte over the limit answers 413 and closes the
- *   connection, so a handler never sees a truncated body as complete;
+ *   given as node's `IncomingMessage` option) and the first byte over the limit answers 413 and closes
+ *   the connection, so a handler never sees a truncated body as complete;
  * - `X-Content-Type-Options: nosniff` and `Cache-Control: no-store` on every response;
  * - a handler that throws answers 500 (logged, redacted), never a hung request.
  * Hand-written rather than a framework: node:http has every one of these as an option, and the two
@@ -63,34 +63,51 @@ export interface HardenedServerOptions {
   fix: string;
 }
 
-/** Counts body bytes as node's parser pushes them; past the limit, drops them (and the end). */
+/**
+ * Counts body bytes as node's parser pushes them; past the limit, drops them and the end (the handler's
+ * read is aborted when the connection closes, never completed with a body cut short). Dropped bytes
+ * are still read off the socket (returning true): see `closeAfterLinger`.
+ */
 class LimitedRequest extends IncomingMessage {
   bodyLimit = Number.POSITIVE_INFINITY;
   bodyBytes = 0;
   onOverLimit: (() => void) | undefined;
 
   override push(chunk: unknown, encoding?: BufferEncoding): boolean {
-    if (this.bodyBytes > this.bodyLimit) return false;
+    if (this.bodyBytes > this.bodyLimit) return true;
     if (chunk !== null && chunk !== undefined) {
       this.bodyBytes += (chunk as Buffer).length;
       if (this.bodyBytes > this.bodyLimit) {
         this.onOverLimit?.();
-        return false;
+        return true;
       }
     }
     return super.push(chunk, encoding);
   }
 }
 
+/** How long a connection answered 413 may go on sending before it is cut. */
+const LINGER_MS = 2000;
+
+/**
+ * The answer says `Connection: close`, so node ends the connection once it is out. Destroying the
+ * socket at once instead would leave the unread body in the kernel's buffer, and closing over unread
+ * data sends a reset, which can wipe the 413 on its way to the client (a "lingering close", as nginx
+ * does it). A client that keeps sending anyway is cut after `LINGER_MS`.
+ */
+function closeAfterLinger(req: IncomingMessage): void {
+  const socket = req.socket;
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+}
+
 function tooLarge(req: IncomingMessage, res: ServerResponse, max: number): void {
-  // Close once the answer is out: the rest of the body is never read, and the handler (if it was
-  // reading) sees the request aborted rather than a body cut short.
-  res.once('finish', () => req.socket.destroy());
-  if (res.headersSent) {
-    if (res.writableFinished) req.socket.destroy();
-    return;
-  }
-  sendJson(res, 413, { error: `body larger than ${max} bytes` }, { connection: 'close' });
+  if (!res.headersSent)
+    sendJson(res, 413, { error: `body larger than ${max} bytes` }, { connection: 'close' });
+  else if (res.writableFinished) req.socket.end();
+  else res.once('finish', () => req.socket.end());
+  closeAfterLinger(req);
 }
 
 export function createHardenedServer(options: Omit<HardenedServerOptions, 'host' | 'port' | 'fix'>): Server {
