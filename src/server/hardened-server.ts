@@ -124,12 +124,12 @@ export function createHardenedServer(options: Omit<HardenedServerOptions, 'host'
     (req, res) => {
       res.setHeader('x-content-type-options', 'nosniff');
       res.setHeader('cache-control', 'no-store');
+      const limited = req as LimitedRequest;
+      limited.bodyLimit = limits.maxBodyBytes;
       const declared = Number(req.headers['content-length']);
       if (Number.isFinite(declared) && declared > limits.maxBodyBytes) {
         return tooLarge(req, res, limits.maxBodyBytes);
       }
-      const limited = req as LimitedRequest;
-      limited.bodyLimit = limits.maxBodyBytes;
       limited.onOverLimit = () => tooLarge(req, res, limits.maxBodyBytes);
       options.handle(req, res).catch((error: unknown) => {
         log.warn({ err: error, listener: name, path: requestPath(req.url) }, 'HTTP request failed');
