@@ -21,6 +21,8 @@ const ENV_TO_KEY: Record<string, string> = {
   LOG_LEVEL: 'logLevel',
   HTTP_PORT: 'http.port',
   HTTP_HOST: 'http.host',
+  PUSH_PORT: 'http.pushPort',
+  PUSH_HOST: 'http.pushHost',
   PUSH_SECRET: 'http.pushSecret',
   PUSH_PATH: 'http.pushPath',
   VALIDIC_ALLOW_INSECURE_LOOPBACK: 'allowInsecureLoopback',

@@ -81,10 +81,24 @@ export const configSchema = z.object({
   allowInsecureHosts: z.array(z.string().min(1)).default([]),
   http: z
     .object({
-      /** Port of the worker's health/metrics/push server (`HTTP_PORT`). */
+      /**
+       * Port of the admin listener (`HTTP_PORT`): /healthz, /readyz, /metrics and /queues. None of these
+       * is authenticated, so it stays private.
+       */
       port: z.coerce.number().int().min(0).max(65535).default(3000),
-      /** Interface it binds (`HTTP_HOST`); loopback unless set. */
-      host: z.string().default('127.0.0.1'),
+      /** Interface the admin listener binds (`HTTP_HOST`); loopback unless set. */
+      host: z.string().min(1).default('127.0.0.1'),
+      /**
+       * Port of the push listener (`PUSH_PORT`): it answers the push path only, everything else 404. It
+       * runs only when push is configured (see `src/push/push-configured.ts`).
+       */
+      pushPort: z.coerce.number().int().min(0).max(65535).default(3001),
+      /**
+       * Interface the push listener binds (`PUSH_HOST`); loopback by default. The platform must reach it,
+       * so deployers expose it deliberately, usually behind a TLS-terminating reverse proxy (the push
+       * secret may ride in the URL's query, which only TLS keeps private).
+       */
+      pushHost: z.string().min(1).default('127.0.0.1'),
       /** Shared secret guarding the push-notification endpoint (`PUSH_SECRET`); push is off without it. */
       pushSecret: z.string().min(16, 'must be at least 16 characters').optional(),
       /** Path of the push-notification endpoint (`PUSH_PATH`), POST only. */
@@ -92,6 +106,29 @@ export const configSchema = z.object({
         .string()
         .regex(/^\/\S*$/, 'must start with /')
         .default('/push/v1'),
+      /**
+       * Limits of both listeners (node:http's own defaults are too loose for a port facing the internet).
+       * `requestTimeoutMs`: the whole request (headers and body) must arrive within it, else 408 and the
+       * connection closes (slow bodies). `headersTimeoutMs`: the headers must (slow-loris); capped at
+       * `requestTimeoutMs`. `keepAliveTimeoutMs`: an idle kept-alive connection closes after it.
+       */
+      requestTimeoutMs: z.coerce.number().int().min(100).default(30_000),
+      headersTimeoutMs: z.coerce.number().int().min(100).default(10_000),
+      keepAliveTimeoutMs: z.coerce.number().int().min(100).default(5_000),
+      /** Open connections per listener (`server.maxConnections`); more are closed on arrival. */
+      maxConnections: z.coerce.number().int().min(1).default(256),
+      /** Largest request body on the push listener, bytes (413 above; chunked bodies counted too). */
+      maxBodyBytes: z.coerce
+        .number()
+        .int()
+        .min(1024)
+        .default(1024 * 1024),
+      /** Largest request body on the admin listener, bytes; its routes are GETs, so small. */
+      adminMaxBodyBytes: z.coerce
+        .number()
+        .int()
+        .min(0)
+        .default(16 * 1024),
       /** Serve the BullMQ dashboard at /queues. */
       dashboard: z.boolean().default(false),
     })

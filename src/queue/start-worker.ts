@@ -4,7 +4,10 @@
  * fleet-wide slots, metrics and the HTTP server. `stop()` (or the abort of `signal`) shuts down in order:
  * stop taking jobs and let the running ones settle (they see the aborted signal, so they stop after the
  * current batch; the loader's transaction means nothing half-done is committed), stop the streams (each
- * flushes its micro-batch), release the stream slots, close the server and the connections.
+ * flushes its micro-batch), release the stream slots, close the listeners and the connections.
+ * Two listeners: the admin one (health, readiness, metrics, queues; `http.host`/`http.port`) and, only
+ * when push is configured, the push one (`http.pushHost`/`http.pushPort`), which answers the push path
+ * alone.
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
@@ -14,9 +17,12 @@ import type { Config } from '../config/schema.ts';
 import { ConfigError, UserFacingError } from '../errors.ts';
 import type { Logger } from '../log/logger.ts';
 import { createWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics.ts';
-import { DEFAULT_PUSH_PATH, handlePushRequest } from '../push/handle-push.ts';
-import { pushOrgResolver } from '../push/resolve-push-org.ts';
+import { handlePushRequest } from '../push/handle-push.ts';
+import { pushConfigured } from '../push/push-configured.ts';
+import { pushDepsFromConfig } from '../push/push-deps.ts';
 import { openRuntime, type Runtime } from '../runtime/runtime.ts';
+import { type RunningServer, serverLimits } from '../server/hardened-server.ts';
+import { startPushServer } from '../server/push-server.ts';
 import { startWorkerServer, type WorkerServer } from '../server/worker-server.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
 import { countQuarantineByKind } from '../warehouse/quarantine.ts';
@@ -38,7 +44,10 @@ export interface WorkerProcess {
   slots: StreamSlots;
   streams: StreamSupervisor | undefined;
   metrics: WorkerMetrics;
+  /** The admin listener: /healthz, /readyz, /metrics, /queues. */
   server: WorkerServer;
+  /** The push listener; absent when push is not configured. */
+  pushServer: RunningServer | undefined;
   /** Scheduler ids upserted at start. */
   schedules: string[];
   /** Resolves once the process has shut down (after `signal` aborted or `stop()`). */
@@ -123,6 +132,7 @@ export async function startWorker(
 
   let reapply: (() => void) | undefined;
   let server: WorkerServer | undefined;
+  let pushServer: RunningServer | undefined;
   try {
     const planned = planSchedules(config, catalog);
     const schedules = await applySchedules(jobQueue.queue, planned, catalog, keep);
@@ -134,28 +144,16 @@ export async function startWorker(
       );
     };
     redis.on('ready', reapply);
-    const pushPath = (config.http as { pushPath?: string }).pushPath ?? DEFAULT_PUSH_PATH;
-    const resolveOrg = pushOrgResolver(config);
     server = await startWorkerServer({
       host: config.http.host,
       port: config.http.port,
       log,
+      limits: serverLimits(config.http, 'admin'),
       metrics,
       readiness: [
         { name: 'postgres', check: async () => void (await sql`select 1`.execute(db)) },
         { name: 'redis', check: async () => void (await redis.ping()) },
       ],
-      push: {
-        path: pushPath,
-        handle: (req, res) =>
-          handlePushRequest(req, res, {
-            secret: config.http.pushSecret,
-            db,
-            enqueue: (name, payload) => jobQueue.enqueue(name, payload),
-            resolveOrg,
-            log,
-          }),
-      },
       ...(config.http.dashboard
         ? {
             queues: async () => ({
@@ -172,6 +170,28 @@ export async function startWorker(
           }
         : {}),
     });
+    if (pushConfigured(config)) {
+      const pushDeps = {
+        ...pushDepsFromConfig({
+          config,
+          warehouse: runtime.warehouse,
+          enqueue: (name, payload) => jobQueue.enqueue(name, payload),
+          log,
+        }),
+        // The handler's own limit agrees with the listener's (which also counts chunked bodies).
+        maxBodyBytes: config.http.maxBodyBytes,
+      };
+      pushServer = await startPushServer({
+        host: config.http.pushHost,
+        port: config.http.pushPort,
+        log,
+        limits: serverLimits(config.http, 'push'),
+        push: {
+          path: config.http.pushPath,
+          handle: (req, res) => handlePushRequest(req, res, pushDeps),
+        },
+      });
+    }
 
     // Jobs and streams start last: a server that cannot bind fails the start with nothing running.
     const queueWorker = startQueueWorker({
@@ -201,6 +221,7 @@ export async function startWorker(
         await queueWorker.close();
         await streams?.done;
         await slots.releaseAll();
+        await pushServer?.close();
         await server?.close();
         await jobQueue.close();
         await runtime.close();
@@ -215,7 +236,12 @@ export async function startWorker(
     });
     stopped.catch(() => {});
     log.info(
-      { url: server.url, schedules: schedules.length, streams: streams !== undefined },
+      {
+        url: server.url,
+        push: pushServer ? `${pushServer.url}${config.http.pushPath}` : 'off',
+        schedules: schedules.length,
+        streams: streams !== undefined,
+      },
       'worker running',
     );
     return {
@@ -226,6 +252,7 @@ export async function startWorker(
       streams,
       metrics,
       server,
+      pushServer,
       schedules,
       stopped,
       stop: async () => {
@@ -234,6 +261,7 @@ export async function startWorker(
     };
   } catch (error) {
     if (reapply) redis.off('ready', reapply);
+    await pushServer?.close();
     await server?.close();
     await jobQueue.close();
     await runtime.close();

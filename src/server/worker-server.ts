@@ -1,17 +1,23 @@
 /**
- * The worker's small HTTP server (node:http, no framework):
+ * The worker's admin listener (`http.host`:`http.port`, loopback unless configured), node:http without a
+ * framework, hardened like the push listener (`hardened-server.ts`):
  * - GET /healthz  the process is alive (200);
- * - GET /readyz   Postgres and Redis answer (200, else 503 with which one failed);
+ * - GET /readyz   Postgres and Redis answer: `{"ok":true,"failed":[]}`, else 503 with the names of the
+ *                 failed checks (`{"ok":false,"failed":["postgres"]}`). Their error texts (host names,
+ *                 users, driver messages) go to the log, redacted, never into the answer;
  * - GET /metrics  Prometheus text (prom-client);
- * - POST <push path>  the push-notification endpoint, when a push handler is given;
  * - GET /queues   queue counts and recent failures as JSON (or a small HTML table for browsers), when
  *                 the dashboard is on. bull-board is not installed; this is a read-only stand-in.
- * Binds `http.host` (loopback unless configured). Nothing here echoes tokens: metrics labels hold org
- * ids and statuses only, and failure reasons shown under /queues were redacted before they were stored.
+ * None of these is authenticated, which is why the push endpoint, the one route the internet must
+ * reach, has a listener of its own (`push-server.ts`) and does not answer here. Routes are listed in
+ * `adminRoutes` only, so a new one (or an auth check in front of them) goes in one place. Nothing here
+ * echoes tokens: metrics labels hold org ids and statuses only, and failure reasons shown under /queues
+ * were redacted before they were stored.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../log/logger.ts';
+import { type RunningServer, type ServerLimits, startHardenedServer } from './hardened-server.ts';
+import { requestPath, send, sendJson } from './respond.ts';
 
 export interface ReadinessCheck {
   name: string;
@@ -22,28 +28,18 @@ export interface WorkerServerOptions {
   host: string;
   port: number;
   log: Logger;
+  limits: ServerLimits;
   readiness: ReadinessCheck[];
   metrics?: { text(): Promise<string>; contentType: string };
-  /** Mounted at `pushPath` for every method (the handler answers 405 itself). */
-  push?: { path: string; handle(req: IncomingMessage, res: ServerResponse): Promise<void> };
   /** Data for /queues; absent = dashboard off (404). */
   queues?: () => Promise<unknown>;
   /** Per readiness check, ms (default 2,000). */
   checkTimeoutMs?: number;
 }
 
-export interface WorkerServer {
-  server: Server;
-  /** The bound port (useful with port 0). */
-  port: number;
-  url: string;
-  close(): Promise<void>;
-}
+export type WorkerServer = RunningServer;
 
-function send(res: ServerResponse, status: number, body: string, type = 'application/json; charset=utf-8') {
-  res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
-  res.end(body);
-}
+type Route = (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -53,14 +49,6 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
       timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
     }),
   ]).finally(() => clearTimeout(timer));
-}
-
-function pathOf(url: string | undefined): string {
-  try {
-    return new URL(url ?? '/', 'http://local.invalid').pathname.replace(/\/+$/, '') || '/';
-  } catch {
-    return '/';
-  }
 }
 
 function escapeHtml(text: string): string {
@@ -82,72 +70,67 @@ export function queuesHtml(data: unknown): string {
 <h2>recent failures</h2><table border="1"><tr><th>job</th><th>id</th><th>reason</th></tr>${failed}</table>`;
 }
 
-export async function startWorkerServer(options: WorkerServerOptions): Promise<WorkerServer> {
-  const timeoutMs = options.checkTimeoutMs ?? 2000;
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const path = pathOf(req.url);
-    if (options.push && path === (options.push.path.replace(/\/+$/, '') || '/')) {
-      return options.push.handle(req, res);
-    }
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      return send(res, 405, JSON.stringify({ error: 'method not allowed' }));
-    }
-    switch (path) {
-      case '/healthz':
-        return send(res, 200, JSON.stringify({ status: 'ok' }));
-      case '/readyz': {
-        const results = await Promise.all(
-          options.readiness.map(async ({ name, check }) => {
-            try {
-              await withTimeout(check(), timeoutMs, name);
-              return [name, 'ok'] as const;
-            } catch (error) {
-              return [name, (error as Error).message || 'failed'] as const;
-            }
-          }),
-        );
-        const ready = results.every(([, state]) => state === 'ok');
-        return send(res, ready ? 200 : 503, JSON.stringify({ ready, checks: Object.fromEntries(results) }));
+/** Runs every readiness check; the names of those that failed (their errors are logged, not returned). */
+export async function failedReadiness(
+  checks: ReadinessCheck[],
+  timeoutMs: number,
+  log: Logger,
+): Promise<string[]> {
+  const failed = await Promise.all(
+    checks.map(async ({ name, check }) => {
+      try {
+        await withTimeout(check(), timeoutMs, name);
+        return undefined;
+      } catch (error) {
+        log.warn({ err: error, check: name }, `readiness check ${name} failed`);
+        return name;
       }
-      case '/metrics':
-        if (!options.metrics) break;
-        return send(res, 200, await options.metrics.text(), options.metrics.contentType);
-      case '/queues': {
-        if (!options.queues) break;
-        const data = await options.queues();
-        if (/text\/html/.test(String(req.headers.accept ?? ''))) {
-          return send(res, 200, queuesHtml(data), 'text/html; charset=utf-8');
-        }
-        return send(res, 200, JSON.stringify(data));
-      }
-    }
-    send(res, 404, JSON.stringify({ error: 'not found' }));
-  };
+    }),
+  );
+  return failed.filter((name) => name !== undefined);
+}
 
-  const server = createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
-      options.log.warn({ err: error, path: pathOf(req.url) }, 'worker HTTP request failed');
-      if (!res.headersSent) send(res, 500, JSON.stringify({ error: 'internal error' }));
-      else res.destroy();
-    });
+/** Every route of the admin listener (GET/HEAD), by path. */
+export function adminRoutes(options: WorkerServerOptions): Map<string, Route> {
+  const timeoutMs = options.checkTimeoutMs ?? 2000;
+  const routes = new Map<string, Route>();
+  routes.set('/healthz', (_req, res) => sendJson(res, 200, { status: 'ok' }));
+  routes.set('/readyz', async (_req, res) => {
+    const failed = await failedReadiness(options.readiness, timeoutMs, options.log);
+    sendJson(res, failed.length === 0 ? 200 : 503, { ok: failed.length === 0, failed });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
+  const { metrics, queues } = options;
+  if (metrics) {
+    routes.set('/metrics', async (_req, res) => send(res, 200, await metrics.text(), metrics.contentType));
+  }
+  if (queues) {
+    routes.set('/queues', async (req, res) => {
+      const data = await queues();
+      if (/text\/html/.test(String(req.headers.accept ?? ''))) {
+        return send(res, 200, queuesHtml(data), 'text/html; charset=utf-8');
+      }
+      sendJson(res, 200, data);
     });
+  }
+  return routes;
+}
+
+export async function startWorkerServer(options: WorkerServerOptions): Promise<WorkerServer> {
+  const routes = adminRoutes(options);
+  return startHardenedServer({
+    name: 'admin',
+    host: options.host,
+    port: options.port,
+    limits: options.limits,
+    log: options.log,
+    fix: 'set HTTP_PORT / HTTP_HOST (http.port / http.host) to a free port and a local interface',
+    handle: async (req, res) => {
+      const route = routes.get(requestPath(req.url));
+      if (!route) return sendJson(res, 404, { error: 'not found' });
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        return sendJson(res, 405, { error: 'method not allowed' }, { allow: 'GET, HEAD' });
+      }
+      await route(req, res);
+    },
   });
-  const port = (server.address() as AddressInfo).port;
-  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
-  return {
-    server,
-    port,
-    url: `http://${host}:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
 }

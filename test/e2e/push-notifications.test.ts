@@ -1,12 +1,9 @@
 /**
- * Push notifications end to end: the sandbox POSTs its enterprise push notifications to a node:http
- * server running the push handler; each announced item becomes a legacy.fetch job on an inline runner;
+ * Push notifications end to end: the sandbox POSTs its enterprise push notifications to the worker's
+ * push listener running the push handler; each announced item becomes a legacy.fetch job on an inline runner;
  * the announced records land in the warehouse with arrived_via `push`, with no scheduled poll at all.
  */
-import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -14,11 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInlineRunner } from '../../src/cli/run-jobs-inline.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { silentLogger } from '../../src/log/logger.ts';
-import { handlePushRequest, isPushPath } from '../../src/push/handle-push.ts';
+import { handlePushRequest } from '../../src/push/handle-push.ts';
 import { pushDepsFromConfig } from '../../src/push/push-deps.ts';
 import type { InlineRunner } from '../../src/queue/inline-runner.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { type RunningServer, serverLimits } from '../../src/server/hardened-server.ts';
+import { startPushServer } from '../../src/server/push-server.ts';
 import { sandboxEnv } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
@@ -29,7 +28,7 @@ describe('push notifications from the sandbox', () => {
   let db: TestDatabase;
   let runtime: Runtime;
   let runner: InlineRunner;
-  let server: Server;
+  let server: RunningServer;
   let pushUrl: string;
   let configDir: string;
   const jobsRun: string[] = [];
@@ -50,20 +49,18 @@ describe('push notifications from the sandbox', () => {
       warehouse: db.warehouse,
       enqueue: (name, payload) => runner.enqueue(name, payload),
     });
-    server = createServer((req, res) => {
-      if (req.method === 'POST' && isPushPath(req.url ?? '/', config.http.pushPath)) {
-        void handlePushRequest(req, res, deps);
-      } else {
-        res.writeHead(404).end();
-      }
+    // The worker's own push listener (hardened, push path only), on a free port.
+    server = await startPushServer({
+      host: '127.0.0.1',
+      port: 0,
+      log: silentLogger,
+      limits: serverLimits(config.http, 'push'),
+      push: { path: config.http.pushPath, handle: (req, res) => handlePushRequest(req, res, deps) },
     });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    pushUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}${config.http.pushPath}`;
+    pushUrl = `${server.url}${config.http.pushPath}`;
   });
   afterAll(async () => {
-    server?.closeAllConnections();
-    await new Promise((resolve) => server?.close(resolve));
+    await server?.close();
     await runtime?.close();
     await sandbox?.close();
     await db?.drop();

@@ -132,7 +132,7 @@ describe('worker under Postgres and Redis outages', () => {
   };
   const readiness = async () => {
     const res = await fetch(`${worker!.url}/readyz`);
-    return { status: res.status, ...((await res.json()) as { checks: Record<string, string> }) };
+    return { status: res.status, body: (await res.json()) as { ok: boolean; failed: string[] } };
   };
 
   it('waits out both outages and completes the sync', async () => {
@@ -167,8 +167,14 @@ describe('worker under Postgres and Redis outages', () => {
 
     // Postgres goes away: the worker notices, keeps its jobs (delayed, not failed), and waits.
     await proxy.cut();
-    await vi.waitFor(async () => expect((await readiness()).checks.postgres).not.toBe('ok'), {
+    // /readyz names the stopped dependency and nothing else (no error text: that goes to the log).
+    await vi.waitFor(
+      async () => expect((await readiness()).body).toEqual({ ok: false, failed: ['postgres'] }),
+      { timeout: 10_000 },
+    );
+    await vi.waitFor(() => expect(worker!.stderr()).toContain('readiness check postgres failed'), {
       timeout: 10_000,
+      interval: 100,
     });
     await vi.waitFor(() => expect(worker!.stderr()).toMatch(/unreachable/), {
       timeout: 20_000,
@@ -185,8 +191,12 @@ describe('worker under Postgres and Redis outages', () => {
     // Redis restarts empty: the worker reconnects by itself and takes new work.
     redisServer!.kill('SIGKILL');
     await new Promise((resolve) => redisServer!.once('exit', resolve));
-    await vi.waitFor(async () => expect((await readiness()).checks.redis).not.toBe('ok'), {
+    await vi.waitFor(async () => expect((await readiness()).body).toEqual({ ok: false, failed: ['redis'] }), {
       timeout: 10_000,
+    });
+    await vi.waitFor(() => expect(worker!.stderr()).toContain('readiness check redis failed'), {
+      timeout: 10_000,
+      interval: 100,
     });
     redisServer = startRedisServer(redisPort);
     await waitForRedis(redisUrl);

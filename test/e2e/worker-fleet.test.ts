@@ -66,6 +66,7 @@ describe('a fleet of three workers', () => {
       REDIS_URL: TEST_REDIS_URL,
       VALIDIC_REDIS_PREFIX: prefix,
       HTTP_PORT: '0',
+      PUSH_PORT: '0',
       // The fleet's shared bucket stays under the sandbox's 50 per 10 s (burst 20 + 2.4/s).
       VALIDIC_REQUESTS_PER_HOUR: '9000',
       VALIDIC_WORKER_LOCK_MS: '2000',
@@ -123,8 +124,11 @@ describe('a fleet of three workers', () => {
       expect(metrics).not.toContain(sandbox.token);
     }
 
-    // The push endpoint is mounted: the secret is checked, and a body is accepted (stored) with 202.
-    const push = `${workers[1]!.url}/push/v1`;
+    // The push endpoint has its own listener: the secret is checked, and a body is accepted (stored)
+    // with 202; the admin listener does not answer the push path.
+    const push = workers[1]!.pushUrl!;
+    expect(push).toMatch(/\/push\/v1$/);
+    expect((await fetch(`${workers[1]!.url}/push/v1`, { method: 'POST', body: '{}' })).status).toBe(404);
     expect((await fetch(push, { method: 'POST', body: '{}' })).status).toBe(401);
     const accepted = await fetch(push, {
       method: 'POST',

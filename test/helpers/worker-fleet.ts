@@ -1,6 +1,7 @@
 /**
  * Starts `validic-sync worker` processes (the real CLI) and waits until each serves HTTP; the port is
- * read from its "worker listening on" line (HTTP_PORT=0 picks a free one).
+ * read from its "worker listening on" line (HTTP_PORT=0 picks a free one), the push endpoint's URL from
+ * the "push endpoint on" line printed before it (when push is configured; PUSH_PORT=0 for a free port).
  */
 import type { ChildProcess } from 'node:child_process';
 import { type CliResult, spawnCli } from './cli.ts';
@@ -8,6 +9,8 @@ import { type CliResult, spawnCli } from './cli.ts';
 export interface WorkerChild {
   child: ChildProcess & { result: Promise<CliResult> };
   url: string;
+  /** The push endpoint (listener and path), when push is configured. */
+  pushUrl: string | undefined;
   stderr(): string;
 }
 
@@ -17,8 +20,8 @@ export async function startWorkerChild(env: NodeJS.ProcessEnv, args: string[] = 
   child.stderr!.on('data', (chunk: Buffer) => {
     stderr += chunk.toString('utf8');
   });
+  let stdout = '';
   const url = await new Promise<string>((resolve, reject) => {
-    let stdout = '';
     const onData = (chunk: Buffer) => {
       stdout += chunk.toString('utf8');
       const match = /worker listening on (\S+)/.exec(stdout);
@@ -32,5 +35,6 @@ export async function startWorkerChild(env: NodeJS.ProcessEnv, args: string[] = 
       reject(new Error(`worker exited (${r.code ?? r.signal}) before serving: ${r.stderr}`)),
     );
   });
-  return { child, url, stderr: () => stderr };
+  const pushUrl = /push endpoint on (\S+)/.exec(stdout)?.[1];
+  return { child, url, pushUrl, stderr: () => stderr };
 }

@@ -1,13 +1,16 @@
 /**
- * The worker's HTTP server: health, readiness against real Postgres and Redis (and what a dead one
- * looks like), Prometheus metrics without secrets in labels, the read-only /queues view, and the push
- * mount.
+ * The worker's admin listener: health, readiness against real Postgres and Redis (and what a dead one
+ * looks like: its name, never its error text, which goes to the log), Prometheus metrics without secrets
+ * in labels, the read-only /queues view, and no push endpoint (that has a listener of its own).
  */
+import { PassThrough } from 'node:stream';
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/log/logger.ts';
+import { configSchema } from '../../src/config/schema.ts';
+import { createLogger } from '../../src/log/logger.ts';
 import { createWorkerMetrics } from '../../src/metrics/worker-metrics.ts';
+import { serverLimits } from '../../src/server/hardened-server.ts';
 import { startWorkerServer, type WorkerServer } from '../../src/server/worker-server.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { createTestRedis, type TestRedis } from '../helpers/redis.ts';
@@ -18,7 +21,12 @@ describe('worker HTTP server', () => {
   let server: WorkerServer;
   let deadRedis: Redis;
   let redisDead = false;
-  const pushed: string[] = [];
+  let redisError = '';
+  let logLines = '';
+  const destination = new PassThrough();
+  destination.on('data', (chunk: Buffer) => {
+    logLines += chunk.toString('utf8');
+  });
   const metrics = createWorkerMetrics({
     queueCounts: async () => ({ waiting: 3, active: 1 }),
     budgets: async () => [{ orgId: 'org-a', remaining: 17 }],
@@ -37,19 +45,23 @@ describe('worker HTTP server', () => {
     server = await startWorkerServer({
       host: '127.0.0.1',
       port: 0,
-      log: silentLogger,
+      log: createLogger({ level: 'warn', destination }),
+      limits: serverLimits(configSchema.parse({}).http, 'admin'),
       metrics,
       readiness: [
         { name: 'postgres', check: async () => void (await sql`select 1`.execute(db.warehouse.db)) },
-        { name: 'redis', check: async () => void (await (redisDead ? deadRedis : redis).ping()) },
-      ],
-      push: {
-        path: '/push/v1',
-        handle: async (req, res) => {
-          pushed.push(req.method ?? '');
-          res.writeHead(202).end('{}');
+        {
+          name: 'redis',
+          check: async () => {
+            try {
+              await (redisDead ? deadRedis : redis).ping();
+            } catch (error) {
+              redisError = (error as Error).message;
+              throw error;
+            }
+          },
         },
-      },
+      ],
       queues: async () => ({
         counts: { waiting: 3 },
         failed: [{ id: 'x', name: 'records.poll', failedReason: '<b>' }],
@@ -64,18 +76,22 @@ describe('worker HTTP server', () => {
     await db?.drop();
   });
 
-  it('answers /healthz and /readyz, and says which dependency is not ready', async () => {
+  it('answers /healthz and /readyz, and names the dependency that is down without its error text', async () => {
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
     const ready = await fetch(`${server.url}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ ready: true, checks: { postgres: 'ok', redis: 'ok' } });
+    expect(await ready.json()).toEqual({ ok: true, failed: [] });
     redisDead = true;
     const notReady = await fetch(`${server.url}/readyz`);
     redisDead = false;
     expect(notReady.status).toBe(503);
-    const body = (await notReady.json()) as { checks: Record<string, string> };
-    expect(body.checks.postgres).toBe('ok');
-    expect(body.checks.redis).not.toBe('ok');
+    const body = await notReady.text();
+    expect(JSON.parse(body)).toEqual({ ok: false, failed: ['redis'] });
+    // The error text (host, port, driver message) is in the log, not in the answer.
+    expect(redisError).not.toBe('');
+    expect(body).not.toContain(redisError);
+    expect(logLines).toContain(redisError);
+    expect(logLines).toContain('readiness check redis failed');
   });
 
   it('serves Prometheus metrics from events and from sources', async () => {
@@ -102,15 +118,15 @@ describe('worker HTTP server', () => {
     expect(text).not.toMatch(/token/i);
   });
 
-  it('serves /queues as JSON or escaped HTML, mounts push, and 404s the rest', async () => {
+  it('serves /queues as JSON or escaped HTML, and 404s the rest, the push path included', async () => {
     const json = await fetch(`${server.url}/queues`);
     expect(await json.json()).toMatchObject({ counts: { waiting: 3 } });
     const html = await fetch(`${server.url}/queues`, { headers: { accept: 'text/html' } });
     const page = await html.text();
     expect(page).toContain('&#60;b&#62;');
     expect(page).not.toContain('<b>');
-    expect((await fetch(`${server.url}/push/v1`, { method: 'POST', body: '{}' })).status).toBe(202);
-    expect(pushed).toEqual(['POST']);
+    expect((await fetch(`${server.url}/push/v1`)).status).toBe(404);
+    expect((await fetch(`${server.url}/push/v1`, { method: 'POST', body: '{}' })).status).toBe(404);
     expect((await fetch(`${server.url}/nope`)).status).toBe(404);
     expect((await fetch(`${server.url}/metrics`, { method: 'DELETE' })).status).toBe(405);
   });

@@ -32,6 +32,19 @@ describe('loadConfig', () => {
     expect(config.http.port).toBe(3000);
   });
 
+  it('reads the two listeners from HTTP_HOST/HTTP_PORT and PUSH_HOST/PUSH_PORT, both loopback by default', () => {
+    const defaults = loadConfig({}, { cwd: emptyDir }).http;
+    expect(defaults).toMatchObject({ host: '127.0.0.1', port: 3000, pushHost: '127.0.0.1', pushPort: 3001 });
+    const set = loadConfig(
+      { HTTP_HOST: '10.0.0.5', HTTP_PORT: '9100', PUSH_HOST: '0.0.0.0', PUSH_PORT: '8443' },
+      { cwd: emptyDir },
+    ).http;
+    expect(set).toMatchObject({ host: '10.0.0.5', port: 9100, pushHost: '0.0.0.0', pushPort: 8443 });
+    expect(problemsOf(() => loadConfig({ PUSH_PORT: '70000' }, { cwd: emptyDir }))[0]).toMatch(
+      /^PUSH_PORT \(http\.pushPort\): Too big/,
+    );
+  });
+
   it('lets the environment win over the file, and keeps several organizations from the file', () => {
     const file = join(emptyDir, 'several.json');
     writeFileSync(

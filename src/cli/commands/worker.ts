@@ -1,7 +1,8 @@
 /**
  * `validic-sync worker [--no-schedules] [--no-streams] [--concurrency N]`: the long-running BullMQ worker
  * (needs REDIS_URL). Runs queued jobs, upserts the schedules, keeps the org streams running while it
- * holds stream slots, and serves /healthz, /readyz, /metrics and the push endpoint on HTTP_PORT. Run as
+ * holds stream slots, and serves /healthz, /readyz and /metrics on HTTP_HOST:HTTP_PORT and, with push
+ * configured, the push endpoint alone on PUSH_HOST:PUSH_PORT. Run as
  * many as you like against one Redis and Postgres. The first SIGTERM/SIGINT stops it gracefully (exit 0);
  * a second exits at once.
  */
@@ -47,6 +48,8 @@ export function registerWorker(program: Command, run: CommandRunner): void {
         requireOrganizations(config);
         const { startWorker } = await import('../../queue/start-worker.ts');
         const worker = await startWorker(effective, log, signal);
+        // The push line first: a caller that waits for "worker listening" has both then.
+        if (worker.pushServer) print(`push endpoint on ${worker.pushServer.url}${effective.http.pushPath}`);
         print(`worker listening on ${worker.server.url}`);
         await worker.stopped;
         print('worker stopped');
