@@ -1,7 +1,8 @@
 /**
  * Least privilege (migrations/0004_roles.ts, docs/security.md): the owner migrates, the loader loads and
  * does nothing else, the analyst only reads; with row-level security switched on, a tenant login sees
- * only its org, directly and through the views, while the loader still loads every org.
+ * only its org, directly and through the views, while the loader still loads every org (the attempts
+ * to get around it are in tenant-isolation.test.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
@@ -173,8 +174,12 @@ describe('row-level security per org', () => {
     const admin = new pg.Client({ connectionString: ADMIN_URL });
     await admin.connect();
     await admin.query(`create role ${tenant} login in role validic_analyst`);
-    await admin.query(`alter role ${tenant} in database ${db.name} set validic.org_id = 'org-a'`);
     await admin.end();
+    // The owner maps the tenant to its org (migration 0006; test/security/tenant-isolation.test.ts).
+    await db.warehouse.transaction(async (tx) => {
+      await sql`set local role validic_owner`.execute(tx.db);
+      await sql`select validic_sync.grant_tenant(${tenant}, 'org-a')`.execute(tx.db);
+    });
   });
   afterAll(async () => {
     await loader?.close();
