@@ -16,6 +16,9 @@
  * - Unmapped roles (`validic_analyst` itself among them) see no rows; the loader and owner keep
  *   `sync_all_orgs`.
  *
+ * `validic_sync.refresh_row_level_security()` re-applies the policies only where they are on: a later
+ * migration that adds a table or view to `validic` calls it last.
+ *
  * Roles are stored as `regrole` (their oid): a dropped and re-created role of the same name does not
  * inherit the old mapping. Existing `ALTER ROLE … SET validic.org_id` settings become mappings, and a
  * database with row-level security on gets the new policies at once.
@@ -62,14 +65,21 @@ const enableFunction = (
      end loop;
    end $fn$`;
 
-/** Re-applies the policies where row-level security is on (it stays off where it was off). */
-const reapplyPolicies = `do $$ begin
-  if exists (select 1 from pg_policy p join pg_class c on c.oid = p.polrelid
-              join pg_namespace n on n.oid = c.relnamespace
-             where n.nspname = 'validic' and p.polname = 'org_isolation') then
-    perform validic_sync.enable_row_level_security();
-  end if;
-end $$`;
+/**
+ * Re-applies the policies where row-level security is on, and does nothing where it is off. A later
+ * migration that adds a table or view to `validic` calls it last, so a warehouse with RLS on never has
+ * a new table without policies (analysts get SELECT on new tables by default) or a view that reads
+ * with its owner's rights.
+ */
+const refreshFunction = `create or replace function validic_sync.refresh_row_level_security() returns setof text
+   language plpgsql set search_path = pg_catalog, pg_temp as $fn$
+   begin
+     if exists (select 1 from pg_policy p join pg_class c on c.oid = p.polrelid
+                 join pg_namespace n on n.oid = c.relnamespace
+                where n.nspname = 'validic' and p.polname = 'org_isolation') then
+       return query select validic_sync.enable_row_level_security();
+     end if;
+   end $fn$`;
 
 const tenantStatements = [
   `create table validic_sync.tenant_roles (
@@ -151,7 +161,14 @@ const tenantStatements = [
 ];
 
 export async function up(db: Kysely<any>): Promise<void> {
-  for (const statement of [...tenantStatements, enableFunction(MAPPING_POLICY), reapplyPolicies])
+  for (const statement of [
+    ...tenantStatements,
+    enableFunction(MAPPING_POLICY),
+    refreshFunction,
+    'alter function validic_sync.refresh_row_level_security() owner to validic_owner',
+    'revoke all on function validic_sync.refresh_row_level_security() from public',
+    'select validic_sync.refresh_row_level_security()',
+  ])
     await sql.raw(statement).execute(db);
 }
 
@@ -159,7 +176,8 @@ export async function up(db: Kysely<any>): Promise<void> {
 export async function down(db: Kysely<any>): Promise<void> {
   for (const statement of [
     enableFunction(SETTING_POLICY),
-    reapplyPolicies,
+    'select validic_sync.refresh_row_level_security()',
+    'drop function validic_sync.refresh_row_level_security()',
     'drop function validic_sync.grant_tenant(regrole, text)',
     'drop function validic_sync.revoke_tenant(regrole, text)',
     'drop function validic_sync.tenant_org_ids(name)',

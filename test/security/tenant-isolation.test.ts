@@ -359,4 +359,29 @@ describe('migration 0006 on a database with 0004-style tenants', () => {
     expect(await migrateToLatest(db.warehouse.db)).toContain('0006_tenant_roles');
     expect(await tenantSees()).toEqual(['org-a']);
   });
+
+  it('guards a table and a view that a later migration adds, once it calls refresh_row_level_security', async () => {
+    const tenantReads = (relation: string) =>
+      withClient(loginAs(db, tenant), async (client) => {
+        const { rows } = await client.query<{ org_id: string }>(
+          `select distinct org_id from ${relation} order by 1`,
+        );
+        return rows.map((r) => r.org_id);
+      });
+    await db.warehouse.transaction(async (tx) => {
+      await sql`set local role validic_owner`.execute(tx.db);
+      await sql`create table validic.later (org_id text not null)`.execute(tx.db);
+      await sql`insert into validic.later values ('org-a'), ('org-b')`.execute(tx.db);
+      await sql`create view validic.later_users as select org_id, uid from validic.users`.execute(tx.db);
+    });
+    // Analysts read new tables by default: without the refresh, both would show every org.
+    expect(await tenantReads('validic.later')).toEqual(['org-a', 'org-b']);
+    expect(await tenantReads('validic.later_users')).toEqual(['org-a', 'org-b']);
+    await db.warehouse.transaction(async (tx) => {
+      await sql`set local role validic_owner`.execute(tx.db);
+      await sql`select validic_sync.refresh_row_level_security()`.execute(tx.db);
+    });
+    expect(await tenantReads('validic.later')).toEqual(['org-a']);
+    expect(await tenantReads('validic.later_users')).toEqual(['org-a']);
+  });
 });
