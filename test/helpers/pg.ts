@@ -28,6 +28,21 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+/** The database URL with a startup `role` setting: every connection runs as that role (SET ROLE). */
+export function asRole(url: string, role: string): string {
+  const u = new URL(url);
+  u.searchParams.set('options', `-c role=${role}`);
+  return u.href;
+}
+
+/** The database URL for another login (trust auth on the test cluster: the password is not checked). */
+export function asLogin(url: string, login: string): string {
+  const u = new URL(url);
+  u.username = login;
+  u.password = 'not-checked-by-trust-auth';
+  return u.href;
+}
+
 function urlFor(name: string): string {
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;

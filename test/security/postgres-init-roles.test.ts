@@ -13,22 +13,15 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { applyBatch } from '../../src/warehouse/apply-batch.ts';
-import type { RawItem } from '../../src/warehouse/batch.ts';
 import { FolderMigrationProvider, migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/open-warehouse.ts';
-import { ADMIN_URL, createEmptyDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { ADMIN_URL, asLogin, createEmptyDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { sandboxItems } from '../helpers/sandbox-items.ts';
 
 const SCRIPT = fileURLToPath(new URL('../../deploy/postgres/init/10-validic-roles.sh', import.meta.url));
 const suffix = randomBytes(4).toString('hex');
 const MIGRATOR = `vs_migrator_${suffix}`;
 const APP = `vs_app_${suffix}`;
-
-function loginUrl(db: TestDatabase, login: string): string {
-  const url = new URL(db.url);
-  url.username = login;
-  url.password = 'not-checked-by-trust-auth';
-  return url.href;
-}
 
 describe('the compose database init script', () => {
   let db: TestDatabase;
@@ -87,7 +80,7 @@ describe('the compose database init script', () => {
   });
 
   it('lets the migrator login migrate an empty database, everything owned by validic_owner', async () => {
-    const migrator = await openWarehouse({ databaseUrl: loginUrl(db, MIGRATOR), maxConnections: 2 });
+    const migrator = await openWarehouse({ databaseUrl: asLogin(db.url, MIGRATOR), maxConnections: 2 });
     open.push(migrator);
     const who = await sql<{ u: string; s: string }>`select current_user as u, session_user as s`.execute(
       migrator.db,
@@ -105,16 +98,12 @@ describe('the compose database init script', () => {
   });
 
   it('lets the app login load every kind of item and change no schema', async () => {
-    const app = await openWarehouse({ databaseUrl: loginUrl(db, APP), maxConnections: 2 });
+    const app = await openWarehouse({ databaseUrl: asLogin(db.url, APP), maxConnections: 2 });
     open.push(app);
     const batch = {
       orgId: sandbox.orgId,
       arrivedVia: 'poll' as const,
-      items: [
-        ...sandbox.truth.users().map((raw): RawItem => ({ kind: 'user', raw })),
-        ...sandbox.truth.records().map((raw): RawItem => ({ kind: 'record', raw })),
-        ...sandbox.truth.connections().map((raw): RawItem => ({ kind: 'connection_event', raw })),
-      ],
+      items: sandboxItems(sandbox),
     };
     const result = await applyBatch(app, batch, { cursors: [{ key: 'init-test', value: { at: 1 } }] });
     expect(result.inserted).toBeGreaterThan(0);

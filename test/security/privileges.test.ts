@@ -14,14 +14,8 @@ import type { RawItem } from '../../src/warehouse/batch.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/open-warehouse.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
-import { ADMIN_URL, createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
-
-/** The database URL with a startup `role` setting: every connection runs as that role (SET ROLE). */
-function asRole(url: string, role: string): string {
-  const u = new URL(url);
-  u.searchParams.set('options', `-c role=${role}`);
-  return u.href;
-}
+import { ADMIN_URL, asLogin, asRole, createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { sandboxItems } from '../helpers/sandbox-items.ts';
 
 async function denied(db: Warehouse, statement: string): Promise<string> {
   try {
@@ -32,18 +26,10 @@ async function denied(db: Warehouse, statement: string): Promise<string> {
   return 'allowed';
 }
 
-function items(sandbox: Sandbox): RawItem[] {
-  return [
-    ...sandbox.truth.users().map((raw): RawItem => ({ kind: 'user', raw })),
-    ...sandbox.truth.records().map((raw): RawItem => ({ kind: 'record', raw })),
-    ...sandbox.truth.connections().map((raw): RawItem => ({ kind: 'connection_event', raw })),
-    ...sandbox.truth
-      .legacyRecords()
-      .slice(0, 20)
-      .map(({ object, ...raw }): RawItem => ({ kind: 'legacy', object, raw })),
-    { kind: 'unparseable', text: '{"id": "cut', reason: 'truncated JSON' },
-  ];
-}
+const items = (sandbox: Sandbox): RawItem[] => [
+  ...sandboxItems(sandbox),
+  { kind: 'unparseable', text: '{"id": "cut', reason: 'truncated JSON' },
+];
 
 describe('least-privilege roles', () => {
   let db: TestDatabase;
@@ -155,9 +141,7 @@ describe('row-level security per org', () => {
 
   /** A connection as the tenant's own login role (trust auth on the test cluster). */
   async function asTenant<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-    const url = new URL(db.url);
-    url.username = tenant;
-    const client = new pg.Client({ connectionString: url.href });
+    const client = new pg.Client({ connectionString: asLogin(db.url, tenant) });
     await client.connect();
     try {
       return await fn(client);

@@ -11,10 +11,17 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { applyBatch } from '../../src/warehouse/apply-batch.ts';
-import type { RawItem } from '../../src/warehouse/batch.ts';
 import { FolderMigrationProvider, migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/open-warehouse.ts';
-import { ADMIN_URL, createEmptyDatabase, createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import {
+  ADMIN_URL,
+  asLogin,
+  asRole,
+  createEmptyDatabase,
+  createTestDatabase,
+  type TestDatabase,
+} from '../helpers/pg.ts';
+import { sandboxItems } from '../helpers/sandbox-items.ts';
 
 const suffix = randomBytes(4).toString('hex');
 const role = (name: string) => `vs_${name}_${suffix}`;
@@ -27,13 +34,6 @@ const CREATOR = role('creator');
 const ALL_ROLES = [TENANT_A, TENANT_B, PERSON_C, GROUP_C, UNMAPPED, CREATOR];
 const ORGS = ['org-a', 'org-b', 'org-c'];
 
-/** The database URL with a startup `role` setting: every connection runs as that role. */
-function asRole(url: string, name: string): string {
-  const u = new URL(url);
-  u.searchParams.set('options', `-c role=${name}`);
-  return u.href;
-}
-
 async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -44,13 +44,6 @@ async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>)
   }
 }
 
-/** A connection as a login role of its own (trust auth on the test cluster). */
-function loginAs(db: TestDatabase, login: string): string {
-  const url = new URL(db.url);
-  url.username = login;
-  return url.href;
-}
-
 async function sqlState(client: pg.Client, statement: string): Promise<string> {
   try {
     await client.query(statement);
@@ -58,18 +51,6 @@ async function sqlState(client: pg.Client, statement: string): Promise<string> {
   } catch (error) {
     return (error as { code?: string }).code ?? 'error';
   }
-}
-
-function items(sandbox: Sandbox): RawItem[] {
-  return [
-    ...sandbox.truth.users().map((raw): RawItem => ({ kind: 'user', raw })),
-    ...sandbox.truth.records().map((raw): RawItem => ({ kind: 'record', raw })),
-    ...sandbox.truth.connections().map((raw): RawItem => ({ kind: 'connection_event', raw })),
-    ...sandbox.truth
-      .legacyRecords()
-      .slice(0, 20)
-      .map(({ object, ...raw }): RawItem => ({ kind: 'legacy', object, raw })),
-  ];
 }
 
 /** Relations of any user schema that validic_analyst may SELECT: what a tenant can reach. */
@@ -145,7 +126,7 @@ describe('tenant isolation with row-level security on', () => {
     // RLS on before loading: the loader must load every org through its policy.
     await asOwner((client) => client.query('select validic_sync.enable_row_level_security()'));
     for (const sandbox of sandboxes)
-      await applyBatch(loader, { orgId: sandbox.orgId, arrivedVia: 'poll', items: items(sandbox) });
+      await applyBatch(loader, { orgId: sandbox.orgId, arrivedVia: 'poll', items: sandboxItems(sandbox) });
     await asOwner(async (client) => {
       await client.query('select validic_sync.grant_tenant($1, $2)', [TENANT_A, 'org-a']);
       await client.query('select validic_sync.grant_tenant($1, $2)', [TENANT_B, 'org-b']);
@@ -186,22 +167,22 @@ describe('tenant isolation with row-level security on', () => {
   });
 
   it("gives a tenant exactly its org's rows on every table and view", async () => {
-    await withClient(loginAs(db, TENANT_A), async (client) => {
+    await withClient(asLogin(db.url, TENANT_A), async (client) => {
       expect(await orgCounts(client, relations)).toEqual(only(truth, ['org-a']));
     });
-    await withClient(loginAs(db, TENANT_B), async (client) => {
+    await withClient(asLogin(db.url, TENANT_B), async (client) => {
       expect(await orgCounts(client, relations)).toEqual(only(truth, ['org-b']));
     });
   });
 
   it("gives the members of a mapped group role the group's org", async () => {
-    await withClient(loginAs(db, PERSON_C), async (client) => {
+    await withClient(asLogin(db.url, PERSON_C), async (client) => {
       expect(await orgCounts(client, relations)).toEqual(only(truth, ['org-c']));
     });
   });
 
   it('shows nothing to a role without a mapping, validic_analyst itself included', async () => {
-    await withClient(loginAs(db, UNMAPPED), async (client) => {
+    await withClient(asLogin(db.url, UNMAPPED), async (client) => {
       expect(await orgCounts(client, relations)).toEqual(only(truth, []));
     });
     await withClient(asRole(db.url, 'validic_analyst'), async (client) => {
@@ -210,7 +191,7 @@ describe('tenant isolation with row-level security on', () => {
   });
 
   it('lets no setting, role switch or function reach another org', async () => {
-    await withClient(loginAs(db, TENANT_A), async (client) => {
+    await withClient(asLogin(db.url, TENANT_A), async (client) => {
       const ownOnly = only(truth, ['org-a']);
       await client.query(`set validic.org_id = 'org-b'`);
       expect(await orgCounts(client, relations)).toEqual(ownOnly);
@@ -257,7 +238,7 @@ describe('tenant isolation with row-level security on', () => {
     // With USAGE on the schema (which tenants do not have), a direct call still reveals nothing.
     await withClient(db.url, (client) => client.query(`grant usage on schema validic_sync to ${TENANT_A}`));
     try {
-      await withClient(loginAs(db, TENANT_A), async (client) => {
+      await withClient(asLogin(db.url, TENANT_A), async (client) => {
         const call = (name: string) =>
           client.query<{ orgs: string[] }>('select validic_sync.tenant_org_ids($1) as orgs', [name]);
         expect((await call(TENANT_A)).rows[0]!.orgs).toEqual(['org-a']);
@@ -273,7 +254,11 @@ describe('tenant isolation with row-level security on', () => {
 
   it('lets the loader read and write every org, and the owner re-map tenants, refusing roles a mapping cannot confine', async () => {
     const [b] = sandboxes.slice(1);
-    const again = await applyBatch(loader, { orgId: b!.orgId, arrivedVia: 'replay', items: items(b!) });
+    const again = await applyBatch(loader, {
+      orgId: b!.orgId,
+      arrivedVia: 'replay',
+      items: sandboxItems(b!),
+    });
     expect(again.inserted + again.updated).toBe(0); // dedupe saw org-b's rows: the loader reads them
     const orgs = await sql<{ org_id: string }>`select distinct org_id from validic.users order by 1`.execute(
       loader.db,
@@ -288,7 +273,7 @@ describe('tenant isolation with row-level security on', () => {
           'P0001',
         );
     });
-    await withClient(loginAs(db, TENANT_B), async (client) => {
+    await withClient(asLogin(db.url, TENANT_B), async (client) => {
       expect(await orgCounts(client, relations)).toEqual(only(truth, []));
     });
     await asOwner((client) => client.query('select validic_sync.grant_tenant($1, $2)', [TENANT_B, 'org-b']));
@@ -324,7 +309,7 @@ describe('migration 0006 on a database with 0004-style tenants', () => {
   });
 
   const tenantSees = () =>
-    withClient(loginAs(db, tenant), async (client) => {
+    withClient(asLogin(db.url, tenant), async (client) => {
       await client.query(`set validic.org_id = 'org-b'`);
       const { rows } = await client.query<{ org_id: string }>(
         'select distinct org_id from validic.users order by 1',
@@ -362,7 +347,7 @@ describe('migration 0006 on a database with 0004-style tenants', () => {
 
   it('guards a table and a view that a later migration adds, once it calls refresh_row_level_security', async () => {
     const tenantReads = (relation: string) =>
-      withClient(loginAs(db, tenant), async (client) => {
+      withClient(asLogin(db.url, tenant), async (client) => {
         const { rows } = await client.query<{ org_id: string }>(
           `select distinct org_id from ${relation} order by 1`,
         );
