@@ -49,8 +49,9 @@ function urlFor(name: string): string {
   return url.href;
 }
 
-async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: ADMIN_URL });
+/** One connection for the callback's time, closed after it. */
+export async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     return await fn(client);
@@ -58,6 +59,8 @@ async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
     await client.end();
   }
 }
+
+const withAdmin = <T>(fn: (client: pg.Client) => Promise<T>) => withClient(ADMIN_URL, fn);
 
 async function migrationsHash(): Promise<string> {
   const hash = createHash('sha256');

@@ -9,13 +9,12 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { applyBatch } from '../../src/warehouse/apply-batch.ts';
 import { FolderMigrationProvider, migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/open-warehouse.ts';
-import { ADMIN_URL, asLogin, createEmptyDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { ADMIN_URL, asLogin, createEmptyDatabase, type TestDatabase, withClient } from '../helpers/pg.ts';
 import { sandboxItems } from '../helpers/sandbox-items.ts';
 
 const SCRIPT = fileURLToPath(new URL('../../deploy/postgres/init/10-validic-roles.sh', import.meta.url));
@@ -50,10 +49,9 @@ describe('the compose database init script', () => {
     for (const w of open) await w.close();
     await sandbox?.close();
     await db?.drop();
-    const admin = new pg.Client({ connectionString: ADMIN_URL });
-    await admin.connect();
-    for (const login of [MIGRATOR, APP]) await admin.query(`drop role if exists ${login}`);
-    await admin.end();
+    await withClient(ADMIN_URL, async (admin) => {
+      for (const login of [MIGRATOR, APP]) await admin.query(`drop role if exists ${login}`);
+    });
   });
 
   it('refuses to run without the passwords', async () => {

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { applyBatch } from '../../src/warehouse/apply-batch.ts';
@@ -20,6 +20,7 @@ import {
   createEmptyDatabase,
   createTestDatabase,
   type TestDatabase,
+  withClient,
 } from '../helpers/pg.ts';
 import { sandboxItems } from '../helpers/sandbox-items.ts';
 
@@ -33,16 +34,6 @@ const UNMAPPED = role('unmapped');
 const CREATOR = role('creator');
 const ALL_ROLES = [TENANT_A, TENANT_B, PERSON_C, GROUP_C, UNMAPPED, CREATOR];
 const ORGS = ['org-a', 'org-b', 'org-c'];
-
-async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
 
 async function sqlState(client: pg.Client, statement: string): Promise<string> {
   try {
