@@ -28,14 +28,30 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+/** The database URL with a startup `role` setting: every connection runs as that role (SET ROLE). */
+export function asRole(url: string, role: string): string {
+  const u = new URL(url);
+  u.searchParams.set('options', `-c role=${role}`);
+  return u.href;
+}
+
+/** The database URL for another login (trust auth on the test cluster: the password is not checked). */
+export function asLogin(url: string, login: string): string {
+  const u = new URL(url);
+  u.username = login;
+  u.password = 'not-checked-by-trust-auth';
+  return u.href;
+}
+
 function urlFor(name: string): string {
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
   return url.href;
 }
 
-async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: ADMIN_URL });
+/** One connection for the callback's time, closed after it. */
+export async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     return await fn(client);
@@ -43,6 +59,8 @@ async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
     await client.end();
   }
 }
+
+const withAdmin = <T>(fn: (client: pg.Client) => Promise<T>) => withClient(ADMIN_URL, fn);
 
 async function migrationsHash(): Promise<string> {
   const hash = createHash('sha256');

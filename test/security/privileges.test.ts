@@ -1,7 +1,8 @@
 /**
  * Least privilege (migrations/0004_roles.ts, docs/security.md): the owner migrates, the loader loads and
  * does nothing else, the analyst only reads; with row-level security switched on, a tenant login sees
- * only its org, directly and through the views, while the loader still loads every org.
+ * only its org, directly and through the views, while the loader still loads every org (the attempts
+ * to get around it are in tenant-isolation.test.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
@@ -13,14 +14,8 @@ import type { RawItem } from '../../src/warehouse/batch.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/open-warehouse.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
-import { ADMIN_URL, createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
-
-/** The database URL with a startup `role` setting: every connection runs as that role (SET ROLE). */
-function asRole(url: string, role: string): string {
-  const u = new URL(url);
-  u.searchParams.set('options', `-c role=${role}`);
-  return u.href;
-}
+import { ADMIN_URL, asLogin, asRole, createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { sandboxItems } from '../helpers/sandbox-items.ts';
 
 async function denied(db: Warehouse, statement: string): Promise<string> {
   try {
@@ -31,18 +26,10 @@ async function denied(db: Warehouse, statement: string): Promise<string> {
   return 'allowed';
 }
 
-function items(sandbox: Sandbox): RawItem[] {
-  return [
-    ...sandbox.truth.users().map((raw): RawItem => ({ kind: 'user', raw })),
-    ...sandbox.truth.records().map((raw): RawItem => ({ kind: 'record', raw })),
-    ...sandbox.truth.connections().map((raw): RawItem => ({ kind: 'connection_event', raw })),
-    ...sandbox.truth
-      .legacyRecords()
-      .slice(0, 20)
-      .map(({ object, ...raw }): RawItem => ({ kind: 'legacy', object, raw })),
-    { kind: 'unparseable', text: '{"id": "cut', reason: 'truncated JSON' },
-  ];
-}
+const items = (sandbox: Sandbox): RawItem[] => [
+  ...sandboxItems(sandbox),
+  { kind: 'unparseable', text: '{"id": "cut', reason: 'truncated JSON' },
+];
 
 describe('least-privilege roles', () => {
   let db: TestDatabase;
@@ -154,9 +141,7 @@ describe('row-level security per org', () => {
 
   /** A connection as the tenant's own login role (trust auth on the test cluster). */
   async function asTenant<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-    const url = new URL(db.url);
-    url.username = tenant;
-    const client = new pg.Client({ connectionString: url.href });
+    const client = new pg.Client({ connectionString: asLogin(db.url, tenant) });
     await client.connect();
     try {
       return await fn(client);
@@ -173,8 +158,12 @@ describe('row-level security per org', () => {
     const admin = new pg.Client({ connectionString: ADMIN_URL });
     await admin.connect();
     await admin.query(`create role ${tenant} login in role validic_analyst`);
-    await admin.query(`alter role ${tenant} in database ${db.name} set validic.org_id = 'org-a'`);
     await admin.end();
+    // The owner maps the tenant to its org (migration 0006; test/security/tenant-isolation.test.ts).
+    await db.warehouse.transaction(async (tx) => {
+      await sql`set local role validic_owner`.execute(tx.db);
+      await sql`select validic_sync.grant_tenant(${tenant}, 'org-a')`.execute(tx.db);
+    });
   });
   afterAll(async () => {
     await loader?.close();

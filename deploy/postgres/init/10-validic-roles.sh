@@ -1,0 +1,38 @@
+#!/bin/sh
+# Runs once, as the postgres image's superuser, when the data directory is first initialised
+# (mounted into /docker-entrypoint-initdb.d by docker-compose.yml). The superuser is used for nothing
+# else: afterwards `migrate` logs in as the owner and the worker as the loader (docs/security.md).
+#
+# - Creates the NOLOGIN roles of migrations 0001/0004 (validic_owner, validic_loader, validic_analyst)
+#   when missing, so `migrate` needs neither SUPERUSER nor CREATEROLE.
+# - Hands the database to validic_owner: it may create the schemas, and (PostgreSQL 15's public schema
+#   belongs to the database owner) kysely's migration tables in `public`.
+# - Creates two logins: the migrator (member of validic_owner, and acting as it, so everything it
+#   creates belongs to validic_owner) and the app (validic_loader, plus validic_analyst so `status`
+#   and `report` can read the views). Neither is SUPERUSER, CREATEROLE, CREATEDB or BYPASSRLS.
+#
+# Env: POSTGRES_USER, POSTGRES_DB (the image's), VALIDIC_OWNER_PASSWORD, VALIDIC_LOADER_PASSWORD;
+# VALIDIC_MIGRATOR_USER (default validic_migrator), VALIDIC_APP_USER (default validic_app).
+# test/security/postgres-init-roles.test.ts runs this file against a local PostgreSQL.
+set -eu
+: "${VALIDIC_OWNER_PASSWORD:?is required: the password of the migrator login}"
+: "${VALIDIC_LOADER_PASSWORD:?is required: the password of the app login}"
+
+psql -v ON_ERROR_STOP=1 --no-psqlrc --username "${POSTGRES_USER:-postgres}" --dbname "${POSTGRES_DB:-postgres}" \
+  --set=db="${POSTGRES_DB:-postgres}" \
+  --set=migrator="${VALIDIC_MIGRATOR_USER:-validic_migrator}" \
+  --set=app="${VALIDIC_APP_USER:-validic_app}" \
+  --set=migrator_password="$VALIDIC_OWNER_PASSWORD" \
+  --set=app_password="$VALIDIC_LOADER_PASSWORD" <<'SQL'
+-- Roles are cluster-wide: another database of the cluster may have created them already.
+select format('create role %I nologin', r)
+  from unnest(array['validic_owner', 'validic_loader', 'validic_analyst']) as r
+ where not exists (select 1 from pg_roles where rolname = r) \gexec
+
+alter database :"db" owner to validic_owner;
+
+create role :"migrator" login password :'migrator_password' in role validic_owner;
+alter role :"migrator" set role = 'validic_owner';
+
+create role :"app" login password :'app_password' in role validic_loader, validic_analyst;
+SQL
