@@ -14,7 +14,7 @@ import { ConfigError, UserFacingError } from '../errors.ts';
 import type { Logger } from '../log/logger.ts';
 import { createWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics.ts';
 import { DEFAULT_PUSH_PATH, handlePushRequest } from '../push/handle-push.ts';
-import { pushOrgResolver } from '../push/resolve-push-org.ts';
+import { pushDepsFromConfig } from '../push/push-deps.ts';
 import { openRuntime, type Runtime } from '../runtime/runtime.ts';
 import { startWorkerServer, type WorkerServer } from '../server/worker-server.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
@@ -126,7 +126,13 @@ export async function startWorker(
     };
     redis.on('ready', reapply);
     const pushPath = (config.http as { pushPath?: string }).pushPath ?? DEFAULT_PUSH_PATH;
-    const resolveOrg = pushOrgResolver(config);
+    const pushDeps = pushDepsFromConfig({
+      config,
+      warehouse: runtime.warehouse,
+      enqueue: (name, payload, extra) => jobQueue.enqueue(name, payload, extra),
+      redis,
+      log,
+    });
     server = await startWorkerServer({
       host: config.http.host,
       port: config.http.port,
@@ -138,14 +144,7 @@ export async function startWorker(
       ],
       push: {
         path: pushPath,
-        handle: (req, res) =>
-          handlePushRequest(req, res, {
-            secret: config.http.pushSecret,
-            db,
-            enqueue: (name, payload) => jobQueue.enqueue(name, payload),
-            resolveOrg,
-            log,
-          }),
+        handle: (req, res) => handlePushRequest(req, res, pushDeps),
       },
       ...(config.http.dashboard
         ? {
