@@ -180,7 +180,15 @@ export async function admitPushRequest(
   if (isResponse(gate) || !deps.rateLimit) return gate;
   // A shared-secret push names its org only in its items: count it against the only org, if one.
   const key = gate.orgId ?? deps.resolveOrg(undefined) ?? '(shared secret)';
-  if (await deps.rateLimit.take(key)) return gate;
+  let allowed: boolean;
+  try {
+    allowed = await deps.rateLimit.take(key);
+  } catch (error) {
+    // Redis away: let the notification in (it is stored, and its jobs wait for Redis) rather than lose it.
+    (deps.log ?? silentLogger).warn({ err: error, org: key }, 'push rate could not be counted; admitted');
+    allowed = true;
+  }
+  if (allowed) return gate;
   (deps.log ?? silentLogger).warn({ org: key }, 'push notifications over the per-minute rate');
   return reply(
     429,

@@ -21,10 +21,11 @@ export function presentedPushSecret(headers: Headers): string | undefined {
   return bearer?.[1]?.trim() || undefined;
 }
 
-/** Whether the request target carries a `secret` query parameter (refused, whatever its value). */
+/** Whether the request target carries a `secret` query parameter, in any case (refused, whatever its value). */
 export function secretInQuery(url: string): boolean {
   try {
-    return new URL(url, 'http://relative.invalid/').searchParams.has('secret');
+    const names = new URL(url, 'http://relative.invalid/').searchParams.keys();
+    return [...names].some((name) => name.toLowerCase() === 'secret');
   } catch {
     return false;
   }

@@ -191,6 +191,8 @@ describe('the shared secret', () => {
     expect((await handlePush(bearer, deps())).status).toBe(202);
     const both = { ...post('{}', 'query'), headers: { 'x-validic-sync-secret': SECRET } };
     expect((await handlePush(both, deps())).status).toBe(401);
+    const upper = { ...post('{}', 'header'), url: '/push/v1?SECRET=x' };
+    expect((await handlePush(upper, deps())).status).toBe(401);
   });
 
   it('is off (404) with neither a shared secret nor an application secret, and accepts POST only', async () => {
@@ -259,6 +261,29 @@ describe('bodies', () => {
     ]);
     expect(row).toMatchObject({ status: 'partial', items: 3, enqueued: 2 });
     expect(row!.error).toMatch(/organization unknown-org is not configured/);
+  });
+
+  it('keeps a partner-side sync or disconnect notification as unrecognized, not failed', async () => {
+    const body = JSON.stringify({
+      data: {
+        type: 'disconnect',
+        message: 'Confirmed disconnect',
+        third_party: 'ACME',
+        connected_third_parties: [],
+        user: { _id: 'u1', uid: 'c1' },
+      },
+    });
+    const response = await handlePush(post(body), deps());
+    expect(response.status).toBe(202);
+    const [row] = await storedRows();
+    expect(row).toMatchObject({ raw: body, status: 'unrecognized', items: 0, enqueued: 0 });
+    expect(row!.error).toMatch(/partner-side disconnect notification/);
+  });
+
+  it('admits (and logs) a notification when its rate cannot be counted', async () => {
+    const rateLimit = { take: async () => Promise.reject(new Error('redis away')) };
+    expect((await handlePush(post('{}'), deps({ rateLimit }))).status).toBe(202);
+    expect(logLines).toContain('push rate could not be counted; admitted');
   });
 
   it('keeps the body and answers 202 when queueing fails', async () => {
