@@ -154,11 +154,22 @@ describe('push notifications into a running worker', () => {
     sandbox.control.unregisterPushUrl(pushUrl);
   });
 
-  it("loads a record announced in the provider's published example shape, signed from the formula", async () => {
-    const record = sandbox.truth
-      .legacyRecords('weight')
-      .find((r) => r.user_id === sandbox.truth.legacyUsers()[2]!._id)!;
-    expect(await stored([record._id])).toEqual([]);
+  it("loads what the provider's published example shape announces: the user's object ± 1 day, that source only", async () => {
+    const user = sandbox.truth.legacyUsers()[2]!;
+    const at = Math.floor(Date.now() / 1000) * 1000 - 5 * 86_400_000;
+    const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const add = (hours: number, source: string) => ({
+      ...sandbox.control.addLegacyRecord({
+        object: 'weight',
+        user_id: user._id,
+        fields: { timestamp: iso(at + hours * 3_600_000), source },
+      }),
+      object: 'weight',
+    });
+    const announced = add(0, 'scale_a');
+    const sameSourceThatDay = add(6, 'scale_a');
+    const otherSource = add(1, 'scale_b');
+    const outsideTheWindow = add(72, 'scale_a');
     const timestamp = providerTimestamp(Date.now());
     const response = await fetch(pushUrl, {
       method: 'POST',
@@ -170,18 +181,19 @@ describe('push notifications into a running worker', () => {
       body: JSON.stringify({
         data: [
           {
-            _id: record.user_id,
+            _id: user._id,
             activity_type: 'weight',
-            activity_date: record.timestamp.replace(/Z$/, '+00:00'),
-            source: record.source,
+            activity_date: announced.timestamp.replace(/Z$/, '+00:00'),
+            source: 'scale_a',
           },
         ],
       }),
     });
     expect(response.status).toBe(202);
     expect(await response.json()).toMatchObject({ status: 'queued', items: 1, enqueued: 1 });
+    const all = [announced, sameSourceThatDay, otherSource, outsideTheWindow].map((r) => r._id);
     await vi.waitFor(
-      async () => expect(await stored([record._id])).toEqual(expected([{ ...record, object: 'weight' }])),
+      async () => expect(await stored(all)).toEqual(expected([announced, sameSourceThatDay])),
       WAIT,
     );
   });
