@@ -9,6 +9,7 @@ import type { JobDefinition } from './job-definition.ts';
 import { legacyFetch } from './legacy-fetch.ts';
 import { legacyLatest } from './legacy-latest.ts';
 import { legacySync } from './legacy-sync.ts';
+import { pushPrune } from './push-prune.ts';
 import { recordsBackfill } from './records-backfill.ts';
 import { recordsPoll } from './records-poll.ts';
 import { recordsRecent } from './records-recent.ts';
@@ -24,6 +25,7 @@ export const jobCatalog = {
   [legacySync.name]: legacySync,
   [legacyLatest.name]: legacyLatest,
   [legacyFetch.name]: legacyFetch,
+  [pushPrune.name]: pushPrune,
 } satisfies Record<string, JobDefinition<any, any>>;
 
 export type JobName = keyof typeof jobCatalog;

@@ -1,6 +1,13 @@
 /**
  * legacy.fetch: the targeted retrieval a push notification announced, loaded with arrived_via `push`.
  *
+ * - the provider's documented item (user, `activity_date`, `source`): that user's object list
+ *   (GET …/users/{user}/{object}.json, by activity timestamp) over ± ACTIVITY_MARGIN_MS around the
+ *   activity date, filtered by `source`. The provider's own suggestion is start_date = end_date =
+ *   activity_date; an exact-instant filter misses the record whenever the two sides round or zone the
+ *   instant differently (fractions, `+00:00` vs `Z`, a routine day stamped at local midnight, a date
+ *   given as local wall time), so the window is one day either side: it covers every UTC offset
+ *   (−12…+14 h) and stays one user, one object, one app, so it is still a page or two;
  * - record id and user id known: that one record (GET …/users/{user}/{object}/{id}.json); a 404 means
  *   it is gone and nothing is loaded;
  * - otherwise a small latest window around the announced `last_updated` (± the legacy overlap, at least
@@ -28,25 +35,48 @@ export const legacyFetchPayload = z.object({
   lastUpdated: z.iso.datetime({ offset: true }).optional(),
   /** Row of validic_sync.push_notifications that announced it (tells apart repeats without last_updated). */
   notificationId: z.string().optional(),
+  /** The documented item's `activity_date` (ISO instant): the measurement set's timestamp. */
+  activityDate: z.iso.datetime({ offset: true }).optional(),
+  /** The documented item's `source` (the app's short name): filters the retrieval. */
+  source: z.string().min(1).optional(),
+  /** Coalescing window the announcement fell in: repeats within one window share the job id. */
+  window: z.string().optional(),
 });
 export type LegacyFetchPayload = z.infer<typeof legacyFetchPayload>;
 
 export interface LegacyFetchResult extends LegacyPagesResult {
-  mode: 'record' | 'user-window' | 'org-window';
+  mode: 'record' | 'activity' | 'user-window' | 'org-window';
 }
 
+/** Half-width of the activity-date window (see the header comment: one day covers every UTC offset). */
+export const ACTIVITY_MARGIN_MS = 24 * 3_600_000;
+
 export const legacyFetchJobId = (p: LegacyFetchPayload) =>
-  [
-    'legacy.fetch',
-    p.orgId,
-    p.object,
-    p.recordId ?? '',
-    p.userId ?? '',
-    // The same record announced again after a later update is new work; a repeat of one announcement is not.
-    p.lastUpdated ?? `n${p.notificationId ?? ''}`,
-  ]
-    .map(encodeURIComponent)
-    .join('|');
+  p.activityDate
+    ? // The same (user, object, activity date, source) announced again within one window: one job.
+      [
+        'legacy.fetch',
+        p.orgId,
+        p.object,
+        'activity',
+        p.userId ?? '',
+        p.activityDate,
+        p.source ?? '',
+        p.window ?? '',
+      ]
+        .map(encodeURIComponent)
+        .join('|')
+    : [
+        'legacy.fetch',
+        p.orgId,
+        p.object,
+        p.recordId ?? '',
+        p.userId ?? '',
+        // The same record announced again after a later update is new work; a repeat of one announcement is not.
+        p.lastUpdated ?? `n${p.notificationId ?? ''}`,
+      ]
+        .map(encodeURIComponent)
+        .join('|');
 
 async function* onePage(items: Promise<SummaryPage['items']>): AsyncGenerator<SummaryPage> {
   const list = await items;
@@ -60,7 +90,7 @@ export const legacyFetch = defineJob({
   options: { attempts: 5, backoff: { type: 'exponential', delay: 2000 }, priority: 10 },
   jobId: legacyFetchJobId,
   async run(ctx, payload): Promise<LegacyFetchResult> {
-    const { orgId, object, recordId, userId, lastUpdated } = payload;
+    const { orgId, object, recordId, userId, lastUpdated, activityDate, source } = payload;
     const org = ctx.org(orgId);
     const common = {
       warehouse: ctx.warehouse,
@@ -72,6 +102,19 @@ export const legacyFetch = defineJob({
     if (recordId && userId) {
       const pages = onePage(getLegacyRecord(org, { userId, object, recordId, signal: ctx.signal }));
       return { ...(await loadLegacyPages({ ...common, pages, log: ctx.log })), mode: 'record' };
+    }
+    if (activityDate) {
+      const at = Date.parse(activityDate);
+      const range = {
+        startDate: new Date(at - ACTIVITY_MARGIN_MS),
+        endDate: new Date(at + ACTIVITY_MARGIN_MS),
+        ...(source ? { source } : {}),
+        signal: ctx.signal,
+      };
+      const pages = userId
+        ? org.legacy.pageUserList(userId, object, range)
+        : org.legacy.pageOrgList(object, range);
+      return { ...(await loadLegacyPages({ ...common, pages, log: ctx.log })), mode: 'activity' };
     }
     const settings = legacyWindowSettings(ctx.config);
     const margin = Math.max(settings.overlapMs, 60_000);

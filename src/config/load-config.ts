@@ -42,6 +42,14 @@ const ENV_TO_KEY: Record<string, string> = {
   VALIDIC_WORKER_STREAMS: 'worker.streams',
   VALIDIC_SCHEDULES: 'schedules.enabled',
   VALIDIC_REDIS_PREFIX: 'redisPrefix',
+  // --- push (issue 15) ---
+  VALIDIC_APPLICATION_SECRET: 'organizations.0.applicationSecret',
+  PUSH_SIGNATURE_MAX_AGE_SECONDS: 'push.signatureMaxAgeSeconds',
+  PUSH_MAX_ITEMS: 'push.maxItems',
+  PUSH_RATE_PER_MINUTE: 'push.ratePerMinute',
+  PUSH_COALESCE_SECONDS: 'push.coalesceSeconds',
+  PUSH_RETENTION_DAYS: 'push.retentionDays',
+  // --- end push ---
 };
 const KEY_TO_ENV = Object.fromEntries(Object.entries(ENV_TO_KEY).map(([env, key]) => [key, env]));
 
@@ -69,6 +77,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
   for (const org of config.organizations) {
     registerSecret(org.token);
     registerSecret(org.legacyToken);
+    registerSecret(org.applicationSecret);
   }
   registerSecret(config.http.pushSecret);
   registerPasswordOf(config.databaseUrl);

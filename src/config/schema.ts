@@ -55,6 +55,14 @@ export const organizationSchema = z.object({
         .optional(),
     })
     .prefault({}),
+  // --- push (issue 15) ---
+  /**
+   * Application secret the provider signs push notifications with (`VALIDIC_APPLICATION_SECRET`),
+   * issued on request; with it, a push whose `X-Validic-Signature` verifies belongs to this org.
+   * A secret like the tokens: redacted everywhere.
+   */
+  applicationSecret: z.string().min(1, 'is empty').optional(),
+  // --- end push ---
 });
 export type OrganizationConfig = z.infer<typeof organizationSchema>;
 
@@ -203,6 +211,28 @@ export const configSchema = z.object({
       legacyLatestMinutes: z.coerce.number().int().min(0).default(15),
     })
     .prefault({}),
+  // --- push (issue 15) ---
+  /** Limits of the push-notification endpoint (see src/push/README.md). */
+  push: z
+    .object({
+      /** Largest accepted age (either way) of a signed push's `X-Validic-Timestamp`, seconds (`PUSH_SIGNATURE_MAX_AGE_SECONDS`). */
+      signatureMaxAgeSeconds: z.coerce.number().int().min(1).default(300),
+      /** Items one notification may hold; more → 413, nothing stored (`PUSH_MAX_ITEMS`). */
+      maxItems: z.coerce.number().int().min(1).default(500),
+      /** Notifications accepted per organization per minute; more → 429 (`PUSH_RATE_PER_MINUTE`). */
+      ratePerMinute: z.coerce.number().int().min(1).default(120),
+      /**
+       * Repeats of the same (user, object, activity date, source) within this many seconds become one
+       * retrieval job, run at the end of the window (`PUSH_COALESCE_SECONDS`; 0 = only while queued).
+       */
+      coalesceSeconds: z.coerce.number().int().min(0).max(3600).default(10),
+      /** Stored push bodies older than this are pruned (`PUSH_RETENTION_DAYS`). */
+      retentionDays: z.coerce.number().int().min(1).default(30),
+      /** How often the worker runs push.prune, minutes (0 = never). */
+      pruneMinutes: z.coerce.number().int().min(0).default(1440),
+    })
+    .prefault({}),
+  // --- end push ---
   /** The organizations to sync. Environment variables describe (and override) the first one. */
   organizations: z.array(organizationSchema).default([]),
 });

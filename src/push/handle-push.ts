@@ -4,11 +4,14 @@
  * - `handlePushRequest(req, res, deps)`: the node:http adapter (body size limit, 413) the worker's HTTP
  *   server mounts at `http.pushPath` (default POST /push/v1).
  *
- * Order of work, so nothing announced is ever lost: check the secret (401, nothing stored); store the raw
- * body (a failure here is the only non-2xx after auth: 503, so the sender retries); then interpret it and
- * queue one legacy.fetch job per recognized item; answer 202 whatever the body's shape (an unknown shape
- * is kept with status `unrecognized`). A queueing failure is recorded on the row (`failed`) and still
- * answered 202: the body is stored, and the scheduled legacy.sync catches the records anyway.
+ * Order of work, so nothing announced is ever lost and nothing unauthenticated costs more than a header
+ * check: authenticate (the provider's `X-Validic-Signature`, or our shared secret in a header; 401,
+ * nothing stored, body not read); the per-org rate (429); read the body and count its items (413 over
+ * `maxItems`); store the raw body (a failure here is the only other non-2xx: 503, so the sender
+ * retries); then queue one legacy.fetch job per recognized item and answer 202 whatever the body's shape
+ * (an unknown shape is kept with status `unrecognized`). A queueing failure is recorded on the row
+ * (`failed`) and still answered 202: the body is stored, and the scheduled legacy.sync catches the
+ * records anyway.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Kysely } from 'kysely';
@@ -16,17 +19,26 @@ import { redactUrl, registerSecret } from '../config/redact.ts';
 import { toError } from '../errors.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import type { Database } from '../warehouse/database.ts';
-import { extractPushItems } from './push-items.ts';
+import { extractPushItems, type PushItem } from './push-items.ts';
 import {
   markPushNotification,
   type PushNotificationStatus,
   storePushNotification,
 } from './push-notification-store.ts';
-import { presentedPushSecret, pushSecretMatches } from './push-secret.ts';
+import type { PushRateLimit } from './push-rate-limit.ts';
+import { presentedPushSecret, pushSecretMatches, secretInQuery } from './push-secret.ts';
+import {
+  checkSignedPush,
+  DEFAULT_SIGNATURE_MAX_AGE_MS,
+  SIGNATURE_HEADER,
+  type SigningOrg,
+  TIMESTAMP_HEADER,
+} from './push-signature.ts';
 import type { ResolvePushOrg } from './resolve-push-org.ts';
 
 export const DEFAULT_PUSH_PATH = '/push/v1';
 export const DEFAULT_PUSH_MAX_BODY_BYTES = 1024 * 1024;
+export const DEFAULT_PUSH_MAX_ITEMS = 500;
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -46,15 +58,33 @@ export interface PushResponse {
 }
 
 export interface PushDeps {
-  /** `http.pushSecret`; without it the endpoint answers 404 (push is off). */
+  /** `http.pushSecret` (`PUSH_SECRET`), accepted in a header only. */
   secret: string | undefined;
+  /**
+   * Organizations with an application secret: a push signed by one of them belongs to it. With neither
+   * these nor `secret`, the endpoint answers 404 (push is off).
+   */
+  signingOrgs?: readonly SigningOrg[];
+  /** Largest age (either way) of a signed push's timestamp (default 5 minutes). */
+  signatureMaxAgeMs?: number;
   db: Kysely<Database>;
   /** Queues a job (`legacy.fetch`); false when its deterministic id was queued already. */
-  enqueue: (name: string, payload: unknown) => Promise<boolean> | boolean;
+  enqueue: (name: string, payload: unknown, extra?: { delayMs?: number }) => Promise<boolean> | boolean;
   resolveOrg: ResolvePushOrg;
   log?: Logger;
   /** Default 1 MiB; larger bodies get 413. */
   maxBodyBytes?: number;
+  /** Items one notification may hold (default 500); more get 413. */
+  maxItems?: number;
+  /** Notifications per org per minute; absent = no limit. */
+  rateLimit?: PushRateLimit;
+  /**
+   * Repeats of one (user, object, activity date, source) within this window become one job, delayed to
+   * the window's end (0 or absent: one job while it is queued, no delay).
+   */
+  coalesceMs?: number;
+  /** Clock (tests). */
+  now?: () => number;
   /** When set, requests to another path get 404 (a server that routes itself can leave it out). */
   path?: string;
 }
@@ -79,28 +109,122 @@ export function isPushPath(url: string, path: string = DEFAULT_PUSH_PATH): boole
   return trim(pathname) === trim(path);
 }
 
-/** Everything decided before the body is read: path, method, secret. Undefined: go on. */
-export function gatePushRequest(request: PushRequest, deps: PushDeps): PushResponse | undefined {
+/** A request that passed the gate; `orgId` when its signature told which organization sent it. */
+export interface AdmittedPush {
+  orgId?: string;
+}
+
+function unauthorized(deps: PushDeps, request: PushRequest, reason: string, fix?: string): PushResponse {
+  (deps.log ?? silentLogger).warn({ url: redactUrl(request.url), reason }, 'push request refused');
+  return reply(
+    401,
+    { error: 'unauthorized', reason, ...(fix ? { fix } : {}) },
+    { 'www-authenticate': 'X-Validic-Signature' },
+  );
+}
+
+/** Everything decided from the request line and headers: path, method, authentication. */
+export function gatePushRequest(request: PushRequest, deps: PushDeps): PushResponse | AdmittedPush {
   if (deps.path !== undefined && !isPushPath(request.url, deps.path))
     return reply(404, { error: 'not found' });
-  if (!deps.secret) {
-    return reply(404, { error: 'push endpoint is disabled', fix: 'set PUSH_SECRET (http.pushSecret)' });
+  const signingOrgs = deps.signingOrgs ?? [];
+  if (!deps.secret && signingOrgs.length === 0) {
+    return reply(404, {
+      error: 'push endpoint is disabled',
+      fix: 'set VALIDIC_APPLICATION_SECRET (organizations[].applicationSecret) or PUSH_SECRET (http.pushSecret)',
+    });
   }
   if (request.method !== 'POST') return reply(405, { error: 'method not allowed' }, { allow: 'POST' });
   registerSecret(deps.secret);
-  if (!pushSecretMatches(deps.secret, presentedPushSecret(request.headers, request.url))) {
-    (deps.log ?? silentLogger).warn(
-      { url: redactUrl(request.url) },
-      'push request without the right secret (X-Validic-Sync-Secret header or ?secret=)',
+  if (secretInQuery(request.url)) {
+    // Refused whatever its value: proxies and access logs keep query strings.
+    return unauthorized(
+      deps,
+      request,
+      'a secret in the query string is never accepted',
+      'send PUSH_SECRET in the X-Validic-Sync-Secret header, and rotate it: it may sit in a proxy log now',
     );
-    return reply(401, { error: 'unauthorized' }, { 'www-authenticate': 'X-Validic-Sync-Secret' });
   }
-  return undefined;
+  const signature = first(request.headers[SIGNATURE_HEADER]);
+  if (signature !== undefined) {
+    if (signingOrgs.length === 0) {
+      return unauthorized(
+        deps,
+        request,
+        'signed push, but no application secret is configured',
+        'set VALIDIC_APPLICATION_SECRET (organizations[].applicationSecret)',
+      );
+    }
+    const check = checkSignedPush({
+      signature,
+      timestamp: first(request.headers[TIMESTAMP_HEADER]),
+      orgs: signingOrgs,
+      now: (deps.now ?? Date.now)(),
+      maxAgeMs: deps.signatureMaxAgeMs ?? DEFAULT_SIGNATURE_MAX_AGE_MS,
+    });
+    if (!check.ok) return unauthorized(deps, request, check.reason);
+    return { orgId: check.orgId };
+  }
+  if (deps.secret && pushSecretMatches(deps.secret, presentedPushSecret(request.headers))) return {};
+  return unauthorized(deps, request, 'no valid X-Validic-Signature or X-Validic-Sync-Secret header');
 }
 
-export async function handlePush(request: PushRequest, deps: PushDeps): Promise<PushResponse> {
+const isResponse = (value: PushResponse | AdmittedPush): value is PushResponse => 'status' in value;
+
+/** The gate, then the per-org rate (429). */
+export async function admitPushRequest(
+  request: PushRequest,
+  deps: PushDeps,
+): Promise<PushResponse | AdmittedPush> {
   const gate = gatePushRequest(request, deps);
-  if (gate) return gate;
+  if (isResponse(gate) || !deps.rateLimit) return gate;
+  // A shared-secret push names its org only in its items: count it against the only org, if one.
+  const key = gate.orgId ?? deps.resolveOrg(undefined) ?? '(shared secret)';
+  let allowed: boolean;
+  try {
+    allowed = await deps.rateLimit.take(key);
+  } catch (error) {
+    // Redis away: let the notification in (it is stored, and its jobs wait for Redis) rather than lose it.
+    (deps.log ?? silentLogger).warn({ err: error, org: key }, 'push rate could not be counted; admitted');
+    allowed = true;
+  }
+  if (allowed) return gate;
+  (deps.log ?? silentLogger).warn({ org: key }, 'push notifications over the per-minute rate');
+  return reply(
+    429,
+    {
+      error: `more push notifications for ${key} this minute than push.ratePerMinute allows`,
+      fix: 'retry after the minute; raise PUSH_RATE_PER_MINUTE if this volume is expected',
+    },
+    { 'retry-after': '60' },
+  );
+}
+
+/** The job a recognized item becomes (payload and queueing options). */
+function fetchJob(
+  item: PushItem,
+  orgId: string,
+  notificationId: number,
+  coalesceMs: number,
+  now: number,
+): { payload: Record<string, unknown>; extra?: { delayMs: number } } {
+  const { organizationId: _ignored, ...target } = item;
+  const payload: Record<string, unknown> = { orgId, ...target, notificationId: String(notificationId) };
+  if (!item.activityDate || coalesceMs <= 0) return { payload };
+  // Repeats within one window share the job id; the job runs when the window closes, so it reads
+  // whatever every repeat announced.
+  const window = Math.floor(now / coalesceMs);
+  payload.window = String(window);
+  return { payload, extra: { delayMs: (window + 1) * coalesceMs - now } };
+}
+
+export async function handlePush(
+  request: PushRequest,
+  deps: PushDeps,
+  admitted?: AdmittedPush,
+): Promise<PushResponse> {
+  const admission = admitted ?? (await admitPushRequest(request, deps));
+  if (isResponse(admission)) return admission;
   const log = deps.log ?? silentLogger;
   const raw = request.body ?? '';
   const max = deps.maxBodyBytes ?? DEFAULT_PUSH_MAX_BODY_BYTES;
@@ -112,6 +236,20 @@ export async function handlePush(request: PushRequest, deps: PushDeps): Promise<
     parsed = JSON.parse(raw);
   } catch (error) {
     parseError = `body is not JSON: ${toError(error).message}`;
+  }
+  const { items, problems, listed } =
+    parseError === undefined ? extractPushItems(parsed) : { items: [], problems: [parseError], listed: 0 };
+  const maxItems = deps.maxItems ?? DEFAULT_PUSH_MAX_ITEMS;
+  if (listed > maxItems) {
+    log.warn({ items: listed, maxItems }, 'push notification with more items than allowed');
+    return reply(
+      413,
+      {
+        error: `the notification holds ${listed} items, more than push.maxItems (${maxItems})`,
+        fix: 'raise PUSH_MAX_ITEMS if notifications this large are expected; legacy.sync still loads the records',
+      },
+      { connection: 'close' },
+    );
   }
 
   let id: number;
@@ -126,14 +264,14 @@ export async function handlePush(request: PushRequest, deps: PushDeps): Promise<
     return reply(503, { error: 'could not store the notification, retry later' }, { 'retry-after': '5' });
   }
 
-  const { items, problems } =
-    parseError === undefined ? extractPushItems(parsed) : { items: [], problems: [parseError] };
+  const now = (deps.now ?? Date.now)();
   let enqueued = 0;
   let routed = 0;
   let enqueueError: string | undefined;
   const orgs = new Set<string>();
   for (const item of items) {
-    const orgId = deps.resolveOrg(item.organizationId);
+    // A signature names the org for every item; otherwise the item (or the only org) does.
+    const orgId = admission.orgId ?? deps.resolveOrg(item.organizationId);
     if (!orgId) {
       problems.push(
         item.organizationId
@@ -144,9 +282,9 @@ export async function handlePush(request: PushRequest, deps: PushDeps): Promise<
     }
     routed++;
     orgs.add(orgId);
-    const { organizationId: _ignored, ...target } = item;
+    const job = fetchJob(item, orgId, id, deps.coalesceMs ?? 0, now);
     try {
-      if (await deps.enqueue('legacy.fetch', { orgId, ...target, notificationId: String(id) })) enqueued++;
+      if (await deps.enqueue('legacy.fetch', job.payload, job.extra)) enqueued++;
     } catch (error) {
       enqueueError ??= `queueing failed: ${toError(error).message}`;
     }
@@ -160,14 +298,9 @@ export async function handlePush(request: PushRequest, deps: PushDeps): Promise<
         ? 'partial'
         : 'queued';
   const error = [enqueueError, ...problems].filter(Boolean).join('; ') || null;
+  const orgId = admission.orgId ?? (orgs.size === 1 ? [...orgs][0]! : null);
   try {
-    await markPushNotification(deps.db, id, {
-      status,
-      orgId: orgs.size === 1 ? [...orgs][0]! : null,
-      items: items.length,
-      enqueued,
-      error,
-    });
+    await markPushNotification(deps.db, id, { status, orgId, items: items.length, enqueued, error });
   } catch (markError) {
     // The body is stored; only its bookkeeping is behind. Not worth a retry by the sender.
     log.error({ err: markError, notification: id }, 'could not record the outcome of a push notification');
@@ -227,11 +360,11 @@ export async function handlePushRequest(
   deps: PushDeps,
 ): Promise<void> {
   const request: PushRequest = { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers };
-  const gate = gatePushRequest(request, deps);
-  if (gate) {
+  const admission = await admitPushRequest(request, deps);
+  if (isResponse(admission)) {
     // The body of a rejected request is never read: drop it with the connection.
-    gate.headers.connection = 'close';
-    return send(res, gate);
+    admission.headers.connection = 'close';
+    return send(res, admission);
   }
   const max = deps.maxBodyBytes ?? DEFAULT_PUSH_MAX_BODY_BYTES;
   const declared = Number(first(req.headers['content-length']));
@@ -245,5 +378,5 @@ export async function handlePushRequest(
     return;
   }
   if (body === undefined) return send(res, tooLarge(max));
-  send(res, await handlePush({ ...request, body: body.toString('utf8') }, deps));
+  send(res, await handlePush({ ...request, body: body.toString('utf8') }, deps, admission));
 }

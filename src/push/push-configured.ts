@@ -7,5 +7,7 @@
 import type { Config } from '../config/schema.ts';
 
 export function pushConfigured(config: Pick<Config, 'http' | 'organizations'>): boolean {
-  return Boolean(config.http.pushSecret);
+  return (
+    Boolean(config.http.pushSecret) || config.organizations.some((org) => Boolean(org.applicationSecret))
+  );
 }

@@ -3,20 +3,51 @@ import type { Config } from '../config/schema.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import type { PushDeps } from './handle-push.ts';
+import { createPushRateLimit, type RateRedis } from './push-rate-limit.ts';
+import type { SigningOrg } from './push-signature.ts';
 import { pushOrgResolver } from './resolve-push-org.ts';
+
+/** Organizations that can sign a push: those with an application secret (token: the v1 access token). */
+export function signingOrgsOf(config: Pick<Config, 'organizations'>): SigningOrg[] {
+  return config.organizations.flatMap((org) =>
+    org.applicationSecret
+      ? [
+          {
+            orgId: org.orgId,
+            applicationSecret: org.applicationSecret,
+            accessToken: org.legacyToken ?? org.token,
+          },
+        ]
+      : [],
+  );
+}
 
 export function pushDepsFromConfig(input: {
   config: Config;
   warehouse: Warehouse;
   enqueue: PushDeps['enqueue'];
+  /** The worker's Redis: the per-minute rate is then shared by the fleet. */
+  redis?: RateRedis;
   log?: Logger;
+  now?: () => number;
 }): PushDeps {
+  const { config } = input;
   return {
-    secret: input.config.http.pushSecret,
+    secret: config.http.pushSecret,
+    signingOrgs: signingOrgsOf(config),
+    signatureMaxAgeMs: config.push.signatureMaxAgeSeconds * 1000,
     db: input.warehouse.db,
     enqueue: input.enqueue,
-    resolveOrg: pushOrgResolver(input.config),
-    path: input.config.http.pushPath,
+    resolveOrg: pushOrgResolver(config),
+    path: config.http.pushPath,
+    maxItems: config.push.maxItems,
+    rateLimit: createPushRateLimit({
+      perMinute: config.push.ratePerMinute,
+      ...(input.redis ? { redis: input.redis, prefix: config.redisPrefix } : {}),
+      ...(input.now ? { now: input.now } : {}),
+    }),
+    coalesceMs: config.push.coalesceSeconds * 1000,
+    ...(input.now ? { now: input.now } : {}),
     ...(input.log ? { log: input.log.child({ component: 'push' }) } : {}),
   };
 }

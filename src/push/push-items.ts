@@ -1,7 +1,13 @@
 /**
- * What a push notification announces, read from a body whose structure the spec does not show
- * ("one notification may hold several items, each with the elements to build a retrieval call").
- * Accepted, so that an implementation following the spec differently still works:
+ * What a push notification announces. The provider documents the body (PLATFORM-FACTS.md, "Enterprise
+ * push notifications"):
+ *   `{ "data": [ { "_id": <user>, "activity_type": <object>, "activity_date": <measurement set's
+ *   timestamp>, "source": <app> } ] }`
+ * where `_id` is the USER (v1 `_id`), not a record: an item with `activity_type` is read that way and
+ * becomes a targeted retrieval of that user's object around `activity_date`, filtered by `source`.
+ * Partner-side notifications (`{ "data": { "type": "sync" | "disconnect", … } }`) announce no data: they
+ * are kept (stored) and reported, never an error.
+ * The shapes accepted before the provider's was known still are, so that other senders keep working:
  * - items in `notifications`, `data`, `items`, `activities` or `records` (an array, or one object), a
  *   bare array of items, or one bare item;
  * - per item: the object in `object`/`type`/`object_type`/`resource`; the record in `_id`/`id`/
@@ -23,12 +29,18 @@ export interface PushItem {
   lastUpdated?: string;
   /** Legacy organization id, when the item says. */
   organizationId?: string;
+  /** The documented item's `activity_date` (ISO instant, UTC): the measurement set's timestamp. */
+  activityDate?: string;
+  /** The documented item's `source` (the app's short name). */
+  source?: string;
 }
 
 export interface ExtractedPushItems {
   items: PushItem[];
   /** Why items (or the whole body) were not understood. */
   problems: string[];
+  /** Entries the body lists (before repeats and unreadable ones are dropped): what `maxItems` bounds. */
+  listed: number;
 }
 
 const LIST_KEYS = ['notifications', 'data', 'items', 'activities', 'records'] as const;
@@ -108,8 +120,33 @@ function instant(value: unknown): string | undefined {
   return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
 }
 
+const PARTNER_TYPES = new Set(['sync', 'disconnect']);
+
+/** The provider's documented item: `_id` is the user; retrieval by activity date and source. */
+function parseDocumentedItem(value: Obj, index: number): PushItem | string {
+  const named = text(value.activity_type);
+  const object = toKnownLegacyObject(named);
+  if (!object) return `item ${index}: activity_type "${named}" is not a legacy object`;
+  const item: PushItem = { object };
+  const userId = text(value._id, value.user_id);
+  const activityDate = instant(value.activity_date);
+  const source = text(value.source);
+  const organizationId = text(value.organization_id, value.organizationId, value.org_id);
+  if (userId) item.userId = userId;
+  if (activityDate) item.activityDate = activityDate;
+  else if (value.activity_date !== undefined) return `item ${index}: activity_date is not a timestamp`;
+  if (source) item.source = source;
+  if (organizationId) item.organizationId = organizationId;
+  return item;
+}
+
 function parseItem(value: unknown, index: number): PushItem | string {
   if (!isObject(value)) return `item ${index} is not an object`;
+  if ('activity_type' in value) return parseDocumentedItem(value, index);
+  const partnerType = text(value.type)?.toLowerCase();
+  if (partnerType && PARTNER_TYPES.has(partnerType) && isObject(value.user)) {
+    return `item ${index}: a partner-side ${partnerType} notification (kept; it announces no data to fetch)`;
+  }
   const link = text(value.url, value.path, value.href, value.uri, value.resource_url);
   const fromPath = parseRetrievalPath(link);
   const user = isObject(value.user) ? value.user : {};
@@ -148,7 +185,7 @@ function candidates(body: unknown): unknown[] | undefined {
     if (Array.isArray(value)) return value;
     if (isObject(value)) return [value];
   }
-  const looksLikeItem = ['object', 'type', '_id', 'url', 'path'].some((key) => key in body);
+  const looksLikeItem = ['object', 'type', '_id', 'url', 'path', 'activity_type'].some((key) => key in body);
   return looksLikeItem ? [body] : undefined;
 }
 
@@ -157,6 +194,7 @@ export function extractPushItems(body: unknown): ExtractedPushItems {
   if (!list) {
     return {
       items: [],
+      listed: 0,
       problems: [`no notification items found (expected ${LIST_KEYS.join('/')} or an array)`],
     };
   }
@@ -169,13 +207,19 @@ export function extractPushItems(body: unknown): ExtractedPushItems {
       problems.push(item);
       return;
     }
-    const key = [item.object, item.recordId, item.userId, item.lastUpdated, item.organizationId].join(
-      '\u0001',
-    );
+    const key = [
+      item.object,
+      item.recordId,
+      item.userId,
+      item.lastUpdated,
+      item.organizationId,
+      item.activityDate,
+      item.source,
+    ].join('\u0001');
     if (seen.has(key)) return;
     seen.add(key);
     items.push(item);
   });
   if (list.length === 0) problems.push('the notification holds no items');
-  return { items, problems };
+  return { items, problems, listed: list.length };
 }

@@ -77,3 +77,34 @@ export async function markPushNotification(
     .where('id', '=', id)
     .execute();
 }
+
+/**
+ * Deletes stored notifications received before `before`, in batches (short transactions, no long lock
+ * on a busy table); stops between batches when `signal` aborts. Returns the rows deleted.
+ */
+export async function prunePushNotifications(
+  db: Kysely<Database>,
+  before: Date,
+  options: { batchSize?: number; signal?: AbortSignal } = {},
+): Promise<number> {
+  const batchSize = options.batchSize ?? 10_000;
+  let total = 0;
+  while (!options.signal?.aborted) {
+    const deleted = await table(db)
+      .deleteFrom('validic_sync.push_notifications')
+      .where(
+        'id',
+        'in',
+        table(db)
+          .selectFrom('validic_sync.push_notifications')
+          .select('id')
+          .where('received_at', '<', before)
+          .limit(batchSize),
+      )
+      .executeTakeFirst();
+    const n = Number(deleted.numDeletedRows);
+    total += n;
+    if (n < batchSize) break;
+  }
+  return total;
+}

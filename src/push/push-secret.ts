@@ -1,8 +1,9 @@
 /**
- * The shared secret guarding the push endpoint. The platform POSTs to a URL the customer registers, so
- * the secret may ride in that URL (`?secret=`) or, where the sender can set headers, in
- * `X-Validic-Sync-Secret` (or `Authorization: Bearer …`). Compared in constant time over SHA-256 digests
- * (equal lengths whatever was sent, so neither content nor length leaks through timing).
+ * The shared secret (`PUSH_SECRET`) guarding the push endpoint, for senders that cannot sign (a relay of
+ * our own, a test client). It is accepted ONLY in a header, `X-Validic-Sync-Secret` or
+ * `Authorization: Bearer …`: a secret in the query string would sit in every proxy and access log, so
+ * a request carrying one there is refused outright (see `secretInQuery`). Compared in constant time over
+ * SHA-256 digests (equal lengths whatever was sent, so neither content nor length leaks through timing).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 
@@ -12,16 +13,21 @@ type Headers = Record<string, string | string[] | undefined>;
 
 const first = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
 
-/** The secret the request presents, if any (header first, then `?secret=`). */
-export function presentedPushSecret(headers: Headers, url: string): string | undefined {
+/** The secret the request presents in a header, if any. */
+export function presentedPushSecret(headers: Headers): string | undefined {
   const header = first(headers[PUSH_SECRET_HEADER]);
   if (header) return header;
   const bearer = /^Bearer\s+(.+)$/i.exec(first(headers.authorization) ?? '');
-  if (bearer?.[1]) return bearer[1].trim();
+  return bearer?.[1]?.trim() || undefined;
+}
+
+/** Whether the request target carries a `secret` query parameter, in any case (refused, whatever its value). */
+export function secretInQuery(url: string): boolean {
   try {
-    return new URL(url, 'http://relative.invalid/').searchParams.get('secret') ?? undefined;
+    const names = new URL(url, 'http://relative.invalid/').searchParams.keys();
+    return [...names].some((name) => name.toLowerCase() === 'secret');
   } catch {
-    return undefined;
+    return false;
   }
 }
 

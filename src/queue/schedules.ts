@@ -9,6 +9,7 @@
  * | records.recent|<org>           | records.recent     | recentPollMinutes (60)     |
  * | connections.recent|<org>      | connections.recent | reconcileMinutes (1 day)   |
  * | legacy.sync|<org> (legacy on)  | legacy.sync        | legacyLatestMinutes (15)   |
+ * | push.prune                     | push.prune         | push.pruneMinutes (1 day)  |
  * Streams are not scheduled: the worker keeps them running itself (stream-supervisor.ts).
  */
 import type { Queue } from 'bullmq';
@@ -44,6 +45,16 @@ export function planSchedules(config: Config, catalog: Record<string, JobDefinit
     add('records.recent', org.orgId, s.recentPollMinutes, { orgId: org.orgId });
     add('connections.recent', org.orgId, s.reconcileMinutes, { orgId: org.orgId, days: s.reconcileDays });
     if (org.legacy.enabled) add('legacy.sync', org.orgId, s.legacyLatestMinutes, { orgId: org.orgId });
+  }
+  // Not per org: one table for the whole process.
+  const prune = catalog['push.prune'];
+  if (prune && config.push.pruneMinutes > 0) {
+    out.push({
+      id: 'push.prune',
+      everyMs: config.push.pruneMinutes * 60_000,
+      name: 'push.prune',
+      payload: prune.payload.parse({}),
+    });
   }
   return out;
 }

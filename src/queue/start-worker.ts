@@ -175,7 +175,8 @@ export async function startWorker(
         ...pushDepsFromConfig({
           config,
           warehouse: runtime.warehouse,
-          enqueue: (name, payload) => jobQueue.enqueue(name, payload),
+          enqueue: (name, payload, extra) => jobQueue.enqueue(name, payload, extra),
+          redis,
           log,
         }),
         // The handler's own limit agrees with the listener's (which also counts chunked bodies).

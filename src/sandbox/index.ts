@@ -43,6 +43,8 @@ export interface SandboxOptions {
   /** Legacy org and token default to `orgId` and `token`. */
   legacyOrgId?: string;
   legacyToken?: string;
+  /** Application secret push notifications are signed with (default: seeded). */
+  applicationSecret?: string;
   /** The platform's rate limit per token and hour; null (default) for none. */
   requestsPerHour?: number | null;
   faults?: Partial<Faults>;
@@ -64,6 +66,8 @@ export interface Sandbox {
   token: string;
   legacyOrgId: string;
   legacyToken: string;
+  /** The application secret signing push notifications (with `legacyToken`). */
+  applicationSecret: string;
   /** A valid token of another organization (for the 401 path). */
   otherOrgId: string;
   otherToken: string;
@@ -85,6 +89,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     { orgId: options.legacyOrgId ?? orgId, token: options.legacyToken ?? token },
   );
   const days = options.days ?? 30;
+  const applicationSecret = options.applicationSecret ?? `sbx_app_${idPrng.hexId()}`;
 
   const server = createServer({ keepAliveTimeout: 30_000 });
   await new Promise<void>((resolve, reject) => {
@@ -104,7 +109,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     ),
     stats: new RequestStats(),
     prng: createPrng(seed ^ 0xc0de),
-    notifier: new Notifier(),
+    notifier: new Notifier({ applicationSecret, accessToken: state.legacyOrg.token }),
     settings: {
       pokeIntervalMs: options.pokeIntervalMs ?? 5000,
       intradayIntervalMinutes: options.intradayIntervalMinutes ?? 15,
@@ -143,6 +148,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     token,
     legacyOrgId: state.legacyOrg.orgId,
     legacyToken: state.legacyOrg.token,
+    applicationSecret,
     otherOrgId: state.otherOrg.orgId,
     otherToken: state.otherOrg.token,
     truth,

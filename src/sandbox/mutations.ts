@@ -133,16 +133,13 @@ export function disconnectSource(core: SandboxCore, uid: string, source: string)
   return event;
 }
 
-function pushItem(core: SandboxCore, object: LegacyObject, record: LegacyRecord) {
-  const orgId = core.state.legacyOrg.orgId;
+/** The provider's documented push item: the user, the object, the measurement set's time, the app. */
+function pushItem(object: LegacyObject, record: LegacyRecord) {
   return {
-    object,
-    _id: record._id,
-    user_id: record.user_id,
-    uid: core.state.legacyUsers.get(record.user_id)?.uid ?? null,
-    organization_id: orgId,
-    last_updated: record.last_updated,
-    url: `/v1/organizations/${orgId}/users/${record.user_id}/${object}/${record._id}.json`,
+    _id: record.user_id,
+    activity_type: object,
+    activity_date: record.timestamp.replace(/Z$/, '+00:00'),
+    source: record.source,
   };
 }
 
@@ -150,7 +147,7 @@ function pushItem(core: SandboxCore, object: LegacyObject, record: LegacyRecord)
 export function storeLegacyRecords(core: SandboxCore, object: LegacyObject, records: LegacyRecord[]): void {
   const store = core.state.legacyStore(object);
   for (const record of records) store.set(record._id, record);
-  core.notifier.push(records.map((r) => pushItem(core, object, r)));
+  core.notifier.push(records.map((r) => pushItem(object, r)));
 }
 
 export function addLegacyRecord(

@@ -2,26 +2,44 @@
  * Outgoing notifications: enterprise push notifications to every registered push URL when legacy
  * records become available, and partner disconnect notifications to the partner's notification URL.
  *
- * Push body (our definition; the spec leaves it open):
- * `{ "notifications": [ { "object", "_id", "user_id", "uid", "organization_id", "last_updated", "url" } ] }`
- * where `url` is the retrieval path relative to the legacy base URL (without `access_token`).
+ * Push, exactly as the provider documents it (PLATFORM-FACTS.md, "Enterprise push notifications"):
+ * body `{ "data": [ { "_id": <v1 user _id>, "activity_type": <object>, "activity_date": <the record's
+ * timestamp, "+00:00" form>, "source": <app> } ] }`, headers `Content-Type: application/json`,
+ * `X-Validic-Timestamp` (send time, in the provider example's form `2015-12-08T16:04:18029095657000`:
+ * UTC seconds followed by a dot-less fraction) and `X-Validic-Signature` = Base64(HMAC-SHA1(application
+ * secret, org access token + "notification" + timestamp)). The send time is the real clock (it is a
+ * transport header the receiver compares with its own clock), not the sandbox's data clock.
+ * The signature is computed here, not with the worker's src/push/push-signature.ts, on purpose: the
+ * sandbox is the other side of the wire, and sharing the code would hide a misreading of the formula.
  */
+import { createHmac } from 'node:crypto';
+
 export interface PushItem {
-  object: string;
   _id: string;
-  user_id: string;
-  uid: string | null;
-  organization_id: string;
-  last_updated: string;
-  url: string;
+  activity_type: string;
+  activity_date: string;
+  source: string;
 }
 
 export interface Delivery {
   kind: 'push' | 'disconnect';
   url: string;
   body: unknown;
+  headers: Record<string, string>;
   status: number | null;
   error: string | null;
+}
+
+export interface PushSigning {
+  applicationSecret: string;
+  /** The legacy organization's access token (part of the signed message). */
+  accessToken: string;
+}
+
+/** `YYYY-MM-DDTHH:MM:SS` + 12 fraction digits, no dot, no zone (UTC): the provider example's form. */
+export function providerTimestamp(ms: number): string {
+  const iso = new Date(ms).toISOString();
+  return `${iso.slice(0, 19)}${iso.slice(20, 23)}000000000`;
 }
 
 export class Notifier {
@@ -30,9 +48,28 @@ export class Notifier {
   readonly deliveries: Delivery[] = [];
   private readonly pending = new Set<Promise<void>>();
 
+  private readonly signing: PushSigning;
+
+  constructor(signing: PushSigning) {
+    this.signing = signing;
+  }
+
   push(items: PushItem[]): void {
     if (items.length === 0) return;
-    for (const url of this.pushUrls) this.post('push', url, { notifications: items });
+    for (const url of this.pushUrls) {
+      const timestamp = providerTimestamp(Date.now());
+      this.post(
+        'push',
+        url,
+        { data: items },
+        {
+          'x-validic-timestamp': timestamp,
+          'x-validic-signature': createHmac('sha1', this.signing.applicationSecret)
+            .update(`${this.signing.accessToken}notification${timestamp}`)
+            .digest('base64'),
+        },
+      );
+    }
   }
 
   disconnect(body: unknown): void {
@@ -44,12 +81,13 @@ export class Notifier {
     while (this.pending.size > 0) await Promise.all([...this.pending]);
   }
 
-  private post(kind: Delivery['kind'], url: string, body: unknown): void {
-    const delivery: Delivery = { kind, url, body, status: null, error: null };
+  private post(kind: Delivery['kind'], url: string, body: unknown, extra: Record<string, string> = {}): void {
+    const headers = { 'content-type': 'application/json', ...extra };
+    const delivery: Delivery = { kind, url, body, headers, status: null, error: null };
     this.deliveries.push(delivery);
     const done = fetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers,
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(10_000),
     })

@@ -1,70 +1,62 @@
 /**
- * Push notifications end to end: the sandbox POSTs its enterprise push notifications to the worker's
- * push listener running the push handler; each announced item becomes a legacy.fetch job on an inline runner;
- * the announced records land in the warehouse with arrived_via `push`, with no scheduled poll at all.
+ * Push notifications end to end, against a running `validic-sync worker` (the real CLI, its push listener,
+ * BullMQ on real Redis, real PostgreSQL): the sandbox POSTs the provider's documented body
+ * (`{ data: [ { _id: <user>, activity_type, activity_date, source } ] }`), signed with its application
+ * secret; the worker verifies the signature, turns each item into a targeted retrieval of that user's
+ * object around the activity date (filtered by source) and the records land with arrived_via `push`,
+ * with no scheduled poll at all. The provider's published example shape, signed here from the formula,
+ * lands the same way. A bad signature, a stale timestamp and a secret in the query string each get 401
+ * and store nothing.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createInlineRunner } from '../../src/cli/run-jobs-inline.ts';
-import { loadConfig } from '../../src/config/load-config.ts';
-import { silentLogger } from '../../src/log/logger.ts';
-import { handlePushRequest } from '../../src/push/handle-push.ts';
-import { pushDepsFromConfig } from '../../src/push/push-deps.ts';
-import type { InlineRunner } from '../../src/queue/inline-runner.ts';
-import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { type RunningServer, serverLimits } from '../../src/server/hardened-server.ts';
-import { startPushServer } from '../../src/server/push-server.ts';
 import { sandboxEnv } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
+import { startWorkerChild, type WorkerChild } from '../helpers/worker-fleet.ts';
 
 const SECRET = 'e2e-push-secret-4f1c9a7b2d';
+const WAIT = { timeout: 30_000, interval: 100 };
 
-describe('push notifications from the sandbox', () => {
+describe('push notifications into a running worker', () => {
   let sandbox: Sandbox;
   let db: TestDatabase;
-  let runtime: Runtime;
-  let runner: InlineRunner;
-  let server: RunningServer;
+  let testRedis: TestRedis;
+  let worker: WorkerChild;
   let pushUrl: string;
-  let configDir: string;
-  const jobsRun: string[] = [];
 
   beforeAll(async () => {
-    sandbox = await startSandbox({ seed: 5, users: 3, days: 10, faults: { rate5xx: 0.1, paths: ['/v1/'] } });
+    sandbox = await startSandbox({ seed: 5, users: 3, days: 10 });
     db = await createTestDatabase();
-    configDir = await mkdtemp(join(tmpdir(), 'validic-push-'));
-    const config = loadConfig(
-      { ...sandboxEnv(sandbox), DATABASE_URL: db.url, PUSH_SECRET: SECRET },
-      { cwd: configDir },
+    testRedis = createTestRedis('push-e2e');
+    worker = await startWorkerChild(
+      sandboxEnv(sandbox, {
+        DATABASE_URL: db.url,
+        REDIS_URL: TEST_REDIS_URL,
+        VALIDIC_REDIS_PREFIX: testRedis.prefix.slice(0, -1),
+        HTTP_PORT: '0',
+        PUSH_PORT: '0',
+        VALIDIC_SCHEDULES: 'false',
+        VALIDIC_WORKER_STREAMS: 'false',
+        VALIDIC_APPLICATION_SECRET: sandbox.applicationSecret,
+        PUSH_SECRET: SECRET,
+        PUSH_COALESCE_SECONDS: '1',
+      }),
     );
-    runtime = await openRuntime(config, silentLogger, { warehouse: db.warehouse, useRedis: false });
-    runner = createInlineRunner(runtime, new AbortController().signal, 4);
-    runner.on('completed', (job) => jobsRun.push(job.name));
-    const deps = pushDepsFromConfig({
-      config,
-      warehouse: db.warehouse,
-      enqueue: (name, payload) => runner.enqueue(name, payload),
-    });
-    // The worker's own push listener (hardened, push path only), on a free port.
-    server = await startPushServer({
-      host: '127.0.0.1',
-      port: 0,
-      log: silentLogger,
-      limits: serverLimits(config.http, 'push'),
-      push: { path: config.http.pushPath, handle: (req, res) => handlePushRequest(req, res, deps) },
-    });
-    pushUrl = `${server.url}${config.http.pushPath}`;
-  });
+    // The worker's push listener (its own port; only the push path answers there).
+    pushUrl = worker.pushUrl!;
+    expect(pushUrl).toMatch(/\/push\/v1$/);
+  }, 60_000);
   afterAll(async () => {
-    await server?.close();
-    await runtime?.close();
+    if (worker) {
+      worker.child.kill('SIGTERM');
+      await worker.child.result;
+    }
+    await testRedis?.cleanup();
     await sandbox?.close();
     await db?.drop();
-    if (configDir) await rm(configDir, { recursive: true, force: true });
   });
 
   const stored = async (ids: string[]) =>
@@ -84,51 +76,173 @@ describe('push notifications from the sandbox', () => {
       }))
       .sort((a, b) => (a.object === b.object ? (a.id < b.id ? -1 : 1) : a.object < b.object ? -1 : 1));
 
-  it('loads the records a notification announces, with no scheduled poll', async () => {
-    sandbox.control.registerPushUrl(`${pushUrl}?secret=${SECRET}`);
+  const counts = async () =>
+    (
+      await sql<{ notifications: number; records: number }>`
+        select (select count(*)::int from validic_sync.push_notifications) as notifications,
+               (select count(*)::int from validic.legacy_records) as records`.execute(db.warehouse.db)
+    ).rows[0]!;
+
+  /** The provider's signature, written out from the published formula (not the worker's code). */
+  const sign = (timestamp: string, secret = sandbox.applicationSecret) =>
+    createHmac('sha1', secret).update(`${sandbox.legacyToken}notification${timestamp}`).digest('base64');
+  /** `2015-12-08T16:04:18029095657000`: the provider example's timestamp form. */
+  const providerTimestamp = (ms: number) => `${new Date(ms).toISOString().slice(0, 19)}029095657000`;
+
+  it('loads what the sandbox announces in the documented, signed body, by targeted retrievals', async () => {
+    sandbox.control.registerPushUrl(pushUrl);
+    sandbox.control.resetStats();
     const [first, second] = sandbox.truth.legacyUsers();
     const added = [
-      sandbox.control.addLegacyRecord({ object: 'fitness', user_id: first!._id }),
-      sandbox.control.addLegacyRecord({ object: 'nutrition', user_id: second!._id }),
-      sandbox.control.addLegacyRecord({ object: 'tobacco_cessation', user_id: first!._id }),
+      { ...sandbox.control.addLegacyRecord({ object: 'fitness', user_id: first!._id }), object: 'fitness' },
+      {
+        ...sandbox.control.addLegacyRecord({ object: 'nutrition', user_id: second!._id }),
+        object: 'nutrition',
+      },
+      {
+        ...sandbox.control.addLegacyRecord({ object: 'tobacco_cessation', user_id: first!._id }),
+        object: 'tobacco_cessation',
+      },
     ];
     const old = sandbox.truth.legacyRecords('routine')[0]!;
-    const updated = sandbox.control.updateLegacyRecord('routine', old._id, { steps: 4242 });
+    const updated = {
+      ...sandbox.control.updateLegacyRecord('routine', old._id, { steps: 4242 }),
+      object: 'routine',
+    };
     await sandbox.control.flushNotifications();
-    expect(await runner.drain()).toEqual([]);
 
-    const announced = [
-      ...added.map((r, i) => ({ ...r, object: ['fitness', 'nutrition', 'tobacco_cessation'][i]! })),
-      { ...updated, object: 'routine' },
-    ];
-    expect(await stored(announced.map((r) => r._id))).toEqual(expected(announced));
+    const deliveries = sandbox.truth.deliveries().filter((d) => d.kind === 'push');
+    expect(deliveries.map((d) => d.status)).toEqual([202, 202, 202, 202]);
+    // Exactly the documented body and headers.
+    expect(deliveries[0]!.body).toEqual({
+      data: [
+        {
+          _id: first!._id,
+          activity_type: 'fitness',
+          activity_date: added[0]!.timestamp.replace(/Z$/, '+00:00'),
+          source: added[0]!.source,
+        },
+      ],
+    });
+    expect(Object.keys(deliveries[0]!.headers).sort()).toEqual([
+      'content-type',
+      'x-validic-signature',
+      'x-validic-timestamp',
+    ]);
+
+    const announced = [...added, updated];
+    await vi.waitFor(
+      async () => expect(await stored(announced.map((r) => r._id))).toEqual(expected(announced)),
+      WAIT,
+    );
     const routine = await sql<{ steps: number }>`
       select (raw->>'steps')::int as steps from validic.legacy_records where id = ${old._id}`.execute(
       db.warehouse.db,
     );
     expect(routine.rows[0]!.steps).toBe(4242);
-    expect(new Set(jobsRun)).toEqual(new Set(['legacy.fetch']));
-    expect(
-      sandbox.truth
-        .deliveries()
-        .filter((d) => d.kind === 'push')
-        .map((d) => d.status),
-    ).toEqual([202, 202, 202, 202]);
-    const notifications = await sql<{ status: string; n: number }>`
-      select status, count(*)::int as n from validic_sync.push_notifications group by status`.execute(
-      db.warehouse.db,
+    // Targeted: user-level object lists (by activity date, filtered by source), nothing org-wide.
+    const calls = Object.keys(sandbox.control.stats().byEndpoint);
+    expect(calls.sort()).toEqual(
+      [
+        'GET /v1/organizations/:org/users/:uid/fitness.json',
+        'GET /v1/organizations/:org/users/:uid/nutrition.json',
+        'GET /v1/organizations/:org/users/:uid/routine.json',
+        'GET /v1/organizations/:org/users/:uid/tobacco_cessation.json',
+      ].sort(),
     );
-    expect(notifications.rows).toEqual([{ status: 'queued', n: 4 }]);
-    // The secret rode in the registered URL; it is never stored.
-    const leaked = await sql<{ n: number }>`
-      select count(*)::int as n from validic_sync.push_notifications where raw like ${`%${SECRET}%`}`.execute(
-      db.warehouse.db,
-    );
-    expect(leaked.rows[0]!.n).toBe(0);
-    sandbox.control.unregisterPushUrl(`${pushUrl}?secret=${SECRET}`);
+    const notifications = await sql<{ status: string; org_id: string; n: number }>`
+      select status, org_id, count(*)::int as n from validic_sync.push_notifications
+      group by status, org_id`.execute(db.warehouse.db);
+    expect(notifications.rows).toEqual([{ status: 'queued', org_id: sandbox.orgId, n: 4 }]);
+    sandbox.control.unregisterPushUrl(pushUrl);
   });
 
-  it('fetches a latest window when an item names only the object and when it was updated', async () => {
+  it("loads what the provider's published example shape announces: the user's object ± 1 day, that source only", async () => {
+    const user = sandbox.truth.legacyUsers()[2]!;
+    const at = Math.floor(Date.now() / 1000) * 1000 - 5 * 86_400_000;
+    const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const add = (hours: number, source: string) => ({
+      ...sandbox.control.addLegacyRecord({
+        object: 'weight',
+        user_id: user._id,
+        fields: { timestamp: iso(at + hours * 3_600_000), source },
+      }),
+      object: 'weight',
+    });
+    const announced = add(0, 'scale_a');
+    const sameSourceThatDay = add(6, 'scale_a');
+    const otherSource = add(1, 'scale_b');
+    const outsideTheWindow = add(72, 'scale_a');
+    const timestamp = providerTimestamp(Date.now());
+    const response = await fetch(pushUrl, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-validic-timestamp': timestamp,
+        'x-validic-signature': sign(timestamp),
+      },
+      body: JSON.stringify({
+        data: [
+          {
+            _id: user._id,
+            activity_type: 'weight',
+            activity_date: announced.timestamp.replace(/Z$/, '+00:00'),
+            source: 'scale_a',
+          },
+        ],
+      }),
+    });
+    expect(response.status).toBe(202);
+    expect(await response.json()).toMatchObject({ status: 'queued', items: 1, enqueued: 1 });
+    const all = [announced, sameSourceThatDay, otherSource, outsideTheWindow].map((r) => r._id);
+    await vi.waitFor(
+      async () => expect(await stored(all)).toEqual(expected([announced, sameSourceThatDay])),
+      WAIT,
+    );
+  });
+
+  it('answers 401 to a bad signature, a stale timestamp and a secret in the query, storing nothing', async () => {
+    const before = await counts();
+    const body = JSON.stringify({
+      data: [
+        {
+          _id: sandbox.truth.legacyUsers()[0]!._id,
+          activity_type: 'sleep',
+          activity_date: new Date().toISOString(),
+          source: 'sandbox_partner',
+        },
+      ],
+    });
+    const now = providerTimestamp(Date.now());
+    const stale = providerTimestamp(Date.now() - 6 * 60_000);
+    const attempts: [string, RequestInit][] = [
+      [
+        pushUrl,
+        {
+          headers: { 'x-validic-timestamp': now, 'x-validic-signature': sign(now, 'not-the-secret') },
+        },
+      ],
+      [pushUrl, { headers: { 'x-validic-timestamp': stale, 'x-validic-signature': sign(stale) } }],
+      [`${pushUrl}?secret=${SECRET}`, {}],
+      [
+        `${pushUrl}?secret=${SECRET}`,
+        { headers: { 'x-validic-timestamp': now, 'x-validic-signature': sign(now) } },
+      ],
+    ];
+    for (const [url, init] of attempts) {
+      const response = await fetch(url, {
+        method: 'POST',
+        body,
+        ...init,
+        headers: { 'content-type': 'application/json', ...(init.headers as Record<string, string>) },
+      });
+      expect(response.status).toBe(401);
+      await response.arrayBuffer();
+    }
+    expect(await counts()).toEqual(before);
+  });
+
+  it('takes the shared secret in a header, and fetches a latest window for an item with only a time', async () => {
     const record = sandbox.truth.legacyRecords('sleep')[0]!;
     const updated = sandbox.control.updateLegacyRecord('sleep', record._id, { total_sleep: 123 });
     const response = await fetch(pushUrl, {
@@ -138,7 +252,9 @@ describe('push notifications from the sandbox', () => {
     });
     expect(response.status).toBe(202);
     expect(await response.json()).toMatchObject({ status: 'queued', enqueued: 1 });
-    expect(await runner.drain()).toEqual([]);
-    expect(await stored([record._id])).toEqual(expected([{ ...updated, object: 'sleep' }]));
+    await vi.waitFor(
+      async () => expect(await stored([record._id])).toEqual(expected([{ ...updated, object: 'sleep' }])),
+      WAIT,
+    );
   });
 });

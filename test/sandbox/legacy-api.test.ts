@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import { getJson, sendJson, startTestSandbox } from './fixtures.ts';
@@ -348,7 +349,7 @@ describe('lists and paging', () => {
 });
 
 describe('notifications', () => {
-  it('POSTs push notifications with what is needed to build the retrieval call', async () => {
+  it("POSTs push notifications in the provider's documented shape, signed, that build the retrieval call", async () => {
     const receiver = await startReceiver();
     try {
       sb.control.registerPushUrl(receiver.url);
@@ -362,18 +363,44 @@ describe('notifications', () => {
       });
       await sb.control.flushNotifications();
       expect(receiver.bodies).toHaveLength(1);
-      const body = receiver.bodies[0] as { notifications: { url: string; _id: string; object: string }[] };
-      expect(body.notifications).toHaveLength(2);
-      expect(body.notifications[0]).toMatchObject({
-        object: 'diabetes',
-        _id: created.body.diabetes[0]._id,
-        user_id: user._id,
-        uid: user.uid,
-        organization_id: sb.legacyOrgId,
-        last_updated: expect.any(String),
+      const body = receiver.bodies[0] as {
+        data: { _id: string; activity_type: string; activity_date: string; source: string }[];
+      };
+      expect(body).toEqual({
+        data: [
+          {
+            _id: user._id,
+            activity_type: 'diabetes',
+            activity_date: '2026-03-15T07:00:00+00:00',
+            source: created.body.diabetes[0].source,
+          },
+          {
+            _id: user._id,
+            activity_type: 'diabetes',
+            activity_date: '2026-03-15T08:00:00+00:00',
+            source: created.body.diabetes[1].source,
+          },
+        ],
       });
-      const fetched = await getJson(`${sb.legacyUrl}${body.notifications[0]!.url}?${tok()}`);
-      expect(fetched.body.diabetes[0]._id).toBe(created.body.diabetes[0]._id);
+      // Signed as documented: Base64(HMAC-SHA1(application secret, token + "notification" + timestamp)).
+      const headers = receiver.headers[0]!;
+      const timestamp = String(headers['x-validic-timestamp']);
+      expect(timestamp).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\d{12}$/);
+      expect(Math.abs(Date.parse(`${timestamp.slice(0, 19)}Z`) - Date.now())).toBeLessThan(60_000);
+      expect(headers['x-validic-signature']).toBe(
+        createHmac('sha1', sb.applicationSecret)
+          .update(`${sb.legacyToken}notification${timestamp}`)
+          .digest('base64'),
+      );
+      expect(headers['content-type']).toBe('application/json');
+      // The suggested retrieval call finds the announced record.
+      const item = body.data[0]!;
+      const fetched = await getJson(
+        `${org()}/users/${item._id}/${item.activity_type}.json?${tok()}&start_date=${encodeURIComponent(item.activity_date)}&end_date=${encodeURIComponent(item.activity_date)}&source=${item.source}`,
+      );
+      expect(fetched.body.diabetes.map((r: { _id: string }) => r._id)).toEqual([
+        created.body.diabetes[0]._id,
+      ]);
       sb.control.unregisterPushUrl(receiver.url);
     } finally {
       await receiver.close();

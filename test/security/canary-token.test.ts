@@ -1,5 +1,6 @@
 /**
- * Secrets: a canary token (v2 and legacy) used for a full run — backfill, legacy, stream and a worker,
+ * Secrets: a canary token (v2 and legacy) and application secret used for a full run — backfill, legacy,
+ * stream and a worker receiving signed push notifications,
  * with 429s, 5xx, cut bodies and dropped streams causing errors and retries, at LOG_LEVEL=debug — must
  * never appear in the CLI's stdout or stderr, in error messages (a rejected token included), in the
  * worker's /metrics, in Redis (budget keys, queue and job data) or in any text/jsonb column of any table
@@ -21,7 +22,8 @@ import { startWorkerChild } from '../helpers/worker-fleet.ts';
 
 const CANARY = `canary${randomBytes(12).toString('hex')}`;
 const LEGACY_CANARY = `canarylegacy${randomBytes(12).toString('hex')}`;
-const CANARIES = [CANARY, LEGACY_CANARY];
+const APP_CANARY = `canaryapp${randomBytes(12).toString('hex')}`;
+const CANARIES = [CANARY, LEGACY_CANARY, APP_CANARY];
 
 const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10);
 
@@ -53,6 +55,7 @@ describe('a canary token never leaks', () => {
       days: 10,
       token: CANARY,
       legacyToken: LEGACY_CANARY,
+      applicationSecret: APP_CANARY,
       pokeIntervalMs: 100,
       faults: { rate429: 0.1, rate5xx: 0.1, truncateRate: 0.05, streamDropEvery: 5 },
     });
@@ -83,6 +86,7 @@ describe('a canary token never leaks', () => {
       VALIDIC_SYNC_CONFIG: config,
       LOG_LEVEL: 'debug',
       HTTP_PORT: '0',
+      VALIDIC_APPLICATION_SECRET: APP_CANARY,
     });
     // Two passes, so retries and already-loaded records (unchanged) both happen.
     for (const pass of [1, 2]) {
@@ -123,6 +127,18 @@ describe('a canary token never leaks', () => {
       { timeout: 30_000, interval: 200 },
     );
     expectNoCanary('/metrics', metrics);
+    // Signed push notifications (the application secret signs them) and a refused one.
+    sandbox.control.registerPushUrl(`${worker.url}/push/v1`);
+    sandbox.control.addLegacyRecord({ object: 'weight', user_id: sandbox.truth.legacyUsers()[0]!._id });
+    await sandbox.control.flushNotifications();
+    expect(sandbox.truth.deliveries().map((d) => d.status)).toContain(202);
+    const forged = await fetch(`${worker.url}/push/v1`, {
+      method: 'POST',
+      headers: { 'x-validic-timestamp': new Date().toISOString(), 'x-validic-signature': 'Zm9yZ2Vk' },
+      body: '{"data":[]}',
+    });
+    expect(forged.status).toBe(401);
+    sandbox.control.unregisterPushUrl(`${worker.url}/push/v1`);
     await scanRedis(redis);
     worker.child.kill('SIGTERM');
     outputs.push({ what: 'worker', result: await worker.child.result });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
+import { REDACTED, redactKnownSecrets, redactValue } from '../../src/config/redact.ts';
 import { ConfigError } from '../../src/errors.ts';
 
 const emptyDir = mkdtempSync(join(tmpdir(), 'vs-config-'));
@@ -43,6 +44,31 @@ describe('loadConfig', () => {
     expect(problemsOf(() => loadConfig({ PUSH_PORT: '70000' }, { cwd: emptyDir }))[0]).toMatch(
       /^PUSH_PORT \(http\.pushPort\): Too big/,
     );
+  });
+
+  it('reads the push settings (application secret, limits) and redacts the application secret', () => {
+    const config = loadConfig(
+      {
+        VALIDIC_ORG_ID: 'org-1',
+        VALIDIC_TOKEN: 'tok-123456',
+        VALIDIC_APPLICATION_SECRET: 'app-secret-7731',
+        PUSH_MAX_ITEMS: '50',
+        PUSH_RATE_PER_MINUTE: '30',
+      },
+      { cwd: emptyDir },
+    );
+    expect(config.organizations[0]!.applicationSecret).toBe('app-secret-7731');
+    expect(config.push).toEqual({
+      signatureMaxAgeSeconds: 300,
+      maxItems: 50,
+      ratePerMinute: 30,
+      coalesceSeconds: 10,
+      retentionDays: 30,
+      pruneMinutes: 1440,
+    });
+    expect(JSON.stringify(redactValue(config))).not.toContain('app-secret-7731');
+    expect(redactValue(config).organizations[0]!.applicationSecret).toBe(REDACTED);
+    expect(redactKnownSecrets('signed with app-secret-7731')).toBe(`signed with ${REDACTED}`);
   });
 
   it('lets the environment win over the file, and keeps several organizations from the file', () => {

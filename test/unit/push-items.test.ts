@@ -3,6 +3,65 @@ import { describe, expect, it } from 'vitest';
 import { extractPushItems, parseRetrievalPath } from '../../src/push/push-items.ts';
 
 describe('extractPushItems', () => {
+  it("reads the provider's documented shape: _id is the user, activity_date and source", () => {
+    const body = {
+      data: [
+        {
+          _id: '51552cd7fded0807c4000017',
+          activity_type: 'fitness',
+          activity_date: '2013-10-08T19:07:01+00:00',
+          source: 'sample_app',
+        },
+        { _id: 'u2', activity_type: 'Biometric', activity_date: '2013-10-08T21:07:01+02:00', source: 'x' },
+      ],
+    };
+    expect(extractPushItems(body)).toEqual({
+      items: [
+        {
+          object: 'fitness',
+          userId: '51552cd7fded0807c4000017',
+          activityDate: '2013-10-08T19:07:01.000Z',
+          source: 'sample_app',
+        },
+        { object: 'biometrics', userId: 'u2', activityDate: '2013-10-08T19:07:01.000Z', source: 'x' },
+      ],
+      problems: [],
+      listed: 2,
+    });
+  });
+
+  it('reports documented items it cannot use', () => {
+    const result = extractPushItems({
+      data: [
+        { _id: 'u', activity_type: 'steps', activity_date: '2013-10-08T19:07:01+00:00' },
+        { _id: 'u', activity_type: 'sleep', activity_date: 'last tuesday' },
+      ],
+    });
+    expect(result.items).toEqual([]);
+    expect(result.problems).toEqual([
+      'item 0: activity_type "steps" is not a legacy object',
+      'item 1: activity_date is not a timestamp',
+    ]);
+  });
+
+  it('keeps partner-side sync and disconnect notifications as announcing nothing, not as errors', () => {
+    for (const type of ['sync', 'disconnect']) {
+      const result = extractPushItems({
+        data: {
+          type,
+          message: 'Confirmed',
+          third_party: 'ACME',
+          connected_third_parties: [],
+          user: { _id: 'u', uid: 'c' },
+        },
+      });
+      expect(result.items).toEqual([]);
+      expect(result.problems).toEqual([
+        `item 0: a partner-side ${type} notification (kept; it announces no data to fetch)`,
+      ]);
+    }
+  });
+
   it('reads the sandbox shape', () => {
     const body = {
       notifications: [
@@ -28,6 +87,7 @@ describe('extractPushItems', () => {
         },
       ],
       problems: [],
+      listed: 1,
     });
   });
 

@@ -51,6 +51,7 @@ export function registerSandbox(program: Command, run: CommandRunner): void {
             token: sandbox.token,
             legacyOrgId: sandbox.legacyOrgId,
             legacyToken: sandbox.legacyToken,
+            applicationSecret: sandbox.applicationSecret,
             controlUrl: sandbox.controlUrl,
           }),
         );

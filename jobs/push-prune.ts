@@ -1,0 +1,23 @@
+/**
+ * push.prune: deletes stored push bodies (validic_sync.push_notifications) older than
+ * `push.retentionDays` (default 30). Scheduled by the worker every `push.pruneMinutes` (default daily).
+ * The bodies are kept for inspection only; the records they announced live in the warehouse tables.
+ */
+import { z } from 'zod';
+import { prunePushNotifications } from '../src/push/push-notification-store.ts';
+import { defineJob } from './job-definition.ts';
+
+export const pushPrunePayload = z.object({});
+
+export const pushPrune = defineJob({
+  name: 'push.prune',
+  payload: pushPrunePayload,
+  options: { attempts: 3, backoff: { type: 'exponential', delay: 60_000 }, priority: 50 },
+  jobId: () => 'push.prune',
+  async run(ctx): Promise<{ deleted: number; before: string }> {
+    const before = new Date(Date.now() - ctx.config.push.retentionDays * 86_400_000);
+    const deleted = await prunePushNotifications(ctx.warehouse.db, before, { signal: ctx.signal });
+    ctx.log.info({ deleted, before: before.toISOString() }, 'old push notifications pruned');
+    return { deleted, before: before.toISOString() };
+  },
+});

@@ -1,0 +1,30 @@
+/**
+ * The per-org push rate in Redis: two processes (two limiters on one Redis prefix) share one count per
+ * org and minute; another org and the next minute start afresh. Real Redis.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { createPushRateLimit } from '../../src/push/push-rate-limit.ts';
+import { createTestRedis } from '../helpers/redis.ts';
+
+describe('push rate limit in Redis', () => {
+  const testRedis = createTestRedis('push-rate');
+  afterAll(() => testRedis.cleanup());
+
+  it('is shared by the fleet, per org and minute', async () => {
+    let now = Date.parse('2026-03-15T12:00:10Z');
+    const make = () =>
+      createPushRateLimit({
+        perMinute: 3,
+        redis: testRedis.connect(),
+        prefix: testRedis.prefix.slice(0, -1),
+        now: () => now,
+      });
+    const [a, b] = [make(), make()];
+    const taken = [];
+    for (const limiter of [a, b, a, b]) taken.push(await limiter.take('org-a'));
+    expect(taken).toEqual([true, true, true, false]);
+    expect(await b.take('org-b')).toBe(true);
+    now += 60_000;
+    expect(await a.take('org-a')).toBe(true);
+  });
+});
