@@ -9,7 +9,7 @@
  *   given as local wall time), so the window is one day either side: it covers every UTC offset
  *   (−12…+14 h) and stays one user, one object, one app, so it is still a page or two;
  * - record id and user id known: that one record (GET …/users/{user}/{object}/{id}.json); a 404 means
- *   it is gone and nothing is loaded;
+ *   it is gone: nothing is loaded, and a row the warehouse holds for it is marked deleted;
  * - otherwise a small latest window around the announced `last_updated` (± the legacy overlap, at least
  *   one minute), user-level when the user is known, org-level when not; without `last_updated`, the last
  *   `sync.legacyWindowHours`.
@@ -17,11 +17,12 @@
  * (the scheduled legacy.sync owns those and remains the safety net for anything push missed).
  */
 import { z } from 'zod';
-import { getLegacyRecord } from '../src/legacy/get-legacy-record.ts';
+import { findLegacyRecord } from '../src/legacy/get-legacy-record.ts';
 import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
 import { type LegacyPagesResult, loadLegacyPages } from '../src/legacy/load-legacy-pages.ts';
 import { LEGACY_OBJECTS } from '../src/validic/legacy-objects.ts';
 import type { SummaryPage } from '../src/validic/legacy-summary-pager.ts';
+import { markLegacyDeleted } from '../src/warehouse/mark-legacy-deleted.ts';
 import { defineJob } from './job-definition.ts';
 
 export const legacyFetchPayload = z.object({
@@ -46,6 +47,8 @@ export type LegacyFetchPayload = z.infer<typeof legacyFetchPayload>;
 
 export interface LegacyFetchResult extends LegacyPagesResult {
   mode: 'record' | 'activity' | 'user-window' | 'org-window';
+  /** Record mode: the platform answered 404 and the stored row (if any) is now marked deleted. */
+  deleted?: boolean;
 }
 
 /** Half-width of the activity-date window (see the header comment: one day covers every UTC offset). */
@@ -78,8 +81,7 @@ export const legacyFetchJobId = (p: LegacyFetchPayload) =>
         .map(encodeURIComponent)
         .join('|');
 
-async function* onePage(items: Promise<SummaryPage['items']>): AsyncGenerator<SummaryPage> {
-  const list = await items;
+async function* onePage(list: SummaryPage['items']): AsyncGenerator<SummaryPage> {
   if (list.length > 0) yield { items: list, rejected: [], summary: {}, offset: 0 };
 }
 
@@ -100,8 +102,12 @@ export const legacyFetch = defineJob({
       signal: ctx.signal,
     };
     if (recordId && userId) {
-      const pages = onePage(getLegacyRecord(org, { userId, object, recordId, signal: ctx.signal }));
-      return { ...(await loadLegacyPages({ ...common, pages, log: ctx.log })), mode: 'record' };
+      const answer = await findLegacyRecord(org, { userId, object, recordId, signal: ctx.signal });
+      const pages = onePage(answer.found ? answer.items : []);
+      const loaded = await loadLegacyPages({ ...common, pages, log: ctx.log });
+      if (answer.found) return { ...loaded, mode: 'record' };
+      const marked = await markLegacyDeleted(ctx.warehouse.db, orgId, object, [recordId]);
+      return { ...loaded, mode: 'record', deleted: marked.length > 0 };
     }
     if (activityDate) {
       const at = Date.parse(activityDate);

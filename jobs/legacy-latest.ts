@@ -7,8 +7,12 @@
  * (starting `overlap` before this one's end, see planLegacyWindows) after its own commit. Running them
  * in sequence is what keeps the cursor honest: a later window can never commit while an earlier one is
  * still pending or has failed. Objects run in parallel.
+ *
+ * Deletes: once the window is read to its end, stored records of the window it no longer lists are
+ * asked for by id; a 404 marks them deleted (confirm-legacy-deletes.ts says exactly when absence counts).
  */
 import { z } from 'zod';
+import { collectListedIds, confirmLegacyDeletes } from '../src/legacy/confirm-legacy-deletes.ts';
 import {
   type LegacyCursorValue,
   legacyCursorKey,
@@ -44,6 +48,9 @@ export interface LegacyLatestResult extends LegacyPagesResult {
   startDate: string;
   endDate: string;
   cursorMoved: boolean;
+  /** Stored records of the window it no longer listed, and those of them found deleted (404). */
+  absent: number;
+  deleted: number;
   /** The window enqueued next, if any. */
   next: { startDate: string; endDate: string } | null;
 }
@@ -68,22 +75,34 @@ export const legacyLatest = defineJob({
   jobId: legacyLatestJobId,
   async run(ctx, payload): Promise<LegacyLatestResult> {
     const { orgId, object } = payload;
-    const { legacy } = ctx.org(orgId);
+    const org = ctx.org(orgId);
     const window = { start: new Date(payload.startDate), end: new Date(payload.endDate) };
     const key = legacyCursorKey(object);
     const current = parseLegacyCursor(await readCursor(ctx.warehouse.db, orgId, key));
     const cursor: LegacyCursorValue | undefined = nextLegacyCursor(current, window, new Date());
+    const listed = new Set<string>();
     const loaded = await loadLegacyPages({
       warehouse: ctx.warehouse,
       orgId,
       object,
       arrivedVia: 'legacy',
-      pages: legacy.pageLatest(object, {
-        startDate: window.start,
-        endDate: window.end,
-        signal: ctx.signal,
-      }),
+      pages: collectListedIds(
+        org.legacy.pageLatest(object, { startDate: window.start, endDate: window.end, signal: ctx.signal }),
+        listed,
+      ),
       checkpoint: cursor ? { cursors: [{ key, value: cursor }] } : {},
+      signal: ctx.signal,
+      log: ctx.log,
+    });
+
+    // Every page is read and committed: what the window no longer lists is deleted or edited since.
+    const confirmed = await confirmLegacyDeletes({
+      warehouse: ctx.warehouse,
+      org,
+      orgId,
+      object,
+      window,
+      listed,
       signal: ctx.signal,
       log: ctx.log,
     });
@@ -106,6 +125,8 @@ export const legacyLatest = defineJob({
       startDate: payload.startDate,
       endDate: payload.endDate,
       cursorMoved: cursor !== undefined,
+      absent: confirmed.absent,
+      deleted: confirmed.deleted.length,
       next,
     };
   },

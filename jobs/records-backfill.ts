@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { planDateWindows } from '../src/validic/date-windows.ts';
 import { toV2Resource, V2_RESOURCES } from '../src/validic/v2-resources.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
+import { pollableUsers } from '../src/warehouse/pollable-users.ts';
 import {
   findUnfinishedRun,
   finishRun,
@@ -76,13 +77,17 @@ export const recordsBackfill = defineJob({
     const resumed = previous !== undefined && !payload.restart;
     const run = resumed ? previous : await startRun(db, { orgId, command: 'backfill', args });
 
-    const users = await syncUsers(ctx, orgId);
-    const known = new Set(users.uids);
+    // A complete listing first: it also marks the users gone from the platform removed.
+    await syncUsers(ctx, orgId);
+    const uids = await pollableUsers(db, orgId, args.uids ?? undefined);
+    const known = new Set(uids);
     const unknownUids = (args.uids ?? []).filter((uid) => !known.has(uid));
     if (unknownUids.length > 0) {
-      ctx.log.warn({ unknownUids }, 'these uids are not users of the organization and are skipped');
+      ctx.log.warn(
+        { unknownUids },
+        'these uids are not (or no longer) users of the organization and are skipped',
+      );
     }
-    const uids = args.uids ? args.uids.filter((uid) => known.has(uid)) : [...known].sort();
 
     const dateWindows = planDateWindows(payload.from, payload.to);
     const planned: PlannedWindow[] = [];

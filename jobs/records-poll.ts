@@ -14,13 +14,21 @@
  * done), then the error is raised. After a permanent error the remaining resources are still fetched
  * (the job then fails for good, leaving that window pending in the ledger); after any other error the
  * job stops and is retried, and a retry within a backfill run fetches only the still-pending resources.
+ *
+ * A 404 on a user-scoped endpoint may mean the user is gone (deleted users answer 404 everywhere) or
+ * only that this resource is not served: the job asks for the user itself (one request). A 404 there
+ * too marks the user removed (no longer polled, see remove-users.ts), marks this job's remaining ledger
+ * windows done with no records (the run can finish) and ends the job successfully: a deleted user's
+ * windows must not fail every hour forever. A user that answers is kept, and the 404 is the resource's.
  */
 import { z } from 'zod';
 import { PermanentError } from '../src/errors.ts';
+import { httpStatusOf } from '../src/http/http-errors.ts';
 import { applyBatch, MAX_KEY_LOCKS } from '../src/warehouse/apply-batch.ts';
 import type { CursorWrite, LoadResult, RawItem, WindowDone } from '../src/warehouse/batch.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
 import { addLoadResult, emptyLoadResult } from '../src/warehouse/load-counts.ts';
+import { markUsersRemoved } from '../src/warehouse/remove-users.ts';
 import { pendingWindowKeys, recordsWindowKey } from '../src/warehouse/window-ledger.ts';
 import { defineJob } from './job-definition.ts';
 
@@ -49,6 +57,8 @@ export type RecordsPollPayload = z.infer<typeof recordsPollPayload>;
 
 export interface RecordsPollResult extends LoadResult {
   records: number;
+  /** The user answered 404 and is now marked removed; the job's remaining resources were skipped. */
+  userRemoved?: boolean;
 }
 
 export const recordsPoll = defineJob({
@@ -77,7 +87,7 @@ export const recordsPoll = defineJob({
     let fetched = 0;
     /** Loads what is gathered (records, ledger windows, cursors) in one transaction. */
     const flush = async () => {
-      if (cursors.length === 0) return;
+      if (cursors.length === 0 && windows.length === 0) return;
       const loaded = await applyBatch(
         ctx.warehouse,
         { orgId: payload.orgId, arrivedVia: 'poll', items },
@@ -90,12 +100,29 @@ export const recordsPoll = defineJob({
       cursors = [];
     };
     let failure: unknown;
-    for (const resource of resources) {
+    for (const [index, resource] of resources.entries()) {
       let records: unknown[];
       try {
         records = await v2.fetchRecords({ uid, resource, startDate, endDate, signal: ctx.signal });
       } catch (error) {
         if (ctx.signal.aborted) throw error;
+        if (httpStatusOf(error) === 404 && (await userIsGone(v2, uid, ctx.signal))) {
+          await markUsersRemoved(ctx.warehouse.db, payload.orgId, [uid]);
+          ctx.log.info({ orgId: payload.orgId, uid }, 'user answers 404: marked removed, no longer polled');
+          // What was fetched before is loaded; the windows of this and the remaining resources are done.
+          for (const rest of resources.slice(index)) {
+            if (runId)
+              windows.push({
+                runId,
+                windowKey: keyOf(rest),
+                records: 0,
+                requests: rest === resource ? 2 : 0,
+              });
+          }
+          await flush();
+          if (runId) await finishRunIfComplete(ctx.warehouse.db, runId);
+          return { ...totals, records: fetched, userRemoved: true };
+        }
         failure ??= error;
         // A resource that fails for good (say it is not enabled) must not keep the others out; any other
         // failure (an outage, the budget) would meet the next request too: stop and load what came.
@@ -119,3 +146,18 @@ export const recordsPoll = defineJob({
     return { ...totals, records: fetched };
   },
 });
+
+/** True when the user itself answers 404 (gone); false when it answers, so the 404 was the resource's. */
+async function userIsGone(
+  v2: { getUser(uid: string, options?: { signal?: AbortSignal }): Promise<unknown> },
+  uid: string,
+  signal: AbortSignal,
+): Promise<boolean> {
+  try {
+    await v2.getUser(uid, { signal });
+    return false;
+  } catch (error) {
+    if (httpStatusOf(error) === 404) return true;
+    throw error;
+  }
+}

@@ -1,7 +1,7 @@
 /**
  * records.recent: the scheduled poll of the recent past. Late data (a device syncing days later) lands
  * in windows that already passed, and the stream may miss some; so every tick re-polls the last
- * `sync.lookbackDays` days (plus today) of every known user, all configured resources, as records.poll jobs
+ * `sync.lookbackDays` days (plus today) of every known user not removed (pollableUsers), all configured resources, as records.poll jobs
  * without a backfill run. A rolling range of at most 30 days is one window per user × resource, so
  * nothing is planned in the ledger (which would grow by users × resources rows per tick); windows
  * that closed before the lookback are simply never planned again. The loader makes the repeats no-ops,
@@ -10,6 +10,7 @@
 import { z } from 'zod';
 import { formatUtcDate, planDateWindows } from '../src/validic/date-windows.ts';
 import { toV2Resource } from '../src/validic/v2-resources.ts';
+import { pollableUsers } from '../src/warehouse/pollable-users.ts';
 import { defineJob } from './job-definition.ts';
 import { syncUsers } from './users-sync.ts';
 
@@ -37,23 +38,16 @@ export const recordsRecent = defineJob({
     const today = Math.floor(Date.now() / 86_400_000);
     const from = formatUtcDate(today - days);
     const to = formatUtcDate(today);
-    const knownUsers = () =>
-      ctx.warehouse.db
-        .selectFrom('validic.users')
-        .select('uid')
-        .where('org_id', '=', payload.orgId)
-        .orderBy('uid')
-        .execute();
-    let users = await knownUsers();
+    let users = await pollableUsers(ctx.warehouse.db, payload.orgId);
     // First tick of a fresh warehouse (the users schedule may not have run yet): read the users first.
     if (users.length === 0) {
       await syncUsers(ctx, payload.orgId);
-      users = await knownUsers();
+      users = await pollableUsers(ctx.warehouse.db, payload.orgId);
     }
     const resources = [...new Set(org.config.resources.map(toV2Resource))];
     let enqueued = 0;
     for (const window of planDateWindows(from, to)) {
-      for (const { uid } of users) {
+      for (const uid of users) {
         ctx.signal.throwIfAborted();
         const added = await ctx.enqueue('records.poll', { orgId: payload.orgId, uid, resources, ...window });
         if (added) enqueued++;

@@ -1,10 +1,17 @@
 /**
  * users.sync: reads every user of the organization (page-index pager, 1,000 per page) and loads each
  * page as one batch. The cursor records when the list was last read completely.
+ *
+ * A complete listing (every page read to the end in this run) is also the evidence that a user is gone:
+ * stored users it does not show get `removed_at` and are no longer polled (remove-users.ts); a user it
+ * shows again is un-removed by the loader. An empty listing removes nobody (an org whose every user is
+ * gone is far less likely than an answer that lost its data). A page-index pager can skip a user when
+ * another user is deleted while it reads; such a user is un-removed by the next listing.
  */
 import { z } from 'zod';
 import { applyBatch } from '../src/warehouse/apply-batch.ts';
 import type { LoadCounts } from '../src/warehouse/batch.ts';
+import { markUnlistedUsersRemoved } from '../src/warehouse/remove-users.ts';
 import type { JobContext } from './job-context.ts';
 import { defineJob } from './job-definition.ts';
 
@@ -13,6 +20,8 @@ export const usersSyncPayload = z.object({ orgId: z.string().min(1) });
 export interface UsersSyncResult extends LoadCounts {
   users: number;
   uids: string[];
+  /** Stored users this (complete) listing did not show, newly marked removed. */
+  removed: string[];
 }
 
 export async function syncUsers(ctx: JobContext, orgId: string): Promise<UsersSyncResult> {
@@ -20,6 +29,7 @@ export async function syncUsers(ctx: JobContext, orgId: string): Promise<UsersSy
   const result: UsersSyncResult = {
     users: 0,
     uids: [],
+    removed: [],
     inserted: 0,
     updated: 0,
     unchanged: 0,
@@ -29,9 +39,21 @@ export async function syncUsers(ctx: JobContext, orgId: string): Promise<UsersSy
   const pages = v2.listUsersPages({ signal: ctx.signal });
   const iterator = pages[Symbol.asyncIterator]();
   let next = await iterator.next();
+  /** Every uid the listing showed, malformed users too (they are not gone, only unreadable). */
+  const listed: string[] = [];
   while (!next.done) {
     const page = next.value;
+    for (const user of [...page.users, ...page.rejected]) {
+      const uid = (user as { uid?: unknown } | null)?.uid;
+      if (typeof uid === 'string') listed.push(uid);
+    }
     next = await iterator.next();
+    if (next.done && listed.length > 0) {
+      result.removed = await markUnlistedUsersRemoved(ctx.warehouse.db, orgId, listed);
+      if (result.removed.length > 0) {
+        ctx.log.info({ orgId, removed: result.removed }, 'users gone from the listing are no longer polled');
+      }
+    }
     // The cursor moves with the last page only, in the same transaction as that page's users.
     const cursors = next.done
       ? [{ key: 'users:last_full_sync', value: { at: new Date().toISOString() } }]

@@ -21,6 +21,18 @@ export interface GetLegacyRecordInput {
 
 /** The record(s) of the answer; empty when the platform answers 404 (deleted, or never existed). */
 export async function getLegacyRecord(org: OrgClients, input: GetLegacyRecordInput): Promise<RawObject[]> {
+  const answer = await findLegacyRecord(org, input);
+  return answer.found ? answer.items : [];
+}
+
+/**
+ * The same read, telling a 404 apart (`found: false`): the record is gone from the platform (deleted,
+ * or its user is), which is what marks a stored row deleted (see confirm-legacy-deletes.ts).
+ */
+export async function findLegacyRecord(
+  org: OrgClients,
+  input: GetLegacyRecordInput,
+): Promise<{ found: true; items: RawObject[] } | { found: false }> {
   const config = org.config;
   const accessToken = config.legacyToken ?? config.token;
   const url = buildUrl(
@@ -47,11 +59,13 @@ export async function getLegacyRecord(org: OrgClients, input: GetLegacyRecordInp
       ...(input.signal ? { signal: input.signal } : {}),
     });
   } catch (error) {
-    if (httpStatusOf(error) === 404) return [];
+    if (httpStatusOf(error) === 404) return { found: false };
     throw error;
   }
   // Some answers put the single record bare under the object's key instead of in an array.
   const value = (body as RawObject | null)?.[input.object];
-  if (value && typeof value === 'object' && !Array.isArray(value)) return [value as RawObject];
-  return listItems(body, input.object, `GET /v1 ${input.object} record`).items;
+  if (value && typeof value === 'object' && !Array.isArray(value)) {
+    return { found: true, items: [value as RawObject] };
+  }
+  return { found: true, items: listItems(body, input.object, `GET /v1 ${input.object} record`).items };
 }

@@ -32,6 +32,11 @@ export interface Faults {
   unknownEventRate: number;
   /** Replay sends, after each changed record, the version it replaced again (an older version late). */
   replayOlderVersions: boolean;
+  /**
+   * A deleted record keeps the checksum of the version it deletes (the platform's checksum need not
+   * cover `deleted_at`); off: the delete is a new checksum like any other change.
+   */
+  deleteKeepsChecksum: boolean;
   /** Legacy lists: after the last page `next` points back to the first page instead of null. */
   legacyNextWraps: boolean;
   /** Legacy latest endpoints cap `limit` at this value (the "200" description). */
@@ -53,6 +58,7 @@ export const DEFAULT_FAULTS: Faults = {
   reconnectStorm: null,
   unknownEventRate: 0,
   replayOlderVersions: false,
+  deleteKeepsChecksum: false,
   legacyNextWraps: false,
   latestLimitCap: null,
   requestBudget: null,

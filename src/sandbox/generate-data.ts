@@ -26,6 +26,8 @@ export interface GenerateOptions {
   mix: Record<ResourceType, number>;
   intradayIntervalMinutes: number;
   baseUrl: string;
+  /** The fault switch of the same name, set from the start: seeded deletes keep their checksum too. */
+  deleteKeepsChecksum?: boolean;
 }
 
 export const DEFAULT_MIX: Record<ResourceType, number> = {
@@ -168,11 +170,15 @@ export function generateData(
           const roll = prng.next();
           if (roll < 0.05 && createdMs < latest - HOUR) {
             const laterMs = Math.min(latest, createdMs + prng.int(10, 48 * 60) * MINUTE);
-            const next =
-              roll < 0.02
-                ? { ...record, deleted_at: isoSeconds(laterMs), created_at: isoMillis(laterMs) }
-                : { ...changeRecord(prng, record), created_at: isoMillis(laterMs) };
-            const second = state.putRecord(next, { log: false });
+            const deleted = roll < 0.02;
+            const next = deleted
+              ? { ...record, deleted_at: isoSeconds(laterMs), created_at: isoMillis(laterMs) }
+              : { ...changeRecord(prng, record), created_at: isoMillis(laterMs) };
+            const keep = deleted && options.deleteKeepsChecksum === true;
+            const second = state.putRecord(
+              next,
+              keep ? { log: false, checksum: record.checksum } : { log: false },
+            );
             events.push({ createdAtMs: laterMs, kind: type, json: second.json, prevJson: first.json });
           }
         }

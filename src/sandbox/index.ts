@@ -130,6 +130,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     mix: { ...DEFAULT_MIX, ...options.mix },
     intradayIntervalMinutes: core.settings.intradayIntervalMinutes,
     baseUrl: apiUrl,
+    deleteKeepsChecksum: core.faults.current.deleteKeepsChecksum,
   });
   for (const b of built) core.offsets.set(b.user.uid, b.utcOffset);
   state.onEvent(() => core.streams.onEvent());

@@ -93,11 +93,11 @@ export function deleteRecord(core: SandboxCore, id: string): V2Record {
   const entry = core.state.records.get(id);
   if (!entry) throw new NotFoundError(`no record with id ${id}`);
   const createdAt = nextCreatedAt(core, entry.record);
-  return core.state.putRecord({
-    ...entry.record,
-    deleted_at: isoSeconds(Date.parse(createdAt)),
-    created_at: createdAt,
-  }).record;
+  const keep = core.faults.current.deleteKeepsChecksum;
+  return core.state.putRecord(
+    { ...entry.record, deleted_at: isoSeconds(Date.parse(createdAt)), created_at: createdAt },
+    keep ? { checksum: entry.record.checksum } : {},
+  ).record;
 }
 
 export function connectSource(core: SandboxCore, uid: string, source: string): ConnectionEvent {

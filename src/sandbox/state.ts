@@ -69,8 +69,9 @@ export class SandboxState {
   }
 
   /** Stores a version of a record (new or changed) and, unless loading in bulk, logs it. */
-  putRecord(record: V2Record, options: { log?: boolean } = {}): RecordEntry {
-    record.checksum = computeChecksum(record);
+  /** `checksum`: keep this one instead of hashing the content (a delete under `deleteKeepsChecksum`). */
+  putRecord(record: V2Record, options: { log?: boolean; checksum?: string } = {}): RecordEntry {
+    record.checksum = options.checksum ?? computeChecksum(record);
     const json = JSON.stringify(record);
     const previous = this.records.get(record.id);
     const entry: RecordEntry = { record, json, startDay: utcDay(Date.parse(record.start_time)) };

@@ -23,6 +23,8 @@ export interface UsersTable {
   raw: Json;
   ingested_at: TimestampDefault;
   synced_at: TimestampDefault;
+  /** Migration 0007: set when the user is gone from the platform (no longer polled). */
+  removed_at: Timestamp | null;
 }
 
 export interface RecordsTable {
@@ -155,6 +157,8 @@ export interface LegacyRecordsTable {
   arrived_via: ArrivedVia;
   ingested_at: TimestampDefault;
   updated_at: TimestampDefault;
+  /** Migration 0007: set when the record answered 404 on the platform. */
+  deleted_at: Timestamp | null;
 }
 
 /** Columns every legacy_<object> view has; object-specific typed columns come on top. */

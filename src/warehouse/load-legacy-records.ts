@@ -1,4 +1,8 @@
-/** Legacy (v1) records keyed (org_id, object, _id): the later last_updated wins. */
+/**
+ * Legacy (v1) records keyed (org_id, object, _id): the later last_updated wins. A row marked deleted
+ * (mark-legacy-deleted.ts) comes back only with a strictly later last_updated: a list read before the
+ * delete, loaded after it, must not revive it; an edit after it proves the record exists.
+ */
 import { sql } from 'kysely';
 import type { LegacyRecordRow } from '../normalize/normalized-types.ts';
 import type { Batch, LoadResult } from './batch.ts';
@@ -47,15 +51,17 @@ export async function loadLegacy(
     from validic_stage_legacy s
     left join validic.legacy_records cur on cur.org_id = ${batch.orgId} and cur.object = s.object and cur.id = s.id
     where cur.id is null
-       or (cur.raw is distinct from s.raw
+       or (cur.deleted_at is null and cur.raw is distinct from s.raw
            and (coalesce(s.last_updated, '-infinity') > coalesce(cur.last_updated, '-infinity')
                 or (coalesce(s.last_updated, '-infinity') = coalesce(cur.last_updated, '-infinity')
                     and s.raw::text collate "C" > cur.raw::text collate "C")))
+       or (cur.deleted_at is not null
+           and coalesce(s.last_updated, '-infinity') > coalesce(cur.last_updated, '-infinity'))
     on conflict (org_id, object, id) do update set
       user_id = excluded.user_id, timestamp = excluded.timestamp, utc_offset = excluded.utc_offset,
       last_updated = excluded.last_updated, source = excluded.source, source_name = excluded.source_name,
       activity_id = excluded.activity_id, validated = excluded.validated, raw = excluded.raw,
-      arrived_via = excluded.arrived_via, updated_at = now()
+      arrived_via = excluded.arrived_via, updated_at = now(), deleted_at = null
     returning l.object, l.id, (l.xmax = 0) as inserted`.execute(tx.db);
   const writtenKeys = new Map(written.rows.map((w) => [`${w.object}\u0001${w.id}`, w.inserted]));
   const seen = new Set<string>();

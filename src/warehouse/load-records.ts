@@ -4,8 +4,12 @@
  * - different checksum: the later created_at wins, ties go to the greater checksum (so the outcome never
  *   depends on arrival order); the replaced version goes to record_versions;
  * - an older version arriving late is never applied (counted stale) and is kept in record_versions;
- * - child rows (metrics, segments, food, intraday series) are replaced only for changed records.
- * So record_versions = every distinct (id, checksum) ever seen minus the current one, in any order.
+ * - child rows (metrics, segments, food, intraday series) are replaced only for changed records;
+ * - a delete wins even when its checksum equals the stored one (the platform's checksum need not cover
+ *   `deleted_at`): a version carrying `deleted_at` replaces the same checksum without it, unless the
+ *   stored version is newer (later created_at). The same deleted version again is unchanged.
+ * So record_versions = every distinct (id, checksum) ever seen minus the current one, in any order (a
+ * delete with the stored checksum replaces the row in place: no second row of that checksum).
  *
  * Phase 1 probes the stored versions with one keys-only query (a redelivered batch costs no more);
  * phase 2 COPYs only the rows to write into temp tables and applies them set-based.
@@ -19,16 +23,28 @@ import { sqlLiteral, type WarehouseTransaction } from './open-warehouse.ts';
 import { recordChildRows, recordRowValues } from './record-row.ts';
 import { STAGE, stageRows } from './staging-tables.ts';
 
-/** Total order of versions of one id: created_at, then checksum (code-unit order). */
-export function isNewerVersion(
-  a: { createdAt: string; checksum: string },
-  b: { createdAt: string; checksum: string },
-) {
+/** One version of a record as far as ordering goes. */
+export interface VersionOrder {
+  createdAt: string;
+  checksum: string;
+  /** Absent or null: not deleted. */
+  deletedAt?: string | null;
+}
+
+/**
+ * Total order of versions of one id: created_at, then checksum (code-unit order), then a deleted
+ * version above the same version not deleted (a delete that keeps the checksum and the created_at
+ * still wins, whatever order the two arrive in).
+ */
+export function isNewerVersion(a: VersionOrder, b: VersionOrder) {
   const ta = Date.parse(a.createdAt);
   const tb = Date.parse(b.createdAt);
   if (ta !== tb) return ta > tb;
-  return a.checksum > b.checksum;
+  if (a.checksum !== b.checksum) return a.checksum > b.checksum;
+  return isDeleted(a) && !isDeleted(b);
 }
+
+const isDeleted = (v: VersionOrder) => v.deletedAt !== undefined && v.deletedAt !== null;
 
 type Action = 'insert' | 'update' | 'same' | 'stale';
 
@@ -37,6 +53,7 @@ interface ProbeRow {
   checksum: string;
   cur_checksum: string | null;
   cur_created_at: Date | string | null;
+  cur_deleted: boolean | null;
   archived: boolean;
 }
 
@@ -53,6 +70,7 @@ export function probeStatement(org: string, records: readonly NormalizedRecord[]
   const array = (values: string[]) => `array[${values.map(sqlLiteral).join(',')}]::text[]`;
   const o = sqlLiteral(org);
   return `select k.id, k.checksum, cur.checksum as cur_checksum, cur.created_at as cur_created_at,
+       cur.deleted_at is not null as cur_deleted,
        exists (select 1 from validic.record_versions v
                where v.org_id = ${o} and v.record_id = k.id and v.checksum = k.checksum) as archived
 from unnest(${array(list.map((p) => p.id))}, ${array(list.map((p) => p.checksum))}) as k(id, checksum)
@@ -62,6 +80,8 @@ left join validic.records cur on cur.org_id = ${o} and cur.id = k.id`;
 interface StoredVersion {
   checksum: string;
   createdAt: string;
+  /** Only whether it is set matters here (see isNewerVersion). */
+  deletedAt: string | null;
 }
 
 const versionKey = (id: string, checksum: string) => `${id}\u0001${checksum}`;
@@ -105,6 +125,7 @@ export async function loadRecords(
         : {
             checksum: row.cur_checksum,
             createdAt: new Date(row.cur_created_at as Date | string).toISOString(),
+            deletedAt: row.cur_deleted ? 'deleted' : null,
           },
     );
     if (row.archived) archived.add(versionKey(row.id, row.checksum));
@@ -116,8 +137,10 @@ export async function loadRecords(
     const current = stored.get(id) ?? null;
     let action: Action;
     if (!current) action = 'insert';
-    else if (current.checksum === winner.record.checksum) action = 'same';
-    else action = isNewerVersion(winner.record, current) ? 'update' : 'stale';
+    else if (current.checksum === winner.record.checksum) {
+      // Same content: only a delete not older than the stored version changes anything.
+      action = isDeleted(winner.record) && isNewerVersion(winner.record, current) ? 'update' : 'same';
+    } else action = isNewerVersion(winner.record, current) ? 'update' : 'stale';
     actions.set(id, action);
   }
   const applied = (id: string) => {
@@ -133,6 +156,10 @@ export async function loadRecords(
     return !archived.has(versionKey(r.id, r.checksum));
   });
   const updatedIds = [...actions].filter(([, a]) => a === 'update').map(([id]) => id);
+  // The stored rows an update replaces by another checksum; a delete of the same checksum keeps none.
+  const replacedIds = updatedIds.filter(
+    (id) => stored.get(id)?.checksum !== winners.get(id)?.record.checksum,
+  );
 
   // Phase 2, fast path: only new ids (a first backfill, most stream frames): one statement.
   if (updatedIds.length === 0 && toArchive.length === 0) {
@@ -150,12 +177,12 @@ export async function loadRecords(
     ]);
   }
 
-  if (updatedIds.length > 0) {
+  if (replacedIds.length > 0) {
     await sql`
       insert into validic.record_versions (org_id, record_id, checksum, type, created_at, deleted_at, raw, arrived_via)
       select cur.org_id, cur.id, cur.checksum, cur.type, cur.created_at, cur.deleted_at, cur.raw, cur.arrived_via
       from validic.records cur
-      where cur.org_id = ${org} and cur.id = any(${updatedIds}::text[])
+      where cur.org_id = ${org} and cur.id = any(${replacedIds}::text[])
         and not exists (select 1 from validic.record_versions v
                         where v.org_id = ${org} and v.record_id = cur.id and v.checksum = cur.checksum)
       on conflict do nothing`.execute(tx.db);

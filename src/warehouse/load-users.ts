@@ -1,4 +1,8 @@
-/** Users keyed (org_id, uid): inserted, or updated when a field differs and updated_at is not older. */
+/**
+ * Users keyed (org_id, uid): inserted, or updated when a field differs and updated_at is not older.
+ * Users come from the users listing only, so a user loaded is a user listed: one marked removed
+ * (remove-users.ts) is un-removed, even when nothing else changed.
+ */
 import { sql } from 'kysely';
 import type { UserRow } from '../normalize/normalized-types.ts';
 import type { Batch, LoadResult } from './batch.ts';
@@ -28,6 +32,7 @@ export async function loadUsers(
     from validic_stage_users s
     left join validic.users cur on cur.org_id = ${batch.orgId} and cur.uid = s.uid
     where cur.uid is null
+       or cur.removed_at is not null
        or ((s.updated_at is null or cur.updated_at is null or s.updated_at >= cur.updated_at)
            and (cur.user_id, cur.timezone, cur.country_code, cur.status, cur.marketplace_url, cur.created_at,
                 cur.updated_at, cur.raw)
@@ -36,7 +41,7 @@ export async function loadUsers(
     on conflict (org_id, uid) do update set
       user_id = excluded.user_id, timezone = excluded.timezone, country_code = excluded.country_code,
       status = excluded.status, marketplace_url = excluded.marketplace_url, created_at = excluded.created_at,
-      updated_at = excluded.updated_at, raw = excluded.raw, synced_at = now()
+      updated_at = excluded.updated_at, raw = excluded.raw, synced_at = now(), removed_at = null
     returning u.uid, (u.xmax = 0) as inserted`.execute(tx.db);
   let inserted = 0;
   for (const row of written.rows) if (row.inserted) inserted += 1;

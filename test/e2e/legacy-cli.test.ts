@@ -15,58 +15,15 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { openRuntime } from '../../src/runtime/runtime.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
+import {
+  compareLegacyWithTruth,
+  NO_LEGACY_DIFFERENCES as NONE,
+} from '../helpers/compare-legacy-with-truth.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
 const ALL_OBJECTS = 'fitness,routine,nutrition,sleep,weight,diabetes,biometrics,tobacco_cessation';
 const DAYS = 30;
-
-interface LegacyDifferences {
-  missing: string[];
-  unexpected: string[];
-  wrongLastUpdated: string[];
-  wrongBody: string[];
-}
-
-/** Row for row: the warehouse's legacy records against the sandbox's current legacy records. */
-async function compareLegacyWithTruth(warehouse: Warehouse, sandbox: Sandbox): Promise<LegacyDifferences> {
-  const rows = await sql<{ object: string; id: string; last_updated: Date | null; raw: unknown }>`
-    select object, id, last_updated, raw from validic.legacy_records where org_id = ${sandbox.orgId}`.execute(
-    warehouse.db,
-  );
-  const stored = new Map(rows.rows.map((r) => [`${r.object}/${r.id}`, r]));
-  const differences: LegacyDifferences = { missing: [], unexpected: [], wrongLastUpdated: [], wrongBody: [] };
-  const truth = sandbox.truth.legacyRecords();
-  for (const { object, ...record } of truth) {
-    const key = `${object}/${record._id}`;
-    const row = stored.get(key);
-    if (!row) differences.missing.push(key);
-    else {
-      if (row.last_updated?.getTime() !== Date.parse(record.last_updated))
-        differences.wrongLastUpdated.push(key);
-      if (JSON.stringify(sortKeys(row.raw)) !== JSON.stringify(sortKeys(record)))
-        differences.wrongBody.push(key);
-    }
-  }
-  const truthKeys = new Set(truth.map((r) => `${r.object}/${r._id}`));
-  for (const key of stored.keys()) if (!truthKeys.has(key)) differences.unexpected.push(key);
-  return differences;
-}
-
-const NONE: LegacyDifferences = { missing: [], unexpected: [], wrongLastUpdated: [], wrongBody: [] };
-
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(
-      Object.entries(value as Record<string, unknown>)
-        .sort(([a], [b]) => (a < b ? -1 : 1))
-        .map(([k, v]) => [k, sortKeys(v)]),
-    );
-  }
-  return value;
-}
 
 describe('legacy against the sandbox with faults', () => {
   let sandbox: Sandbox;

@@ -203,6 +203,72 @@ describe('applyBatch dedupe rules', () => {
     expect(row?.deleted_at?.toISOString()).toBe('2024-03-02T09:00:00.000Z');
   });
 
+  describe('a delete that keeps the checksum (the checksum need not cover deleted_at)', () => {
+    const live = (createdAt: string) => measurement('r1', 'c1', createdAt, 70);
+    const deleted = (createdAt: string) =>
+      measurement('r1', 'c1', createdAt, 70, { deleted_at: '2024-03-02T09:00:00Z' });
+
+    it('wins over the stored version, once; the same delete again writes nothing', async () => {
+      const org = newOrg();
+      await applyBatch(t.warehouse, records(org, [live('2024-03-01T09:00:00Z')]));
+      const first = await applyBatch(t.warehouse, records(org, [deleted('2024-03-02T09:00:00Z')]));
+      expect(first).toMatchObject({ updated: 1, unchanged: 0 });
+      const row = await current(org, 'r1');
+      expect(row?.deleted_at?.toISOString()).toBe('2024-03-02T09:00:00.000Z');
+      expect(row?.created_at.toISOString()).toBe('2024-03-02T09:00:00.000Z');
+      // The row was replaced in place: no second row of checksum c1 in record_versions.
+      expect(await versions(org, 'r1')).toEqual([]);
+      expect(await metricValues(org, 'r1')).toEqual(['body_weight=70', 'bmi=22.5']);
+
+      const ctid = async () =>
+        (
+          await sql<{ ctid: string }>`select ctid::text from validic.records where org_id = ${org}`.execute(
+            t.warehouse.db,
+          )
+        ).rows[0]?.ctid;
+      const before = await ctid();
+      const again = await applyBatch(t.warehouse, records(org, [deleted('2024-03-02T09:00:00Z')]));
+      expect(again).toMatchObject({ updated: 0, unchanged: 1 });
+      // The live version arriving late (a replay) does not bring the record back.
+      const late = await applyBatch(t.warehouse, records(org, [live('2024-03-01T09:00:00Z')]));
+      expect(late).toMatchObject({ updated: 0, inserted: 0 });
+      expect(await ctid()).toBe(before);
+      expect((await current(org, 'r1'))?.deleted_at).not.toBeNull();
+    });
+
+    it('wins with the same created_at too, in either arrival order and within one batch', async () => {
+      for (const order of [
+        [live('2024-03-01T09:00:00Z'), deleted('2024-03-01T09:00:00Z')],
+        [deleted('2024-03-01T09:00:00Z'), live('2024-03-01T09:00:00Z')],
+      ]) {
+        const apart = newOrg();
+        for (const raw of order) await applyBatch(t.warehouse, records(apart, [raw]));
+        expect((await current(apart, 'r1'))?.deleted_at).not.toBeNull();
+        const together = newOrg();
+        await applyBatch(t.warehouse, records(together, order));
+        expect((await current(together, 'r1'))?.deleted_at).not.toBeNull();
+      }
+    });
+
+    it('an older delete never overwrites a newer version', async () => {
+      const org = newOrg();
+      await applyBatch(t.warehouse, records(org, [live('2024-03-03T09:00:00Z')]));
+      const result = await applyBatch(t.warehouse, records(org, [deleted('2024-03-02T09:00:00Z')]));
+      expect(result).toMatchObject({ updated: 0 });
+      const row = await current(org, 'r1');
+      expect(row?.deleted_at).toBeNull();
+      expect(row?.created_at.toISOString()).toBe('2024-03-03T09:00:00.000Z');
+      // Nor one of another checksum.
+      await applyBatch(
+        t.warehouse,
+        records(org, [
+          measurement('r1', 'c0', '2024-03-02T10:00:00Z', 69, { deleted_at: '2024-03-02T10:00:00Z' }),
+        ]),
+      );
+      expect((await current(org, 'r1'))?.deleted_at).toBeNull();
+    });
+  });
+
   it('changes only the child rows of changed records', async () => {
     const org = newOrg();
     await applyBatch(

@@ -9,11 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordsPoll } from '../../jobs/records-poll.ts';
 import { configSchema } from '../../src/config/schema.ts';
 import { PermanentError } from '../../src/errors.ts';
+import { PermanentHttpError } from '../../src/http/http-errors.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { toV2Resource } from '../../src/validic/v2-resources.ts';
-import { MAX_KEY_LOCKS } from '../../src/warehouse/apply-batch.ts';
+import { applyBatch, MAX_KEY_LOCKS } from '../../src/warehouse/apply-batch.ts';
 import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
 import { listWindows, planWindows, recordsWindowKey, startRun } from '../../src/warehouse/window-ledger.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
@@ -221,5 +222,58 @@ describe('records.poll: one user, one window, several resources', () => {
     expect(windows.map((w) => [w.resource, w.status, w.records])).toEqual(
       RESOURCES.map((r, i) => [r, 'done', sizes[i]]).sort(),
     );
+  });
+
+  it("a 404 on a resource of a user who still answers is the resource's: the job fails as before", async () => {
+    uid = sandbox.truth.users()[0]!.uid;
+    const runId = await planRun();
+    const notServed = new PermanentHttpError({
+      method: 'GET',
+      url: '/users/x/nutrition',
+      status: 404,
+      bodyExcerpt: '',
+      messages: ['Not Found'],
+    });
+    const polled = await runPoll(runId, 1, { resource: 'nutrition', error: notServed });
+    expect(polled.error).toBe(notServed);
+    expect(polled.requested).toEqual(RESOURCES);
+    const windows = await listWindows(db.warehouse.db, runId);
+    expect(Object.fromEntries(windows.map((w) => [w.resource, w.status]))).toEqual({
+      measurements: 'done',
+      nutrition: 'pending',
+      sleep: 'done',
+    });
+  });
+
+  it('a user gone from the platform (404, and 404 itself) is marked removed and its windows finish', async () => {
+    const user = sandbox.truth.users()[0]!;
+    uid = user.uid;
+    await applyBatch(db.warehouse, {
+      orgId: sandbox.orgId,
+      arrivedVia: 'poll',
+      items: [{ kind: 'user', raw: user }],
+    });
+    sandbox.control.deleteUser(uid);
+    const runId = await planRun();
+    const polled = await runPoll(runId, 1);
+    expect(polled.error).toBeUndefined();
+    // The first resource's 404 and the user's own 404 decide; the other resources are not asked for.
+    expect(polled.requested).toEqual(['measurements']);
+    expect(polled.result).toMatchObject({ userRemoved: true, records: 0 });
+    const row = await db.warehouse.db
+      .selectFrom('validic.users')
+      .select('removed_at')
+      .where('org_id', '=', sandbox.orgId)
+      .where('uid', '=', uid)
+      .executeTakeFirstOrThrow();
+    expect(row.removed_at).toBeInstanceOf(Date);
+    const windows = await listWindows(db.warehouse.db, runId);
+    expect(windows.map((w) => [w.resource, w.status, w.records])).toEqual(
+      RESOURCES.map((r) => [r, 'done', 0]).sort(),
+    );
+    const run = await sql<{
+      status: string;
+    }>`select status from validic_sync.runs where id = ${runId}`.execute(db.warehouse.db);
+    expect(run.rows[0]!.status).toBe('done');
   });
 });

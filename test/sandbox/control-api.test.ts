@@ -92,6 +92,22 @@ describe('control operations', () => {
     expect((await getJson(ctl('/users/ctl-user'), { method: 'DELETE' })).status).toBe(200);
   });
 
+  it('deleteKeepsChecksum: a delete keeps the checksum of the version it deletes', async () => {
+    const uid = sb.truth.users()[0]!.uid;
+    const added = await sendJson(ctl('/records'), 'POST', { uid, type: 'measurement', day: '2026-03-11' });
+    const changed = await sendJson(ctl('/records'), 'POST', { uid, type: 'measurement', day: '2026-03-11' });
+    try {
+      expect((await sendJson(ctl('/faults'), 'POST', { deleteKeepsChecksum: true })).status).toBe(200);
+      const kept = await getJson(ctl(`/records/${added.body.id}`), { method: 'DELETE' });
+      expect(kept.body).toMatchObject({ checksum: added.body.checksum, deleted_at: expect.any(String) });
+      expect(sb.truth.records().find((r) => r.id === added.body.id)?.checksum).toBe(added.body.checksum);
+    } finally {
+      await sendJson(ctl('/faults'), 'POST', { deleteKeepsChecksum: false });
+    }
+    const other = await getJson(ctl(`/records/${changed.body.id}`), { method: 'DELETE' });
+    expect(other.body.checksum).not.toBe(changed.body.checksum);
+  });
+
   it('records connection events for connect and disconnect', async () => {
     const uid = sb.truth.users()[1]!.uid;
     const created = await sendJson(ctl('/connections'), 'POST', { uid, source: 'omron' });

@@ -1,0 +1,104 @@
+/**
+ * Deleted legacy records, found from a window read to its end.
+ *
+ * The legacy API never lists deletions, and `latest` windows filter by `last_updated`, so a stored
+ * record absent from a later read of a window is not necessarily deleted: it may have been edited since,
+ * its new `last_updated` now lying after the window. What absence does prove: a complete read of
+ * [start, end] lists every record that then had a `last_updated` in [start, end]. So a stored record
+ * (not deleted) whose stored `last_updated` lies in the window and that the read did not list was either
+ * deleted or edited since. Each such record is asked for by id (one request each):
+ * - 404: gone; the row gets `deleted_at` (mark-legacy-deleted.ts);
+ * - found: edited; its newer version is loaded like any other (`arrived_via = 'legacy'`).
+ * The answer by id decides, never absence alone, so the window's edges (inclusive or not, seconds
+ * dropped from the query) and a page the pager could not read can cost a request, never a wrong delete.
+ * Records without a stored user id cannot be asked for and are left alone.
+ */
+import type { Logger } from '../log/logger.ts';
+import type { OrgClients } from '../runtime/org-clients.ts';
+import type { SummaryPage } from '../validic/legacy-summary-pager.ts';
+import { applyBatch } from '../warehouse/apply-batch.ts';
+import { markLegacyDeleted } from '../warehouse/mark-legacy-deleted.ts';
+import type { Warehouse } from '../warehouse/open-warehouse.ts';
+import { findLegacyRecord } from './get-legacy-record.ts';
+
+export interface ConfirmLegacyDeletesInput {
+  warehouse: Warehouse;
+  org: OrgClients;
+  orgId: string;
+  object: string;
+  /** The window that was read completely (the bounds the request used). */
+  window: { start: Date; end: Date };
+  /** `_id` of every record the read listed. */
+  listed: ReadonlySet<string>;
+  signal?: AbortSignal;
+  log?: Logger;
+}
+
+export interface ConfirmLegacyDeletesResult {
+  /** Stored records of the window the read did not list (each asked for by id). */
+  absent: number;
+  /** Of those, newly marked deleted (404). */
+  deleted: string[];
+  /** Of those, found again (edited since): their current version was loaded. */
+  reloaded: number;
+}
+
+/** The window's bounds as the query sent them: the legacy API takes whole seconds. */
+const wholeSeconds = (date: Date) => new Date(Math.floor(date.getTime() / 1000) * 1000);
+
+export async function confirmLegacyDeletes(
+  input: ConfirmLegacyDeletesInput,
+): Promise<ConfirmLegacyDeletesResult> {
+  const { warehouse, org, orgId, object, listed, signal } = input;
+  const candidates = await warehouse.db
+    .selectFrom('validic.legacy_records')
+    .select(['id', 'user_id'])
+    .where('org_id', '=', orgId)
+    .where('object', '=', object)
+    .where('deleted_at', 'is', null)
+    .where('user_id', 'is not', null)
+    .where('last_updated', '>=', wholeSeconds(input.window.start))
+    .where('last_updated', '<=', input.window.end)
+    .orderBy('id')
+    .execute();
+  const absent = candidates.filter((c) => !listed.has(c.id));
+  const gone: string[] = [];
+  const found: unknown[] = [];
+  for (const { id, user_id: userId } of absent) {
+    signal?.throwIfAborted();
+    const answer = await findLegacyRecord(org, {
+      userId: userId!,
+      object,
+      recordId: id,
+      ...(signal ? { signal } : {}),
+    });
+    if (answer.found) found.push(...answer.items);
+    else gone.push(id);
+  }
+  if (found.length > 0) {
+    await applyBatch(
+      warehouse,
+      { orgId, arrivedVia: 'legacy', items: found.map((raw) => ({ kind: 'legacy' as const, object, raw })) },
+      {},
+      input.log ? { log: input.log } : {},
+    );
+  }
+  const deleted = await markLegacyDeleted(warehouse.db, orgId, object, gone);
+  if (deleted.length > 0)
+    input.log?.info({ orgId, object, deleted }, 'legacy records gone from the platform');
+  return { absent: absent.length, deleted, reloaded: found.length };
+}
+
+/** Passes the pages through, adding the `_id` of every listed item (malformed ones too) to `listed`. */
+export async function* collectListedIds(
+  pages: AsyncIterable<SummaryPage>,
+  listed: Set<string>,
+): AsyncGenerator<SummaryPage> {
+  for await (const page of pages) {
+    for (const item of [...page.items, ...page.rejected]) {
+      const id = (item as { _id?: unknown } | null)?._id;
+      if (typeof id === 'string') listed.add(id);
+    }
+    yield page;
+  }
+}
