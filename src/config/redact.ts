@@ -4,7 +4,7 @@
  */
 
 /** Query parameters whose values are secrets. */
-const SECRET_PARAMS = ['token', 'access_token', 'api_key', 'authentication_token', 'secret'];
+export const SECRET_PARAMS = ['token', 'access_token', 'api_key', 'authentication_token', 'secret'];
 
 const SECRET_PARAM_PATTERN = new RegExp(`([?&;]|\\b)(${SECRET_PARAMS.join('|')})=([^&#\\s"'<>]*)`, 'gi');
 /** JSON bodies (e.g. v1 POST bodies) carry tokens as `"access_token": "..."`. */

@@ -280,6 +280,8 @@ describe('users', () => {
     });
     expect(row.marketplace_url).not.toContain('SECRET123');
     expect(JSON.stringify(row.raw)).not.toContain('SECRET123');
+    // Per-user secrets (issue 15, item 4): stored redacted.
+    expect(row.raw).toMatchObject({ marketplace: { token: '[REDACTED]' }, mobile: { token: '[REDACTED]' } });
   });
 });
 

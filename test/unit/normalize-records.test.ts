@@ -352,6 +352,33 @@ describe('users, connection events, legacy', () => {
     expect(reason(normalizeUser({ id: 'svc-1' }))).toMatch(/^invalid user: uid: /);
   });
 
+  it('stores no per-user secret: marketplace.token and mobile.token redacted, also inside the URL and in quarantine', () => {
+    const user = {
+      id: 'svc-1',
+      uid: 'cust-1',
+      marketplace: { token: 'mkt0a1b2c3d4e5', url: 'https://app.example/marketplace/mkt0a1b2c3d4e5' },
+      mobile: { token: 'mob9f8e7d6c5b' },
+      sources: [{ type: 'fitbit', token: 'src-token-77' }],
+    };
+    const u = ok(normalizeUser(user));
+    const raw = JSON.parse(u.raw);
+    expect(raw.marketplace).toEqual({
+      token: '[REDACTED]',
+      url: 'https://app.example/marketplace/[REDACTED]',
+    });
+    expect(raw.mobile).toEqual({ token: '[REDACTED]' });
+    expect(raw.sources[0]).toEqual({ type: 'fitbit', token: '[REDACTED]' });
+    expect(u.marketplaceUrl).toBe('https://app.example/marketplace/[REDACTED]');
+    for (const secret of ['mkt0a1b2c3d4e5', 'mob9f8e7d6c5b', 'src-token-77'])
+      expect(u.raw).not.toContain(secret);
+    // A user that fails validation keeps its raw in quarantine: redacted there too.
+    const bad = normalizeUser({ ...user, uid: '' });
+    expect(bad.ok).toBe(false);
+    const quarantined = bad.ok ? '' : bad.quarantine.raw;
+    expect(JSON.parse(quarantined).mobile).toEqual({ token: '[REDACTED]' });
+    for (const secret of ['mkt0a1b2c3d4e5', 'mob9f8e7d6c5b']) expect(quarantined).not.toContain(secret);
+  });
+
   it('maps connection events of both actions', () => {
     const del = ok(
       normalizeConnectionEvent({
