@@ -6,7 +6,7 @@
  * starts a new run, because fetching the range again is what the user asked for.
  */
 import { z } from 'zod';
-import { planDateWindows } from '../src/validic/date-windows.ts';
+import { planDateWindows, planRecordWindows } from '../src/validic/date-windows.ts';
 import { toV2Resource, V2_RESOURCES } from '../src/validic/v2-resources.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
 import { pollableUsers } from '../src/warehouse/pollable-users.ts';
@@ -89,7 +89,8 @@ export const recordsBackfill = defineJob({
       );
     }
 
-    const dateWindows = planDateWindows(payload.from, payload.to);
+    // One day more at each edge: the platform may window by the user's local date (date-windows.ts).
+    const dateWindows = planRecordWindows(payload.from, payload.to);
     const planned: PlannedWindow[] = [];
     for (const window of dateWindows) {
       for (const resource of resources) {

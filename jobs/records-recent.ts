@@ -8,7 +8,7 @@
  * and records.poll's deterministic id keeps a window from being queued twice while one waits.
  */
 import { z } from 'zod';
-import { formatUtcDate, planDateWindows } from '../src/validic/date-windows.ts';
+import { formatUtcDate, planRecordWindows } from '../src/validic/date-windows.ts';
 import { toV2Resource } from '../src/validic/v2-resources.ts';
 import { pollableUsers } from '../src/warehouse/pollable-users.ts';
 import { defineJob } from './job-definition.ts';
@@ -46,7 +46,8 @@ export const recordsRecent = defineJob({
     }
     const resources = [...new Set(org.config.resources.map(toV2Resource))];
     let enqueued = 0;
-    for (const window of planDateWindows(from, to)) {
+    // One day more at each edge: the platform may window by the user's local date (date-windows.ts).
+    for (const window of planRecordWindows(from, to)) {
       for (const uid of users) {
         ctx.signal.throwIfAborted();
         const added = await ctx.enqueue('records.poll', { orgId: payload.orgId, uid, resources, ...window });

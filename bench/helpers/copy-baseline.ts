@@ -78,7 +78,17 @@ const TABLES: Record<string, string[]> = {
     'unit',
     'value',
   ],
-  intraday_series: ['org_id', 'record_id', 'metric_index', 'metric_type', 'unit', 'origin', 'time', 'value'],
+  intraday_series: [
+    'org_id',
+    'record_id',
+    'metric_index',
+    'metric_type',
+    'unit',
+    'origin',
+    'time',
+    'value',
+    'bad_points',
+  ],
   users: [
     'org_id',
     'uid',

@@ -4,7 +4,7 @@
  */
 
 /** Query parameters whose values are secrets. */
-const SECRET_PARAMS = [
+export const SECRET_PARAMS = [
   'token',
   'access_token',
   'api_key',

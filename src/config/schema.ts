@@ -5,9 +5,22 @@
 import { z } from 'zod';
 import { LEGACY_OBJECTS } from '../validic/legacy-objects.ts';
 import { refinePathSegment } from '../validic/path-segment.ts';
-import { V2_RESOURCES } from '../validic/v2-resources.ts';
+import { STREAM_RECORD_TYPES, toStreamRecordType, V2_RESOURCES } from '../validic/v2-resources.ts';
 
 const baseUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+
+/** One entry of `stream.resources`, mapped to the record type the stream filter takes. */
+const streamResource = z.string().transform((name, ctx) => {
+  const type = toStreamRecordType(name);
+  if (type === null) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `"${name}" is not a type the platform streams; use one or more of: ${STREAM_RECORD_TYPES.join(', ')} (REST path names such as measurements or summaries are mapped)`,
+    });
+    return z.NEVER;
+  }
+  return type;
+});
 
 /** An organization id: it goes into URL paths, so it must be one usable path segment (not `..`). */
 const orgIdSchema = z.string().min(1, 'is empty').superRefine(refinePathSegment);
@@ -35,8 +48,15 @@ export const organizationSchema = z.object({
     .object({
       /** Name of the platform stream this org consumes; found by name or created. */
       name: z.string().min(1).default('validic-sync'),
-      /** Optional resource filter set when the stream is created. */
-      resources: z.array(z.string()).optional(),
+      /**
+       * Optional resource filter set when the stream is created: record types the platform streams
+       * (measurement, nutrition, intraday, summary, workout, sleep, cgm, connection); the REST path
+       * names (measurements, summaries, workouts, connections) are accepted and mapped. Default: all.
+       */
+      resources: z
+        .array(streamResource)
+        .transform((types) => [...new Set(types)])
+        .optional(),
       /** Concurrent connections to the stream (the platform allows 3). */
       connections: z.coerce.number().int().min(1).max(3).default(1),
     })

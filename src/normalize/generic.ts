@@ -2,10 +2,10 @@
  * Every other record type: summary, workout, sleep, cgm and types the worker does not know yet
  * (PLATFORM-FACTS: "must still be stored, never dropped"). Only the common envelope is required; each
  * metric is kept when it parses as a plain metric (record_metrics) or as a series with data_points
- * (intraday_series, e.g. cgm); a metric of an unexpected shape is skipped here but stays in `raw`.
+ * (intraday_series, e.g. cgm; bad points are left out and counted as in intraday.ts); a metric of an unexpected shape is skipped here but stays in `raw`.
  */
 import type { z } from 'zod';
-import { intradayMetricSchema, seriesRow } from './intraday.ts';
+import { intradayMetricSchema, noteBadPoints, seriesRow } from './intraday.ts';
 import { emptyChildren, type NormalizedRecord } from './normalized-types.ts';
 import { granularitySchema, metricSchema, type recordCommonSchema, recordRowFrom } from './record-common.ts';
 
@@ -36,7 +36,10 @@ export function normalizeGeneric(
       Array.isArray((metric as { data_points?: unknown }).data_points);
     if (hasPoints) {
       const series = intradayMetricSchema.safeParse(metric);
-      if (series.success) out.intraday.push(seriesRow(series.data, metricIndex));
+      if (series.success) {
+        out.intraday.push(seriesRow(series.data, metricIndex));
+        noteBadPoints(out, series.data, metricIndex);
+      }
       return;
     }
     const plain = metricSchema.safeParse(metric);

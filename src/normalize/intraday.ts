@@ -13,30 +13,37 @@ import { optionalNumber, optionalText } from './zod-helpers.ts';
 interface Series {
   times: string[];
   values: number[];
+  /** The points left out, each as `data_points[i].field: why` (issue 15, item 3). */
+  bad: string[];
 }
+
+const shown = (value: unknown) => (JSON.stringify(value) ?? 'undefined').slice(0, 40);
 
 /**
  * data_points → parallel arrays. Hand-rolled rather than a zod object per point: an intraday batch has
- * hundreds of thousands of points and this loop is ~10x faster, with the same issue paths and messages.
+ * hundreds of thousands of points and this loop is ~10x faster. A point that is not an object, has no
+ * valid time or no finite value (null, empty, "n/a") is LEFT OUT and named in `bad`: one bad point of a
+ * day must not hide the day's other points (the record is loaded, `bad_points` counts the gaps, and
+ * the loader files an informational quarantine entry naming them; raw keeps every point).
  */
 const dataPointsSchema = z
   .array(z.unknown())
   .nullish()
-  .transform((points, ctx): Series | null => {
+  .transform((points): Series | null => {
     if (!points) return null;
-    const times: string[] = new Array(points.length);
-    const values: number[] = new Array(points.length);
+    const times: string[] = [];
+    const values: number[] = [];
+    const bad: string[] = [];
     for (let i = 0; i < points.length; i += 1) {
       const point = points[i] as { time?: unknown; value?: unknown } | null;
       if (typeof point !== 'object' || point === null || Array.isArray(point)) {
-        ctx.addIssue({ code: 'custom', path: [i], message: 'data point is not an object' });
-        return z.NEVER;
+        bad.push(`data_points[${i}]: not an object: ${shown(point)}`);
+        continue;
       }
       const time = typeof point.time === 'string' ? parseTimestamp(point.time) : null;
       if (time === null) {
-        const shown = JSON.stringify(point.time ?? null).slice(0, 40);
-        ctx.addIssue({ code: 'custom', path: [i, 'time'], message: `not a timestamp: ${shown}` });
-        return z.NEVER;
+        bad.push(`data_points[${i}].time: not a timestamp: ${shown(point.time ?? null)}`);
+        continue;
       }
       const raw = point.value;
       const value =
@@ -46,14 +53,13 @@ const dataPointsSchema = z
             ? Number(raw)
             : Number.NaN;
       if (!Number.isFinite(value)) {
-        const shown = (JSON.stringify(raw) ?? 'undefined').slice(0, 40);
-        ctx.addIssue({ code: 'custom', path: [i, 'value'], message: `not a finite number: ${shown}` });
-        return z.NEVER;
+        bad.push(`data_points[${i}].value: not a finite number: ${shown(raw)}`);
+        continue;
       }
-      times[i] = time;
-      values[i] = value;
+      times.push(time);
+      values.push(value);
     }
-    return { times, values };
+    return { times, values, bad };
   });
 
 export const intradayMetricSchema = z
@@ -82,6 +88,7 @@ export function seriesRow(
     origin: metric.origin,
     times: metric.data_points?.times ?? [],
     values: metric.data_points?.values ?? [],
+    badPoints: metric.data_points?.bad.length ?? 0,
   };
 }
 
@@ -108,7 +115,17 @@ export function normalizeIntraday(
       });
     } else {
       out.intraday.push(seriesRow(metric, metricIndex));
+      noteBadPoints(out, metric, metricIndex);
     }
   });
   return out;
+}
+
+/** Names the points a series left out on the record (`metrics[2].data_points[7].value: …`). */
+export function noteBadPoints(
+  out: NormalizedRecord,
+  metric: z.output<typeof intradayMetricSchema>,
+  metricIndex: number,
+): void {
+  for (const bad of metric.data_points?.bad ?? []) out.badPoints.push(`metrics[${metricIndex}].${bad}`);
 }

@@ -80,6 +80,8 @@ export interface IntradaySeriesRow {
   /** UTC ISO strings, parallel to `values`. */
   times: string[];
   values: number[];
+  /** Points of the metric left out (null, empty or non-numeric value, bad time, not an object). */
+  badPoints: number;
 }
 
 /** A v2 record of any type with its child rows. */
@@ -91,6 +93,12 @@ export interface NormalizedRecord {
   food: NutritionFoodRow[];
   foodMetrics: NutritionFoodMetricRow[];
   intraday: IntradaySeriesRow[];
+  /**
+   * Series points left out, each named by its path (`metrics[0].data_points[3].value: not a finite
+   * number: null`). The record still loads; the loader files one informational quarantine entry
+   * (kind `bad_points`) with the whole raw.
+   */
+  badPoints: string[];
 }
 
 export interface UserRow {
@@ -135,5 +143,13 @@ export interface LegacyRecordRow {
 }
 
 export function emptyChildren(): Omit<NormalizedRecord, 'record'> {
-  return { metrics: [], segments: [], segmentMetrics: [], food: [], foodMetrics: [], intraday: [] };
+  return {
+    metrics: [],
+    segments: [],
+    segmentMetrics: [],
+    food: [],
+    foodMetrics: [],
+    intraday: [],
+    badPoints: [],
+  };
 }

@@ -19,6 +19,8 @@ export interface CoreSettings {
   eventsAvailableFromMs: number;
   /** Rename day for renamed sources (`nokia` → `withings`). */
   renameDayMs: number;
+  /** Which date of a record start_date/end_date match: its UTC date, or the user's local date. */
+  windowBy: 'utc' | 'local';
 }
 
 export interface SandboxCore {

@@ -5,7 +5,7 @@
 import { buildLegacyRecord } from './generate-legacy.ts';
 import { type BuiltUser, buildUser } from './generate-users.ts';
 import { createPrng, type Prng } from './prng.ts';
-import { buildRecord, changeRecord } from './record-factory.ts';
+import { buildRecord, changeRecord, recordAsOf } from './record-factory.ts';
 import { RENAMED_SOURCES, sourceInfo } from './sources.ts';
 import type { LogEvent, SandboxState } from './state.ts';
 import { DAY_MS, isoMillis, isoSeconds, startOfUtcDay } from './time.ts';
@@ -148,7 +148,7 @@ export function generateData(
         for (let n = count(prng, mean); n > 0; n--) {
           const source = sourceFor(prng, b.user, type, day, renameDay);
           if (!source) continue;
-          const record = buildRecord({
+          const built = buildRecord({
             prng,
             orgId,
             user: b.user,
@@ -160,8 +160,10 @@ export function generateData(
             createdAtMs: 0,
             intradayIntervalMinutes: options.intradayIntervalMinutes,
           });
+          // Nothing in the future of the clock: today's series end at `latest`, later records wait.
+          const record = recordAsOf(built, latest);
+          if (!record) continue;
           const endMs = Date.parse(record.end_time);
-          if (Date.parse(record.start_time) >= latest) continue;
           const createdMs = Math.min(latest, endMs + prng.int(5, 180) * MINUTE);
           record.created_at = isoMillis(createdMs);
           const first = state.putRecord(record, { log: false });

@@ -1,6 +1,6 @@
 /** Builds users (v2 profile + the matching legacy v1 user) from the seeded PRNG. */
 import type { Prng } from './prng.ts';
-import { SOURCES, TIMEZONES } from './sources.ts';
+import { EXTREME_TIMEZONES, SOURCES, TIMEZONES } from './sources.ts';
 import { isoMillis } from './time.ts';
 import type { LegacyUser, User } from './types.ts';
 
@@ -39,5 +39,5 @@ export function buildUser(prng: Prng, uid: string, createdAtMs: number, baseUrl:
 }
 
 export function offsetOfTimezone(timezone: string): number {
-  return TIMEZONES.find((z) => z.timezone === timezone)?.offset ?? 0;
+  return [...TIMEZONES, ...EXTREME_TIMEZONES].find((z) => z.timezone === timezone)?.offset ?? 0;
 }

@@ -54,6 +54,11 @@ export interface SandboxOptions {
   intradayIntervalMinutes?: number;
   /** Events re-sent after a stream reconnect (default 3). */
   redeliverCount?: number;
+  /**
+   * Which date of a record the v2 `start_date`/`end_date` filter matches (the spec does not pin it
+   * down): `utc`, the UTC date of start_time (default), or `local`, the user's local date of it.
+   */
+  windowBy?: 'utc' | 'local';
 }
 
 export interface Sandbox {
@@ -114,6 +119,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       pokeIntervalMs: options.pokeIntervalMs ?? 5000,
       intradayIntervalMinutes: options.intradayIntervalMinutes ?? 15,
       redeliverCount: options.redeliverCount ?? 3,
+      windowBy: options.windowBy ?? 'utc',
       checkpointRetentionMs: 7 * DAY_MS,
       eventsAvailableFromMs: Date.parse('2025-07-01T00:00:00Z'),
       renameDayMs: startOfUtcDay(anchor) - (days - 1) * DAY_MS + Math.floor(days / 2) * DAY_MS,

@@ -6,9 +6,9 @@ import type { SandboxCore } from './core.ts';
 import { connectionEvent, sourceFor } from './generate-data.ts';
 import { buildLegacyRecord } from './generate-legacy.ts';
 import { buildUser, offsetOfTimezone } from './generate-users.ts';
-import { buildRecord, changeRecord } from './record-factory.ts';
+import { buildRecord, changeRecord, recordAsOf } from './record-factory.ts';
 import { SOURCES } from './sources.ts';
-import { isoMillis, isoSeconds, parseDay, startOfUtcDay } from './time.ts';
+import { DAY_MS, isoMillis, isoSeconds, parseDay, startOfUtcDay } from './time.ts';
 import type { ConnectionEvent, LegacyObject, LegacyRecord, ResourceType, User, V2Record } from './types.ts';
 
 export class NotFoundError extends Error {}
@@ -45,39 +45,64 @@ function requireUser(core: SandboxCore, uid: string): User {
   return user;
 }
 
-/** A processing time later than both the clock and the previous version's, so the new version wins. */
+/**
+ * The release time of a new version: the clock's now. Two versions within one millisecond would share
+ * it, so the clock first moves past the previous version's (the new version must win, and created_at
+ * must never lie ahead of the clock that released it).
+ */
 function nextCreatedAt(core: SandboxCore, previous?: V2Record): string {
-  const prev = previous ? Date.parse(previous.created_at) + 1 : 0;
-  return isoMillis(Math.max(core.clock.now(), prev));
+  const after = previous ? Date.parse(previous.created_at) + 1 : 0;
+  const now = core.clock.now();
+  if (after > now) core.clock.advance(after - now);
+  return isoMillis(core.clock.now());
 }
 
+/** Attempts at a record whose times are not in the future of the clock (random hours of a day). */
+const ADD_ATTEMPTS = 6;
+
+/**
+ * A new record, released now: `created_at` is the clock's time, and its times are never in the
+ * future of the clock. Without `day`, today's record if one can have happened by now (the user's
+ * local day may have barely begun), else one of an earlier day; with `day`, that day or an error.
+ */
 export function addRecord(
   core: SandboxCore,
   input: { uid: string; type: ResourceType; day?: string; source?: string; fields?: Record<string, unknown> },
 ): V2Record {
   const user = requireUser(core, input.uid);
-  const dayMs = input.day ? parseDay(input.day) : startOfUtcDay(core.clock.now());
-  if (dayMs === null) throw new Error(`day must be YYYY-MM-DD, got ${input.day}`);
-  const chosen = input.source
-    ? { type: input.source, device: null }
-    : (sourceFor(core.prng, user, input.type, dayMs, core.settings.renameDayMs) ?? {
-        type: SOURCES.find((s) => s.resources.includes(input.type))?.type ?? 'sandbox_source',
-        device: null,
-      });
-  const record = buildRecord({
-    prng: core.prng,
-    orgId: core.state.org.orgId,
-    user,
-    utcOffset: core.offsets.get(user.uid) ?? 0,
-    type: input.type,
-    dayMs,
-    sourceType: chosen.type,
-    device: chosen.device,
-    createdAtMs: core.clock.now(),
-    intradayIntervalMinutes: core.settings.intradayIntervalMinutes,
-  });
-  Object.assign(record, input.fields ?? {});
-  return core.state.putRecord(record).record;
+  const now = core.clock.now();
+  const day = input.day ? parseDay(input.day) : startOfUtcDay(now);
+  if (day === null) throw new Error(`day must be YYYY-MM-DD, got ${input.day}`);
+  for (let attempt = 0; attempt < ADD_ATTEMPTS; attempt++) {
+    const dayMs = input.day ? day : day - Math.floor(attempt / 2) * DAY_MS;
+    const chosen = input.source
+      ? { type: input.source, device: null }
+      : (sourceFor(core.prng, user, input.type, dayMs, core.settings.renameDayMs) ?? {
+          type: SOURCES.find((s) => s.resources.includes(input.type))?.type ?? 'sandbox_source',
+          device: null,
+        });
+    const record = recordAsOf(
+      buildRecord({
+        prng: core.prng,
+        orgId: core.state.org.orgId,
+        user,
+        utcOffset: core.offsets.get(user.uid) ?? 0,
+        type: input.type,
+        dayMs,
+        sourceType: chosen.type,
+        device: chosen.device,
+        createdAtMs: now,
+        intradayIntervalMinutes: core.settings.intradayIntervalMinutes,
+      }),
+      now,
+    );
+    if (!record) continue;
+    Object.assign(record, input.fields ?? {});
+    return core.state.putRecord(record).record;
+  }
+  throw new Error(
+    `no ${input.type} record of ${input.day ?? 'today'} can have happened by the sandbox clock (${isoSeconds(now)}); pick an earlier day`,
+  );
 }
 
 export function updateRecord(core: SandboxCore, id: string, fields?: Record<string, unknown>): V2Record {

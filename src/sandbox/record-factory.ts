@@ -179,6 +179,28 @@ export function buildRecord(ctx: RecordContext): V2Record {
   };
 }
 
+/**
+ * The record as it can exist at `nowMs` (issue 15, item 7: the sandbox never serves a record "measured"
+ * in the future of its clock). A series (intraday, cgm) that has begun keeps the points up to now and
+ * its range ends at the last one, as a day in progress does on the real platform; any other record
+ * exists only once it has ended. null: nothing of it has happened yet.
+ */
+export function recordAsOf(record: V2Record, nowMs: number): V2Record | null {
+  if (Date.parse(record.start_time) > nowMs) return null;
+  if (Date.parse(record.end_time) <= nowMs) return record;
+  if (record.type !== 'intraday' && record.type !== 'cgm') return null;
+  let lastMs = Date.parse(record.start_time);
+  const metrics = record.metrics.map((m) => {
+    if (!('data_points' in m)) return m;
+    const data_points = m.data_points.filter((p) => Date.parse(p.time) <= nowMs);
+    for (const p of data_points) lastMs = Math.max(lastMs, Date.parse(p.time));
+    return { ...m, data_points };
+  });
+  const end = isoSeconds(lastMs);
+  const tags = record.tags.map((t) => (t.name === 'range_end' ? { ...t, value: end } : t));
+  return { ...record, end_time: end, metrics, tags };
+}
+
 /** A changed copy of a record (new metric values), as a source re-sync would produce. */
 export function changeRecord(prng: Prng, record: V2Record): V2Record {
   const metrics = record.metrics.map((m) =>

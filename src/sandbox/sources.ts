@@ -65,6 +65,15 @@ export function sourceInfo(type: string): SourceInfo | undefined {
   return SOURCES.find((s) => s.type === type || RENAMED_SOURCES[s.type] === type);
 }
 
+/**
+ * Zones a user may be given (control API `addUser`) but generated users never draw (adding them to
+ * TIMEZONES would change every seeded data set): the extremes of UTC offsets.
+ */
+export const EXTREME_TIMEZONES: { timezone: string; country_code: string; offset: number }[] = [
+  { timezone: 'Etc/GMT+12', country_code: 'UM', offset: -43_200 },
+  { timezone: 'Pacific/Kiritimati', country_code: 'KI', offset: 50_400 },
+];
+
 export const TIMEZONES: { timezone: string; country_code: string; offset: number }[] = [
   { timezone: 'America/New_York', country_code: 'US', offset: -18_000 },
   { timezone: 'America/Chicago', country_code: 'US', offset: -21_600 },

@@ -21,8 +21,10 @@ import type {
 export interface RecordEntry {
   record: V2Record;
   json: string;
-  /** UTC date of start_time: the day the retrieval window matches on. */
+  /** UTC date of start_time: the day the retrieval window matches on (`windowBy: 'utc'`). */
   startDay: string;
+  /** The user's local date of start_time (start_time shifted by utc_offset): `windowBy: 'local'`. */
+  localDay: string;
 }
 
 export interface LogEvent {
@@ -74,7 +76,13 @@ export class SandboxState {
     record.checksum = options.checksum ?? computeChecksum(record);
     const json = JSON.stringify(record);
     const previous = this.records.get(record.id);
-    const entry: RecordEntry = { record, json, startDay: utcDay(Date.parse(record.start_time)) };
+    const startMs = Date.parse(record.start_time);
+    const entry: RecordEntry = {
+      record,
+      json,
+      startDay: utcDay(startMs),
+      localDay: utcDay(startMs + (record.utc_offset ?? 0) * 1000),
+    };
     this.records.set(record.id, entry);
     let perType = this.byUserType.get(record.user.uid);
     if (!perType) {

@@ -1,7 +1,8 @@
 /**
  * v2 REST under the API base URL: users, per-resource record windows, connection events.
  *
- * Choices where the spec is open: records match a window by the UTC date of `start_time`; the range
+ * Choices where the spec is open: records match a window by the UTC date of `start_time` (or, with
+ * the `windowBy: 'local'` option, by the user's local date of it: the other reading); the range
  * may span at most 30 days (end_date − start_date ≤ 30); deleted records are served with `deleted_at`
  * set; a `limit` above the maximum is reduced to it; any page without items answers `{}`.
  */
@@ -56,7 +57,8 @@ export async function handleV2(core: SandboxCore, ctx: RequestContext): Promise<
     const sources = sourceFilter(ctx);
     const bodies: string[] = [];
     for (const entry of core.state.recordsFor(uid, resource)) {
-      if (entry.startDay < window.start || entry.startDay > window.end) continue;
+      const day = core.settings.windowBy === 'local' ? entry.localDay : entry.startDay;
+      if (day < window.start || day > window.end) continue;
       if (sources && !sources.has(entry.record.source.type)) continue;
       bodies.push(entry.json);
     }

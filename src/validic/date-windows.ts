@@ -2,6 +2,12 @@
  * Record and connection queries take at most 30 days (`start_date`..`end_date`, both inclusive UTC
  * dates; one provider guide says 31, so 30 is the safe reading). A range is cut into consecutive
  * windows that cover it exactly once.
+ *
+ * Which date of a record the platform's filter matches is not pinned down: the UTC date of its start
+ * time, or the user's local date. A user's offset lies within −12 h..+14 h, so the local date of a
+ * record is its UTC date or the day before or after: `planRecordWindows` asks one more day at each
+ * edge of a range, and a record whose UTC date lies in the range is fetched under either reading
+ * (the loader makes the overlap a no-op).
  */
 import { UsageError } from '../errors.ts';
 
@@ -49,4 +55,27 @@ export function planDateWindows(from: string, to: string, maxDays = 30): DateWin
     windows.push({ startDate: formatUtcDate(start), endDate: formatUtcDate(end) });
   }
   return windows;
+}
+
+/** Days added at each edge of a record range so both readings of the date filter cover it. */
+export const EDGE_DAYS = 1;
+
+/** `from`..`to` widened by EDGE_DAYS at each edge. */
+export function widenRecordRange(from: string, to: string): { from: string; to: string } {
+  return {
+    from: formatUtcDate(parseUtcDate(from) - EDGE_DAYS),
+    to: formatUtcDate(parseUtcDate(to) + EDGE_DAYS),
+  };
+}
+
+/**
+ * Windows (each at most `maxDays`) for the records of `from`..`to`, robust to both readings of the date
+ * filter: every record whose UTC start date lies in the range is in one of them, whether the platform
+ * matches UTC dates or the user's local dates. Use for every backfill and recent record range.
+ */
+export function planRecordWindows(from: string, to: string, maxDays = 30): DateWindow[] {
+  if (parseUtcDate(to) < parseUtcDate(from))
+    throw new UsageError(`the range ends (${to}) before it starts (${from})`, 'swap --from and --to');
+  const wide = widenRecordRange(from, to);
+  return planDateWindows(wide.from, wide.to, maxDays);
 }

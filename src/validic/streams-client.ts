@@ -7,11 +7,14 @@ import { UserFacingError } from '../errors.ts';
 import type { HttpClient } from '../http/http-client.ts';
 import { httpStatusOf, PermanentHttpError } from '../http/http-errors.ts';
 import { buildUrl } from './build-url.ts';
+import { classifyStream422, describeStream422, type Stream422Reason } from './describe-stream-422.ts';
 import { listItems, parseEnvelope, type RawObject, rawObject, UnexpectedResponseError } from './envelopes.ts';
 import { pathSegmentProblem } from './path-segment.ts';
 
 /** Streams per customer the platform allows. */
 export const MAX_STREAMS = 5;
+
+const LIMIT_WORDS = /limit|maximum|max\b|exceed|too many/i;
 
 export interface StreamInfo extends RawObject {
   id: string;
@@ -77,32 +80,41 @@ export function createStreamsClient(options: StreamsClientOptions): StreamsClien
       const body = await http.sendJson<unknown>('POST', url(['streams']), params, { ...req, signal });
       return toStream(unwrap(body), 'POST /streams');
     } catch (err) {
-      if (err instanceof PermanentHttpError && (await isStreamLimit(err, signal))) {
-        throw new UserFacingError(
-          `cannot create stream "${params.name}": the platform allows at most ${MAX_STREAMS} streams per customer`,
-          {
-            fix: 'delete an unused stream (GET/DELETE {streamsUrl}/streams/{id}), or set the stream name in the config to one of the existing streams',
-            cause: err,
-          },
-        );
+      if (err instanceof PermanentHttpError) {
+        const reason = await whyRefused(err, signal);
+        if (reason !== null) {
+          const { message, fix } = describeStream422(
+            { operation: 'create', streamName: params.name, messages: err.messages, maxStreams: MAX_STREAMS },
+            reason,
+          );
+          throw new UserFacingError(message, { fix, cause: err });
+        }
       }
       throw err;
     }
   };
 
-  /** The 6th stream fails as 422 (observed) or another 4xx; confirm by counting when the status is unusual. */
-  const isStreamLimit = async (
+  /**
+   * Why a create was refused, by the body first (describe-stream-422.ts). A refusal whose body names
+   * no reason (a 422/409, or another 4xx speaking of a limit: "too many") is the stream limit only when
+   * the count of streams confirms it; a 422/409 otherwise is reported with the platform's own words.
+   * null: not a refusal this explains (401/403, other 4xx): the error goes up as it is.
+   */
+  const whyRefused = async (
     err: PermanentHttpError,
     signal: AbortSignal | undefined,
-  ): Promise<boolean> => {
-    if (err.status === 401 || err.status === 403) return false;
-    if (err.status === 422 || err.status === 409) return true;
-    if (err.messages.some((m) => /limit|maximum|max\b|exceed|too many/i.test(m))) return true;
+  ): Promise<Stream422Reason | null> => {
+    if (err.status === 401 || err.status === 403) return null;
+    const reason = classifyStream422(err.messages);
+    if (reason !== 'other') return reason;
+    const unprocessable = err.status === 422 || err.status === 409;
+    if (!unprocessable && !err.messages.some((m) => LIMIT_WORDS.test(m))) return null;
     try {
-      return (await listStreams({ signal })).length >= MAX_STREAMS;
+      if ((await listStreams({ signal })).length >= MAX_STREAMS) return 'stream_limit';
     } catch {
-      return false;
+      // Cannot count: report what the body says.
     }
+    return unprocessable ? 'other' : null;
   };
 
   return {

@@ -57,3 +57,20 @@ export function resourcePath(resource: V2Resource): string {
 export function recordTypeOf(resource: V2Resource): string {
   return RECORD_TYPES[resource];
 }
+
+/**
+ * What a stream's `resource_filter` (and replay's `resources`) may name: the record types the platform
+ * streams, plus `connection` for connection events (the stream delivers them too).
+ */
+export const STREAM_RECORD_TYPES = [...V2_RESOURCES.map((r) => RECORD_TYPES[r]), 'connection'] as const;
+
+/**
+ * A stream filter entry → the record type the platform expects (`measurements` → `measurement`,
+ * `summaries` → `summary`, `connections` → `connection`), or null when the platform streams no such type.
+ */
+export function toStreamRecordType(name: string): string | null {
+  const n = name.trim().toLowerCase();
+  if (n === 'connection' || n === 'connections') return 'connection';
+  const resource = ALIASES[n];
+  return resource ? RECORD_TYPES[resource] : null;
+}

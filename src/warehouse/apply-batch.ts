@@ -36,7 +36,7 @@ import { isNewerVersion, loadRecords, probeStatement } from './load-records.ts';
 import { loadUsers } from './load-users.ts';
 import type { Warehouse } from './open-warehouse.ts';
 import { checkpointCtes, writeCheckpoint } from './write-checkpoint.ts';
-import { writeQuarantine } from './write-quarantine.ts';
+import { badPointsNote, writeQuarantine } from './write-quarantine.ts';
 
 export { isNewerVersion };
 
@@ -50,6 +50,8 @@ interface Sorted {
   events: ConnectionEventRow[];
   legacy: LegacyRecordRow[];
   quarantine: QuarantineEntry[];
+  /** Informational quarantine entries of records that DO load (bad points left out of a series). */
+  notes: QuarantineEntry[];
 }
 
 /**
@@ -71,13 +73,14 @@ export interface PreparedBatch {
  * works on another core meanwhile).
  */
 export async function prepareBatch(batch: Batch): Promise<PreparedBatch> {
-  const sorted: Sorted = { records: [], users: [], events: [], legacy: [], quarantine: [] };
+  const sorted: Sorted = { records: [], users: [], events: [], legacy: [], quarantine: [], notes: [] };
   for (let i = 0; i < batch.items.length; i += 1) {
     if (i > 0 && i % ITEMS_PER_TURN === 0) await setImmediate();
     const n = normalizeItem(batch.items[i]!);
     switch (n.kind) {
       case 'record':
         sorted.records.push(n.value);
+        if (n.value.badPoints.length > 0) sorted.notes.push(badPointsNote(n.value));
         break;
       case 'user':
         sorted.users.push(n.value);
@@ -135,6 +138,7 @@ async function applyInTransaction(
   await warehouse.transaction(
     async (tx) => {
       await writeQuarantine(tx, batch, sorted.quarantine, result);
+      await writeQuarantine(tx, batch, sorted.notes, result, { counted: false });
       await loadUsers(tx, batch, sorted.users, result);
       await loadConnectionEvents(tx, batch, sorted.events, result);
       await loadLegacy(tx, batch, sorted.legacy, result);

@@ -111,6 +111,8 @@ export interface IntradaySeriesTable {
   origin: string | null;
   time: ColumnType<Date[], string[] | Date[], string[] | Date[]>;
   value: number[];
+  /** Points of the series left out as unreadable (0008). */
+  bad_points: ColumnType<number, number | undefined, number>;
 }
 
 export interface IntradayPointsView {

@@ -123,6 +123,7 @@ const INTRADAY_COLUMNS = [
   col('origin', 'text'),
   col('time', 'text', 'timestamptz[]'),
   col('value', 'text', 'float8[]'),
+  col('bad_points', 'int4'),
 ];
 
 /**

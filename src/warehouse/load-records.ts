@@ -297,8 +297,9 @@ async function replaceChildren(
   if (intraday.length > 0) {
     await stageRows(tx, STAGE.intraday, intraday);
     await sql`
-      insert into validic.intraday_series (org_id, record_id, metric_index, metric_type, unit, origin, time, value)
-      select ${org}, record_id, metric_index, metric_type, unit, origin, time, value
+      insert into validic.intraday_series
+        (org_id, record_id, metric_index, metric_type, unit, origin, time, value, bad_points)
+      select ${org}, record_id, metric_index, metric_type, unit, origin, time, value, bad_points
       from validic_stage_intraday`.execute(tx.db);
   }
 }

@@ -87,6 +87,7 @@ export function recordChildRows(n: NormalizedRecord): RecordChildRows {
       s.origin,
       s.times,
       s.values,
+      s.badPoints,
     ]),
   };
 }

@@ -77,6 +77,7 @@ export const STAGE = {
     ['origin', 'text'],
     ['time', 'timestamptz[]'],
     ['value', 'double precision[]'],
+    ['bad_points', 'integer'],
   ]),
   users: table('validic_stage_users', [
     ['uid', 'text'],

@@ -1,10 +1,11 @@
 /**
  * Quarantine rows for the items normalization rejected: one row per distinct (org, kind, raw) with
- * the latest reason; seeing the same item again bumps seen_count and last_seen_at.
+ * the latest reason; seeing the same item again bumps seen_count and last_seen_at. Also the
+ * informational entries of records that load with points left out (kind `bad_points`).
  */
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
-import type { QuarantineEntry } from '../normalize/normalized-types.ts';
+import type { NormalizedRecord, QuarantineEntry } from '../normalize/normalized-types.ts';
 import type { Batch, LoadResult } from './batch.ts';
 import { bump } from './load-counts.ts';
 import type { WarehouseTransaction } from './open-warehouse.ts';
@@ -14,17 +15,35 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 /** PostgreSQL text cannot hold NUL; quarantine keeps such raw text with the NUL spelled out. */
 const storableText = (text: string) => text.replaceAll('\u0000', '\\u0000');
 
+/** Points named in one bad_points reason; the count says how many more there are. */
+const NAMED_POINTS = 10;
+
+/** The informational entry of a record loaded without some of its series points: raw stays whole. */
+export function badPointsNote(n: NormalizedRecord): QuarantineEntry {
+  const { badPoints, record } = n;
+  const more = badPoints.length > NAMED_POINTS ? `; and ${badPoints.length - NAMED_POINTS} more` : '';
+  return {
+    kind: 'bad_points',
+    reason:
+      `${record.type} record loaded without ${badPoints.length} bad point(s) (intraday_series.bad_points): ` +
+      `${badPoints.slice(0, NAMED_POINTS).join('; ')}${more}`,
+    raw: record.raw,
+  };
+}
+
 export async function writeQuarantine(
   tx: WarehouseTransaction,
   batch: Batch,
   entries: QuarantineEntry[],
   result: LoadResult,
+  /** counted: false for informational entries, whose item loaded (it is not counted as quarantined). */
+  { counted = true }: { counted?: boolean } = {},
 ): Promise<void> {
   if (entries.length === 0) return;
   // The same bad item twice in one batch is one row seen twice (ON CONFLICT cannot touch a row twice).
   const distinct = new Map<string, { entry: QuarantineEntry; hash: string; seen: number }>();
   for (const entry of entries) {
-    bump(result, entry.kind, 'quarantined');
+    if (counted) bump(result, entry.kind, 'quarantined');
     const hash = sha256(entry.raw);
     const key = `${entry.kind}\u0001${hash}`;
     const known = distinct.get(key);

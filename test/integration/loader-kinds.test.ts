@@ -162,6 +162,52 @@ describe('records of every resource type', () => {
     expect(rec.tags).toEqual([{ name: 'range_start', value: '2024-06-01T00:00:00Z' }]);
   });
 
+  it('loads an intraday or cgm record with bad points: good points kept, bad_points counted, a note in quarantine', async () => {
+    const org = newOrg();
+    const points = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({
+        time: `2024-06-01T0${i}:00:00Z`,
+        value: i === 1 ? null : i === 2 ? '' : i === 3 ? 'n/a' : 100 + i,
+      }));
+    // 120 records: past the loader's COPY threshold, and 2 through the single-statement path below.
+    const records = (prefix: string, n: number): RawItem[] =>
+      Array.from({ length: n }, (_, i) => ({
+        kind: 'record',
+        raw: envelope(`${prefix}${i}`, i % 2 === 0 ? 'intraday' : 'cgm', {
+          metrics: [{ type: 'blood_glucose', unit: 'mg/dL', data_points: points(6) }],
+        }),
+      }));
+    for (const items of [records('bp', 120), records('small', 2)]) {
+      const result = await applyBatch(t.warehouse, batch(org, items));
+      expect(result.quarantined).toBe(0);
+      expect(result.inserted).toBe(items.length);
+    }
+    const series = await t.warehouse.db
+      .selectFrom('validic.intraday_series')
+      .select(['record_id', 'value', 'bad_points'])
+      .where('org_id', '=', org)
+      .execute();
+    expect(series).toHaveLength(122);
+    for (const s of series) expect(s).toMatchObject({ value: [100, 104, 105], bad_points: 3 });
+    const stored = await t.warehouse.db
+      .selectFrom('validic.records')
+      .select('raw')
+      .where('org_id', '=', org)
+      .where('id', '=', 'bp0')
+      .executeTakeFirstOrThrow();
+    expect((stored.raw as { metrics: { data_points: unknown[] }[] }).metrics[0]!.data_points).toHaveLength(6);
+    const notes = await t.warehouse.db
+      .selectFrom('validic_sync.quarantine')
+      .select(['kind', 'reason'])
+      .where('org_id', '=', org)
+      .execute();
+    expect(notes).toHaveLength(122);
+    expect(notes.every((n) => n.kind === 'bad_points')).toBe(true);
+    expect(notes[0]!.reason).toMatch(
+      /record loaded without 3 bad point\(s\).*metrics\[0\]\.data_points\[1\]\.value: not a finite number: null; .*data_points\[2\].*data_points\[3\]\.value: not a finite number: "n\/a"/,
+    );
+  });
+
   it('stores summary, workout, sleep, cgm and unknown types with common fields, metrics and raw', async () => {
     const org = newOrg();
     const items: RawItem[] = ['summary', 'workout', 'sleep', 'cgm', 'mood_journal'].map((type, i) => ({
@@ -234,6 +280,8 @@ describe('users', () => {
     });
     expect(row.marketplace_url).not.toContain('SECRET123');
     expect(JSON.stringify(row.raw)).not.toContain('SECRET123');
+    // Per-user secrets (issue 15, item 4): stored redacted.
+    expect(row.raw).toMatchObject({ marketplace: { token: '[REDACTED]' }, mobile: { token: '[REDACTED]' } });
   });
 });
 

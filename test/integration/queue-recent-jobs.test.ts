@@ -5,12 +5,14 @@
  * exactly the truth's records that start in the lookback window, every user and every recent
  * connection event. Stopping the worker resolves `stopped` and releases everything.
  */
+
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { startWorker } from '../../src/queue/start-worker.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { EDGE_DAYS } from '../../src/validic/date-windows.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
 import { sandboxOrganization } from '../helpers/sandbox-organization.ts';
@@ -52,7 +54,8 @@ describe('scheduled recent polling and reconciliation', () => {
         `users.sync|${sandbox.orgId}`,
       ]);
       const today = Math.floor(Date.now() / 86_400_000);
-      const from = new Date((today - LOOKBACK) * 86_400_000).toISOString().slice(0, 10);
+      // The lookback plus one day at each edge (either reading of the date filter, date-windows.ts).
+      const from = new Date((today - LOOKBACK - EDGE_DAYS) * 86_400_000).toISOString().slice(0, 10);
       const expected = new Set(
         sandbox.truth
           .records()

@@ -144,6 +144,46 @@ describe('loadConfig', () => {
   });
 });
 
+describe('stream.resources', () => {
+  const withFilter = (resources: unknown) => {
+    const file = join(emptyDir, 'stream-filter.json');
+    writeFileSync(
+      file,
+      JSON.stringify({ organizations: [{ orgId: 'o', token: 'tok-123456', stream: { resources } }] }),
+    );
+    return () => loadConfig({}, { file, cwd: emptyDir });
+  };
+
+  it('maps REST path names to the record types the stream filter takes', () => {
+    const config = withFilter([
+      'measurements',
+      'Summaries',
+      'workouts',
+      'sleep',
+      'cgm',
+      'connections',
+      'measurement',
+    ])();
+    expect(config.organizations[0]!.stream.resources).toEqual([
+      'measurement',
+      'summary',
+      'workout',
+      'sleep',
+      'cgm',
+      'connection',
+    ]);
+  });
+
+  it('refuses a type the platform does not stream, naming the key and the allowed values', () => {
+    const problems = problemsOf(withFilter(['measurement', 'steps', 'weight']));
+    expect(problems).toHaveLength(2);
+    expect(problems[0]).toMatch(
+      /^organizations\.0\.stream\.resources\.1: "steps" is not a type the platform streams; use one or more of: measurement, nutrition, intraday, summary, workout, sleep, cgm, connection .*\| correct organizations\.0\.stream\.resources\.1 in the config file$/,
+    );
+    expect(problems[1]).toMatch(/resources\.2: "weight" is not a type/);
+  });
+});
+
 describe('insecure hosts', () => {
   it('accepts plain http for hosts listed in VALIDIC_ALLOW_INSECURE_HOSTS only', () => {
     const env = {

@@ -218,20 +218,74 @@ describe('intraday', () => {
         origin: 'device',
         times: ['2024-03-01T00:00:00.000Z', '2024-03-01T00:45:00.000Z'],
         values: [10, 25],
+        badPoints: 0,
       },
-      { metricIndex: 1, metricType: 'distance', unit: 'm', origin: 'device', times: [], values: [] },
+      {
+        metricIndex: 1,
+        metricType: 'distance',
+        unit: 'm',
+        origin: 'device',
+        times: [],
+        values: [],
+        badPoints: 0,
+      },
     ]);
+    expect(n.badPoints).toEqual([]);
     expect(JSON.parse(n.record.tags!)).toHaveLength(2);
   });
 
-  it('quarantines a point whose value is not a number', () => {
+  it('keeps the good points of a series and names each bad one (null, empty, non-numeric, bad time)', () => {
     const bad = {
       ...raw,
-      metrics: [{ type: 'steps', data_points: [{ time: '2024-03-01T00:00:00Z', value: 'n/a' }] }],
+      metrics: [
+        {
+          type: 'steps',
+          data_points: [
+            { time: '2024-03-01T00:00:00Z', value: 10 },
+            { time: '2024-03-01T00:15:00Z', value: null },
+            { time: '2024-03-01T00:30:00Z', value: '' },
+            { time: '2024-03-01T00:45:00Z', value: 'n/a' },
+            { time: 'yesterday', value: 4 },
+            null,
+            { time: '2024-03-01T01:00:00Z', value: '7' },
+          ],
+        },
+      ],
     };
-    expect(reason(normalizeRecord(bad))).toBe(
-      'invalid intraday: metrics.0.data_points.0.value: not a finite number: "n/a"',
-    );
+    const n = ok(normalizeRecord(bad));
+    expect(n.intraday).toEqual([
+      expect.objectContaining({
+        times: ['2024-03-01T00:00:00.000Z', '2024-03-01T01:00:00.000Z'],
+        values: [10, 7],
+        badPoints: 5,
+      }),
+    ]);
+    expect(n.badPoints).toEqual([
+      'metrics[0].data_points[1].value: not a finite number: null',
+      'metrics[0].data_points[2].value: not a finite number: ""',
+      'metrics[0].data_points[3].value: not a finite number: "n/a"',
+      'metrics[0].data_points[4].time: not a timestamp: "yesterday"',
+      'metrics[0].data_points[5]: not an object: null',
+    ]);
+    // raw stays whole: every point, the bad ones included
+    expect(JSON.parse(n.record.raw).metrics[0].data_points).toHaveLength(7);
+  });
+
+  it('a cgm series with a bad point keeps its good points too', () => {
+    const cgm = {
+      ...common,
+      type: 'cgm',
+      metrics: [
+        {
+          type: 'blood_glucose',
+          unit: 'mg/dL',
+          data_points: [{ time: '2024-03-01T00:00:00Z', value: 110 }, { time: '2024-03-01T00:05:00Z' }],
+        },
+      ],
+    };
+    const n = ok(normalizeRecord(cgm));
+    expect(n.intraday).toEqual([expect.objectContaining({ values: [110], badPoints: 1 })]);
+    expect(n.badPoints).toEqual(['metrics[0].data_points[1].value: not a finite number: undefined']);
   });
 });
 
@@ -296,6 +350,33 @@ describe('users, connection events, legacy', () => {
     expect(u.marketplaceUrl).toBe('https://app.example/m?token=[REDACTED]&x=1');
     expect(u.raw).not.toContain('s3cr3t');
     expect(reason(normalizeUser({ id: 'svc-1' }))).toMatch(/^invalid user: uid: /);
+  });
+
+  it('stores no per-user secret: marketplace.token and mobile.token redacted, also inside the URL and in quarantine', () => {
+    const user = {
+      id: 'svc-1',
+      uid: 'cust-1',
+      marketplace: { token: 'mkt0a1b2c3d4e5', url: 'https://app.example/marketplace/mkt0a1b2c3d4e5' },
+      mobile: { token: 'mob9f8e7d6c5b' },
+      sources: [{ type: 'fitbit', token: 'src-token-77' }],
+    };
+    const u = ok(normalizeUser(user));
+    const raw = JSON.parse(u.raw);
+    expect(raw.marketplace).toEqual({
+      token: '[REDACTED]',
+      url: 'https://app.example/marketplace/[REDACTED]',
+    });
+    expect(raw.mobile).toEqual({ token: '[REDACTED]' });
+    expect(raw.sources[0]).toEqual({ type: 'fitbit', token: '[REDACTED]' });
+    expect(u.marketplaceUrl).toBe('https://app.example/marketplace/[REDACTED]');
+    for (const secret of ['mkt0a1b2c3d4e5', 'mob9f8e7d6c5b', 'src-token-77'])
+      expect(u.raw).not.toContain(secret);
+    // A user that fails validation keeps its raw in quarantine: redacted there too.
+    const bad = normalizeUser({ ...user, uid: '' });
+    expect(bad.ok).toBe(false);
+    const quarantined = bad.ok ? '' : bad.quarantine.raw;
+    expect(JSON.parse(quarantined).mobile).toEqual({ token: '[REDACTED]' });
+    for (const secret of ['mkt0a1b2c3d4e5', 'mob9f8e7d6c5b']) expect(quarantined).not.toContain(secret);
   });
 
   it('maps connection events of both actions', () => {

@@ -19,8 +19,12 @@ afterEach(async () => {
   await agent.close();
 });
 
-/** A tiny in-memory streams service with the 5-stream limit. */
-function serveStreams(initial: Array<{ id: string; name: string }>, limitStatus = 422) {
+/** A tiny in-memory streams service with the 5-stream limit; `refuse` answers every create instead. */
+function serveStreams(
+  initial: Array<{ id: string; name: string }>,
+  limitStatus = 422,
+  refuse?: { status: number; body: unknown },
+) {
   const streams = [...initial];
   let next = 100;
   for (const method of ['GET', 'POST', 'PUT', 'DELETE']) {
@@ -34,6 +38,7 @@ function serveStreams(initial: Array<{ id: string; name: string }>, limitStatus 
         const [, , id, action] = url.pathname.split('/');
         if (method === 'GET' && !id) return { statusCode: 200, data: JSON.stringify({ streams }) };
         if (method === 'POST') {
+          if (refuse) return { statusCode: refuse.status, data: JSON.stringify(refuse.body) };
           if (streams.length >= 5)
             return { statusCode: limitStatus, data: JSON.stringify({ message: 'too many' }) };
           const created = { id: `s${next++}`, name: body.name, resource_filter: body.resource_filter ?? [] };
@@ -104,6 +109,52 @@ describe('streams client', () => {
       expect((err as UserFacingError).fix).toMatch(/delete an unused stream/);
       expect((err as UserFacingError).fix).toMatch(/existing/);
       expect((err as Error).message).not.toContain('stream-tok');
+    });
+  }
+
+  const refusals = [
+    {
+      body: { message: 'Maximum number of streams (5) reached for this organization' },
+      existing: 1,
+      message: /at most 5 streams per customer.*Maximum number of streams/,
+      fix: /delete an unused stream/,
+    },
+    {
+      body: { message: 'unknown resource in resource_filter: steps' },
+      existing: 1,
+      message: /refused the stream's filter.*unknown resource in resource_filter: steps/,
+      fix: /stream\.resources.*measurement, nutrition, intraday, summary, workout, sleep, cgm, connection/,
+    },
+    {
+      body: { errors: ['max client connections exceeded'] },
+      existing: 1,
+      message: /as many client connections as the platform allows.*max client connections exceeded/,
+      fix: /stream\.connections/,
+    },
+    {
+      body: { errors: { start_date: ['must be YYYY-MM-DD'] } },
+      existing: 1,
+      message: /answered 422.*must be YYYY-MM-DD/,
+      fix: /check the stream settings/,
+    },
+    // A body that names nothing, with 5 streams there: the count confirms the stream limit.
+    { body: {}, existing: 5, message: /at most 5 streams.*no message in the body/, fix: /delete an unused/ },
+  ];
+  for (const { body, existing, message, fix } of refusals) {
+    it(`reports a 422 by its body: ${JSON.stringify(body)}`, async () => {
+      serveStreams(
+        Array.from({ length: existing }, (_, i) => ({ id: `s${i}`, name: `n${i}` })),
+        422,
+        { status: 422, body },
+      );
+      const err = await client()
+        .createStream({ name: 'mine', resource_filter: ['steps'] })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(UserFacingError);
+      expect((err as Error).message).toMatch(message);
+      expect((err as UserFacingError).fix).toMatch(fix);
+      // Only a stream-limit refusal speaks of the stream limit.
+      if (!fix.source.includes('delete')) expect((err as Error).message).not.toMatch(/5 streams/);
     });
   }
 
