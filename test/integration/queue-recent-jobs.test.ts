@@ -50,6 +50,8 @@ describe('scheduled recent polling and reconciliation', () => {
     try {
       expect(worker.schedules.sort()).toEqual([
         `connections.recent|${sandbox.orgId}`,
+        // Stored push bodies are pruned whether or not push is on now (it may have been before).
+        'push.prune',
         `records.recent|${sandbox.orgId}`,
         `users.sync|${sandbox.orgId}`,
       ]);

@@ -86,6 +86,7 @@ describe('a canary token never leaks', () => {
       VALIDIC_SYNC_CONFIG: config,
       LOG_LEVEL: 'debug',
       HTTP_PORT: '0',
+      PUSH_PORT: '0',
       VALIDIC_APPLICATION_SECRET: APP_CANARY,
     });
     // Two passes, so retries and already-loaded records (unchanged) both happen.
@@ -128,17 +129,18 @@ describe('a canary token never leaks', () => {
     );
     expectNoCanary('/metrics', metrics);
     // Signed push notifications (the application secret signs them) and a refused one.
-    sandbox.control.registerPushUrl(`${worker.url}/push/v1`);
+    const pushUrl = worker.pushUrl!;
+    sandbox.control.registerPushUrl(pushUrl);
     sandbox.control.addLegacyRecord({ object: 'weight', user_id: sandbox.truth.legacyUsers()[0]!._id });
     await sandbox.control.flushNotifications();
     expect(sandbox.truth.deliveries().map((d) => d.status)).toContain(202);
-    const forged = await fetch(`${worker.url}/push/v1`, {
+    const forged = await fetch(pushUrl, {
       method: 'POST',
       headers: { 'x-validic-timestamp': new Date().toISOString(), 'x-validic-signature': 'Zm9yZ2Vk' },
       body: '{"data":[]}',
     });
     expect(forged.status).toBe(401);
-    sandbox.control.unregisterPushUrl(`${worker.url}/push/v1`);
+    sandbox.control.unregisterPushUrl(pushUrl);
     await scanRedis(redis);
     worker.child.kill('SIGTERM');
     outputs.push({ what: 'worker', result: await worker.child.result });
