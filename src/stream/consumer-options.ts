@@ -11,7 +11,7 @@ export function consumerOptionsFromConfig(stream: Config['stream']): StreamConsu
     backoff: {
       minMs: stream.reconnectMinMs,
       initialMs: stream.backoffInitialMs,
-      maxMs: Math.max(stream.backoffMaxMs, stream.reconnectMinMs),
+      maxMs: Math.max(stream.backoffMaxMs, stream.backoffInitialMs),
     },
     idleHygiene:
       stream.maxPokesWithoutData > 0
