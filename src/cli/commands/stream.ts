@@ -7,6 +7,8 @@
  */
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
+import { UsageError } from '../../errors.ts';
+import { PLATFORM_POKE_INTERVAL_MS } from '../../sse/default-options.ts';
 import type { OrgStreamSummary } from '../../stream/stream-summary.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
 import { parsePositiveInt } from '../parse-options.ts';
@@ -32,6 +34,15 @@ export function registerStream(program: Command, run: CommandRunner): void {
           options.exitWhenIdle === undefined
             ? undefined
             : parsePositiveInt('exit-when-idle', options.exitWhenIdle) * 1000;
+        const hygienePokes = config.stream.maxPokesWithoutData;
+        if (idleMs !== undefined && hygienePokes > 0 && idleMs >= hygienePokes * PLATFORM_POKE_INTERVAL_MS) {
+          // Connection hygiene drops a quiet connection after that many pokes, and a dropped
+          // connection is not idle: the command would never stop.
+          throw new UsageError(
+            `--exit-when-idle ${idleMs / 1000} is not shorter than connection hygiene's drop after ${hygienePokes} pokes (${(hygienePokes * PLATFORM_POKE_INTERVAL_MS) / 1000} s)`,
+            `give --exit-when-idle below ${(hygienePokes * PLATFORM_POKE_INTERVAL_MS) / 1000}, or raise stream.maxPokesWithoutData (0 turns hygiene off)`,
+          );
+        }
         const orgs = selectOrganizations(config, options.org);
         const { openRuntime } = await import('../../runtime/runtime.ts');
         const { createInlineRunner } = await import('../run-jobs-inline.ts');
