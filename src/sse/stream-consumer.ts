@@ -221,6 +221,8 @@ export class StreamConsumer {
     this.#replayStartedAt = undefined;
     this.#quietFromMs = undefined;
     this.#lastPokeAtMs = undefined;
+    // The offset the stored times were written with: it puts the gap start on the platform's clock.
+    this.#platformOffsetMs = this.#checkpoint.platformOffsetMs;
     if (signal.aborted) return;
     if (this.#gapNeedsReplay()) {
       this.#transition('replaying', `start-up ${this.#gapDescription()}`);
@@ -679,6 +681,7 @@ export class StreamConsumer {
       next.lastLiveAt = new Date(this.#lastStreamFrameAt).toISOString();
     if (this.#gapStartMs !== undefined) next.lastDisconnectAt = new Date(this.#gapStartMs).toISOString();
     else delete next.lastDisconnectAt;
+    if (this.#platformOffsetMs !== undefined) next.platformOffsetMs = this.#platformOffsetMs;
     return next;
   }
 
@@ -801,6 +804,8 @@ function pickCheckpoint(loaded: StreamCheckpoint): StreamCheckpoint {
   if (typeof loaded.newestCreatedAt === 'string') out.newestCreatedAt = loaded.newestCreatedAt;
   if (typeof loaded.lastLiveAt === 'string') out.lastLiveAt = loaded.lastLiveAt;
   if (typeof loaded.lastDisconnectAt === 'string') out.lastDisconnectAt = loaded.lastDisconnectAt;
+  if (typeof loaded.platformOffsetMs === 'number' && Number.isFinite(loaded.platformOffsetMs))
+    out.platformOffsetMs = loaded.platformOffsetMs;
   return out;
 }
 
@@ -808,7 +813,8 @@ function sameCheckpoint(a: StreamCheckpoint, b: StreamCheckpoint): boolean {
   return (
     a.newestCreatedAt === b.newestCreatedAt &&
     a.lastLiveAt === b.lastLiveAt &&
-    a.lastDisconnectAt === b.lastDisconnectAt
+    a.lastDisconnectAt === b.lastDisconnectAt &&
+    a.platformOffsetMs === b.platformOffsetMs
   );
 }
 

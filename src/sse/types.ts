@@ -66,6 +66,11 @@ export interface StreamCheckpoint {
    * Absent while the main stream is live. At start-up, `lastDisconnectAt ?? lastLiveAt` is the gap start.
    */
   lastDisconnectAt?: string;
+  /**
+   * The platform's clock minus ours (ms) when the times above were written, from the last poke's `ts`:
+   * it turns `lastDisconnectAt` into platform time after a restart (STATE-MACHINE.md, "Which clock T is on").
+   */
+  platformOffsetMs?: number;
 }
 
 export type CommitReason = 'count' | 'time' | 'state-change' | 'heartbeat' | 'stop';

@@ -331,6 +331,35 @@ describe('StreamConsumer timing rules (injected clock)', () => {
     await h.stop();
   });
 
+  it('after a restart, T is the stored disconnect put on the platform clock with the stored offset', async () => {
+    const skew = 3_600_000;
+    const disconnectedAt = START - 600_000;
+    const h = harness(
+      {},
+      {
+        checkpoint: {
+          lastLiveAt: new Date(disconnectedAt).toISOString(),
+          lastDisconnectAt: new Date(disconnectedAt).toISOString(),
+          platformOffsetMs: skew,
+        },
+      },
+    );
+    await h.start();
+    expect(h.consumer.state).toBe('replaying');
+    const replay = h.replays[0]!.body;
+    replay.send('data', record('before-t', disconnectedAt + 1_800_000));
+    await h.clock.advance(0);
+    expect(h.consumer.state).toBe('replaying');
+    replay.send('data', record('at-t', disconnectedAt + skew));
+    await h.clock.advance(0);
+    expect(h.transitions.find((t) => t.from === 'replaying')?.reason).toBe(
+      `replay caught up (created_at ${new Date(disconnectedAt + skew).toISOString()})`,
+    );
+    // The offset travels on with the checkpoint.
+    expect(h.commits.at(-1)?.checkpoint.platformOffsetMs).toBe(skew);
+    await h.stop();
+  });
+
   it('a replay that does not hand off within replayTimeoutMs reports the gap and goes back to the stream', async () => {
     const gapStart = START - 3_600_000;
     const h = harness(
