@@ -299,7 +299,9 @@ export class StreamConsumer {
       }
       case 'ended':
       case 'error':
+      case 'timed-out':
       case 'caught-up': {
+        // (`timed-out` and `caught-up` are replay outcomes; listed so every outcome leaves `live`.)
         this.#counters.errors += 1;
         this.#openGap();
         await this.#flush('stream', 'state-change', true);
@@ -484,6 +486,8 @@ export class StreamConsumer {
     try {
       while (true) {
         if (signal.aborted) return { kind: 'stopped' };
+        // Checked per frame too: a replay that keeps sending data never reaches the timer below.
+        if (this.#clock.now() >= deadline) return { kind: 'timed-out' };
         const frame = queued[next];
         if (frame === undefined) {
           if (!pending) {
