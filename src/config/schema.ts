@@ -3,6 +3,7 @@
  * says what it does. The environment names of DESIGN.md override the file (see load-config.ts).
  */
 import { z } from 'zod';
+import { DEFAULT_STREAM_CONSUMER_OPTIONS as STREAM_DEFAULTS } from '../sse/default-options.ts';
 import { LEGACY_OBJECTS } from '../validic/legacy-objects.ts';
 import { refinePathSegment } from '../validic/path-segment.ts';
 import { STREAM_RECORD_TYPES, toStreamRecordType, V2_RESOURCES } from '../validic/v2-resources.ts';
@@ -178,20 +179,24 @@ export const configSchema = z.object({
     .prefault({}),
   stream: z
     .object({
-      /** Drop and reconnect when no frame (not even a poke) arrives for this long. */
-      staleAfterMs: z.coerce.number().int().positive().default(30_000),
-      /** A disconnect longer than this is filled by replay. */
-      gapAfterMs: z.coerce.number().int().positive().default(60_000),
+      /** Drop and reconnect when no frame (not even a poke) arrives for this long (three missed 5 s pokes). */
+      staleAfterMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.staleAfterMs),
+      /** A disconnect longer than this is filled by replay (shorter ones resume from the stream's own checkpoint). */
+      gapAfterMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.gapAfterMs),
+      /** A replay that has not handed off after this long is given up; its gap goes to a REST backfill. */
+      replayTimeoutMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.replayTimeoutMs),
       /** Micro-batch: commit after this many frames… */
-      batchMaxFrames: z.coerce.number().int().positive().default(500),
+      batchMaxFrames: z.coerce.number().int().positive().default(STREAM_DEFAULTS.microBatch.maxFrames),
       /** …or after this long, whichever comes first. */
-      batchMaxWaitMs: z.coerce.number().int().positive().default(250),
+      batchMaxWaitMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.microBatch.maxWaitMs),
       /** Connection hygiene: drop after this many pokes in a row without data (0 = off). */
       maxPokesWithoutData: z.coerce.number().int().min(0).default(0),
-      /** First reconnect back-off cap, ms (full jitter, doubling per failed attempt). */
-      backoffInitialMs: z.coerce.number().int().positive().default(1_000),
-      /** Largest reconnect back-off, ms. */
-      backoffMaxMs: z.coerce.number().int().positive().default(60_000),
+      /** Least wait before any reconnect, ms: the platform answers 422 while it rebalances after a disconnect. */
+      reconnectMinMs: z.coerce.number().int().min(0).default(STREAM_DEFAULTS.backoff.minMs),
+      /** Jitter span of the first reconnect, ms, added to `reconnectMinMs` (doubling per failed attempt). */
+      backoffInitialMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.backoff.initialMs),
+      /** Largest reconnect delay, ms; never more than `staleAfterMs` (larger values are clamped). */
+      backoffMaxMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.backoff.maxMs),
     })
     .prefault({}),
   worker: z

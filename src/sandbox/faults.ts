@@ -24,6 +24,8 @@ export interface Faults {
   paths: string[] | null;
   /** Drop a stream (or replay) connection after every K data events sent on it. */
   streamDropEvery: number | null;
+  /** The server ends a stream (or replay) connection cleanly after K data events sent on it. */
+  streamCloseAfter: number | null;
   /** Stream and replay connections stay open but send nothing: no data, no pokes. */
   silentStream: boolean;
   /** After a stream connection ends, the next `rejections` connects within `windowMs` answer 422. */
@@ -54,6 +56,7 @@ export const DEFAULT_FAULTS: Faults = {
   truncateRate: 0,
   paths: null,
   streamDropEvery: null,
+  streamCloseAfter: null,
   silentStream: false,
   reconnectStorm: null,
   unknownEventRate: 0,

@@ -1,6 +1,7 @@
 /**
  * One open SSE response (a stream member or a replay): frame writing, pokes when idle, backpressure,
- * and the per-connection faults (drop after every K data events, unknown event names, silence).
+ * and the per-connection faults (drop after every K data events, a clean close after K, unknown event
+ * names, silence).
  */
 import type { ServerResponse } from 'node:http';
 import type { CoreBase } from './core.ts';
@@ -65,6 +66,9 @@ export class SseConnection {
       return;
     }
     this.write(`event: data\ndata: ${json}\n\n`);
+    const close = faults.current.streamCloseAfter;
+    // A scripted close by the server: the frame goes out, then the response ends cleanly.
+    if (close && this.dataSent === close) this.close();
   }
 
   close(): void {

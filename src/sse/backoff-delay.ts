@@ -6,9 +6,30 @@
 import type { BackoffOptions } from './types.ts';
 
 /** Delay before attempt `attempt + 1` (attempt 0 is the first retry). `random` is uniform in [0, 1). */
-export function backoffDelay(attempt: number, options: BackoffOptions, random: () => number): number {
+export function backoffDelay(
+  attempt: number,
+  options: Pick<BackoffOptions, 'initialMs' | 'maxMs' | 'factor'>,
+  random: () => number,
+): number {
   const cap = Math.min(options.maxMs, options.initialMs * options.factor ** Math.max(0, attempt));
   return Math.floor(random() * cap);
+}
+
+/**
+ * Delay before a reconnect: at least `minMs` (the platform answers 422 while it rebalances right after a
+ * disconnect, so no reconnect comes earlier, whatever ended the connection, a 422 included), plus full
+ * jitter over a span that grows by `factor` per failed attempt, the whole never above `capMs`.
+ * `capMs` is `maxMs` clamped to `staleAfterMs` by the consumer (STATE-MACHINE.md, "Timing rules").
+ */
+export function reconnectDelay(
+  attempt: number,
+  options: Pick<BackoffOptions, 'minMs' | 'initialMs' | 'factor'>,
+  capMs: number,
+  random: () => number,
+): number {
+  const min = Math.max(0, Math.min(options.minMs, capMs));
+  const span = Math.min(capMs - min, options.initialMs * options.factor ** Math.max(0, attempt));
+  return min + Math.floor(random() * Math.max(0, span));
 }
 
 /** Pause before reconnecting after the `round`-th idle drop (0-based): the last listed delay repeats. */

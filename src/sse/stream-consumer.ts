@@ -11,9 +11,11 @@
  */
 import { redactKnownSecrets } from '../config/redact.ts';
 import { silentLogger } from '../log/logger.ts';
-import { backoffDelay, idleDelay } from './backoff-delay.ts';
+import { backoffDelay, idleDelay, reconnectDelay } from './backoff-delay.ts';
 import { classifyFrame } from './classify-frame.ts';
+import { DEFAULT_STREAM_CONSUMER_OPTIONS } from './default-options.ts';
 import { planGapFill } from './plan-gap-fill.ts';
+import { quietForMs } from './quiet-for.ts';
 import { readSseFrameBatches } from './read-sse-frames.ts';
 import { systemClock } from './system-clock.ts';
 import type {
@@ -34,20 +36,7 @@ import type {
   StreamVia,
 } from './types.ts';
 
-export const DEFAULT_STREAM_CONSUMER_OPTIONS: StreamConsumerOptions = {
-  staleAfterMs: 30_000,
-  backoff: { initialMs: 1_000, maxMs: 60_000, factor: 2 },
-  idleHygiene: { enabled: false, maxPokesWithoutData: 5, delaysMs: [5_000, 15_000, 60_000, 300_000] },
-  gapAfterMs: 300_000,
-  microBatch: { maxFrames: 500, maxWaitMs: 250 },
-  replayMaxDays: 30,
-  checkpointRetentionDays: 7,
-  replayIdlePokes: 2,
-  heartbeatCommitMs: 60_000,
-  commitAttempts: 5,
-  replayAttempts: 5,
-  maxFrameBytes: 8 * 1024 * 1024,
-};
+export { DEFAULT_STREAM_CONSUMER_OPTIONS };
 
 /** Options as callers pass them: every field optional, nested groups merged with the defaults. */
 export type StreamConsumerOptionsInput = Partial<
@@ -98,6 +87,7 @@ type ConsumeOutcome =
   | { kind: 'ended' }
   | { kind: 'error'; error: unknown }
   | { kind: 'idle' }
+  | { kind: 'timed-out' }
   | { kind: 'caught-up'; why: string };
 
 type Settled = { ok: true; result: IteratorResult<SseFrame[]> } | { ok: false; error: unknown };
@@ -127,6 +117,14 @@ export class StreamConsumer {
   /** Last frame on the main stream (ms): "connected until here". */
   #lastStreamFrameAt: number | undefined;
 
+  /** Since when the main stream has been live and without data (ms); see quiet-for.ts. */
+  #quietFromMs: number | undefined;
+  #lastPokeAtMs: number | undefined;
+  /** Platform clock minus this clock, from the last poke's `ts`; undefined until a poke arrived. */
+  #platformOffsetMs: number | undefined;
+  /** When the replay of the open gap first started (ms), for `replayTimeoutMs`; reset at hand-off. */
+  #replayStartedAt: number | undefined;
+
   #attempt = 0;
   #idleRound = 0;
   #replayFailures = 0;
@@ -150,6 +148,19 @@ export class StreamConsumer {
   /** A snapshot of the counters (frames by kind, connects, 422s, stale detections, replays, commits…). */
   counters(): StreamCounters {
     return structuredClone(this.#counters);
+  }
+
+  /**
+   * How long this consumer has been idle in the sense of `--exit-when-idle` (ms, 0 when not idle):
+   * live, pokes arriving, no data, nothing buffered. See quiet-for.ts and STATE-MACHINE.md, "Idle".
+   */
+  quietForMs(): number {
+    return quietForMs({
+      state: this.#state,
+      pendingFrames: this.#buffer.length,
+      quietFromMs: this.#quietFromMs,
+      lastPokeAtMs: this.#lastPokeAtMs,
+    });
   }
 
   /** The checkpoint as last committed (or loaded). */
@@ -207,6 +218,11 @@ export class StreamConsumer {
     this.#attempt = 0;
     this.#idleRound = 0;
     this.#replayFailures = 0;
+    this.#replayStartedAt = undefined;
+    this.#quietFromMs = undefined;
+    this.#lastPokeAtMs = undefined;
+    // The offset the stored times were written with: it puts the gap start on the platform's clock.
+    this.#platformOffsetMs = this.#checkpoint.platformOffsetMs;
     if (signal.aborted) return;
     if (this.#gapNeedsReplay()) {
       this.#transition('replaying', `start-up ${this.#gapDescription()}`);
@@ -245,6 +261,7 @@ export class StreamConsumer {
     if (this.#counters.connects > 1) this.#counters.reconnects += 1;
     // Connected: the stream resumes from its own server-side checkpoint, so the gap is closed.
     this.#lastStreamFrameAt = this.#clock.now();
+    this.#quietFromMs = this.#lastStreamFrameAt;
     const hadGap = this.#gapStartMs !== undefined;
     this.#gapStartMs = undefined;
     this.#gapReported = false;
@@ -269,7 +286,10 @@ export class StreamConsumer {
         // Voluntary drop (connection hygiene): the stream keeps its checkpoint, so no gap opens.
         this.#counters.idleDrops += 1;
         await this.#flush('stream', 'state-change', true);
-        const delay = idleDelay(this.#idleRound, this.options.idleHygiene.delaysMs);
+        const delay = Math.max(
+          this.options.backoff.minMs,
+          idleDelay(this.#idleRound, this.options.idleHygiene.delaysMs),
+        );
         this.#idleRound += 1;
         return this.#backOff(
           delay,
@@ -279,7 +299,9 @@ export class StreamConsumer {
       }
       case 'ended':
       case 'error':
+      case 'timed-out':
       case 'caught-up': {
+        // (`timed-out` and `caught-up` are replay outcomes; listed so every outcome leaves `live`.)
         this.#counters.errors += 1;
         this.#openGap();
         await this.#flush('stream', 'state-change', true);
@@ -292,8 +314,17 @@ export class StreamConsumer {
   }
 
   async #stepReplaying(signal: AbortSignal): Promise<void> {
-    const gapStart = this.#gapStartMs ?? this.#clock.now();
-    const plan = planGapFill(this.#clock.now(), gapStart, this.options);
+    const now = this.#clock.now();
+    this.#replayStartedAt ??= now;
+    const deadline = this.#replayStartedAt + this.options.replayTimeoutMs;
+    if (now >= deadline) {
+      return this.#giveUpReplay(
+        `replay timed out after ${this.options.replayTimeoutMs} ms`,
+        undefined,
+        'replay-timed-out',
+      );
+    }
+    const plan = this.#planReplay(now);
     if (plan.tooLong && !this.#gapReported) {
       this.#gapReported = true;
       await this.#reportGap(plan.tooLong);
@@ -311,22 +342,28 @@ export class StreamConsumer {
       { replayDate: plan.replayDate, catchUpAt: new Date(plan.catchUpAtMs).toISOString() },
       'SSE replay connected',
     );
-    const outcome = await this.#consume('replay', connection, signal, plan.catchUpAtMs);
+    const outcome = await this.#consume('replay', connection, signal, plan.catchUpAtMs, deadline);
     this.#closeConnection();
     switch (outcome.kind) {
       case 'stopped':
         return this.#stop('stop requested');
-      case 'caught-up':
-      case 'ended': {
+      case 'caught-up': {
         // Everything up to now is in; should the main stream stay unreachable for long, the next gap
         // starts here.
         this.#counters.replaysCaughtUp += 1;
         this.#replayFailures = 0;
+        this.#replayStartedAt = undefined;
         this.#gapStartMs = this.#clock.now();
         await this.#flush('replay', 'state-change', true);
-        const why = outcome.kind === 'ended' ? 'replay ended' : `replay caught up (${outcome.why})`;
-        return this.#transition('connecting', why);
+        return this.#transition('connecting', `replay caught up (${outcome.why})`);
       }
+      case 'timed-out':
+        await this.#flush('replay', 'state-change', true);
+        return this.#giveUpReplay(
+          `replay timed out after ${this.options.replayTimeoutMs} ms without an event created at or after ${new Date(plan.catchUpAtMs).toISOString()}`,
+          undefined,
+          'replay-timed-out',
+        );
       case 'stale':
         await this.#flush('replay', 'state-change', true);
         if (this.#replayFailed()) {
@@ -335,11 +372,17 @@ export class StreamConsumer {
         this.#staleVia = 'replay';
         return this.#transition('stale', `no replay frame for ${this.options.staleAfterMs} ms`);
       case 'idle':
+      case 'ended':
       case 'error': {
+        // A replay the server ends before the hand-off has not caught up: retry it like a drop.
         this.#counters.errors += 1;
         await this.#flush('replay', 'state-change', true);
         const why =
-          outcome.kind === 'error' ? `replay disconnected: ${describe(outcome.error)}` : 'replay idle';
+          outcome.kind === 'error'
+            ? `replay disconnected: ${describe(outcome.error)}`
+            : outcome.kind === 'ended'
+              ? 'replay ended before the hand-off'
+              : 'replay idle';
         if (this.#replayFailed()) {
           return this.#giveUpReplay(`replay failed ${this.options.replayAttempts} times: ${why}`, undefined);
         }
@@ -401,14 +444,19 @@ export class StreamConsumer {
    * The replay cannot serve this gap (a 400 for a date it no longer keeps, or it keeps failing): hand
    * the gap to a REST backfill and go back to the main stream rather than staying off it forever.
    */
-  async #giveUpReplay(why: string, error: unknown): Promise<void> {
+  async #giveUpReplay(
+    why: string,
+    error: unknown,
+    reason: 'replay-unavailable' | 'replay-timed-out' = 'replay-unavailable',
+  ): Promise<void> {
     this.#log.warn({ err: error }, `SSE ${why}; the gap needs a REST backfill`);
     this.#replayFailures = 0;
+    this.#replayStartedAt = undefined;
     const now = this.#clock.now();
     await this.#reportGap({
       from: new Date(this.#gapStartMs ?? now).toISOString(),
       to: new Date(now).toISOString(),
-      reason: 'replay-unavailable',
+      reason,
     });
     this.#gapStartMs = now;
     this.#transition('connecting', why);
@@ -420,9 +468,9 @@ export class StreamConsumer {
     connection: Connection,
     signal: AbortSignal,
     catchUpAtMs: number | undefined,
+    deadline = Infinity,
   ): Promise<ConsumeOutcome> {
-    const { staleAfterMs, microBatch, heartbeatCommitMs, idleHygiene, replayIdlePokes, maxFrameBytes } =
-      this.options;
+    const { staleAfterMs, microBatch, heartbeatCommitMs, idleHygiene, maxFrameBytes } = this.options;
     const batches = readSseFrameBatches(connection.source.body, {
       maxFrameBytes,
       signal: connection.signal,
@@ -438,6 +486,8 @@ export class StreamConsumer {
     try {
       while (true) {
         if (signal.aborted) return { kind: 'stopped' };
+        // Checked per frame too: a replay that keeps sending data never reaches the timer below.
+        if (this.#clock.now() >= deadline) return { kind: 'timed-out' };
         const frame = queued[next];
         if (frame === undefined) {
           if (!pending) {
@@ -450,7 +500,7 @@ export class StreamConsumer {
           const staleAt = waitStartedAt + staleAfterMs;
           const batchAt = this.#buffer.length > 0 ? this.#bufferSince + microBatch.maxWaitMs : Infinity;
           const heartbeatAt = via === 'stream' ? this.#lastCommitAt + heartbeatCommitMs : Infinity;
-          const wakeAt = Math.min(staleAt, batchAt, heartbeatAt);
+          const wakeAt = Math.min(staleAt, batchAt, heartbeatAt, deadline);
           let settled = await raceWithTimer(this.#clock, pending, wakeAt - this.#clock.now(), signal);
           if (settled === TIMER && !signal.aborted && this.#clock.now() >= staleAt) {
             // Timers run before I/O in an event-loop turn: after a long pause (GC, a slow commit) bytes
@@ -461,6 +511,7 @@ export class StreamConsumer {
             if (signal.aborted) return { kind: 'stopped' };
             const now = this.#clock.now();
             if (now >= staleAt) return { kind: 'stale' };
+            if (now >= deadline) return { kind: 'timed-out' };
             if (now >= batchAt || now >= heartbeatAt) {
               await this.#flush(via, now >= batchAt ? 'time' : 'heartbeat', now >= heartbeatAt);
               // Time spent committing is not time the server was silent.
@@ -490,7 +541,10 @@ export class StreamConsumer {
           case 'data': {
             this.#counters.frames.data += 1;
             pokesWithoutData = 0;
-            if (via === 'stream') this.#idleRound = 0;
+            if (via === 'stream') {
+              this.#idleRound = 0;
+              this.#quietFromMs = frame.receivedAt;
+            }
             this.#push(via, {
               kind: 'data',
               payload: classified.payload,
@@ -505,6 +559,7 @@ export class StreamConsumer {
           }
           case 'bad':
             this.#counters.frames.bad += 1;
+            if (via === 'stream') this.#quietFromMs = frame.receivedAt;
             this.#log.warn({ event: classified.event, reason: classified.reason }, 'SSE frame quarantined');
             this.#push(via, {
               kind: 'bad',
@@ -516,6 +571,8 @@ export class StreamConsumer {
           case 'poke':
             this.#counters.frames.poke += 1;
             pokesWithoutData += 1;
+            this.#notePlatformTime(classified.payload, frame.receivedAt);
+            if (via === 'stream') this.#lastPokeAtMs = frame.receivedAt;
             if (
               via === 'stream' &&
               idleHygiene.enabled &&
@@ -523,9 +580,7 @@ export class StreamConsumer {
             ) {
               return { kind: 'idle' };
             }
-            if (via === 'replay' && pokesWithoutData >= replayIdlePokes) {
-              return { kind: 'caught-up', why: `${pokesWithoutData} pokes without data` };
-            }
+            // Pokes never end a replay: one that starts slowly pokes before its first data frame.
             break;
           case 'other':
             this.#counters.frames.other += 1;
@@ -554,6 +609,8 @@ export class StreamConsumer {
     if (via === 'stream') this.#lastStreamFrameAt = frame.receivedAt;
     const classified = classifyFrame(frame);
     this.#counters.frames[classified.kind] += 1;
+    if (via === 'stream' && (classified.kind === 'data' || classified.kind === 'bad'))
+      this.#quietFromMs = frame.receivedAt;
     if (classified.kind === 'data') {
       this.#push(via, {
         kind: 'data',
@@ -628,6 +685,7 @@ export class StreamConsumer {
       next.lastLiveAt = new Date(this.#lastStreamFrameAt).toISOString();
     if (this.#gapStartMs !== undefined) next.lastDisconnectAt = new Date(this.#gapStartMs).toISOString();
     else delete next.lastDisconnectAt;
+    if (this.#platformOffsetMs !== undefined) next.platformOffsetMs = this.#platformOffsetMs;
     return next;
   }
 
@@ -651,8 +709,29 @@ export class StreamConsumer {
     await this.#deps.onGapTooLong?.(gap);
   }
 
+  /** The poke's `ts` is the platform's clock: remember how far it is from ours. */
+  #notePlatformTime(payload: unknown, receivedAt: number): void {
+    const ts = parseTime((payload as { ts?: string } | null)?.ts);
+    if (ts !== undefined) this.#platformOffsetMs = ts - receivedAt;
+  }
+
+  /**
+   * The gap's replay plan with T on the platform's clock (STATE-MACHINE.md, "Which clock T is on"):
+   * the gap start (our clock) shifted by the offset the last poke showed, and never before the newest
+   * committed `created_at`. A skewed local clock then cannot end a replay early.
+   */
+  #planReplay(nowMs: number): ReturnType<typeof planGapFill> {
+    const offset = this.#platformOffsetMs ?? 0;
+    const gapStart = this.#gapStartMs ?? nowMs;
+    const plan = planGapFill(nowMs + offset, gapStart + offset, this.options);
+    const newest = parseTime(this.#checkpoint.newestCreatedAt);
+    return newest !== undefined && newest > plan.catchUpAtMs ? { ...plan, catchUpAtMs: newest } : plan;
+  }
+
   #nextBackoff(): number {
-    const delay = backoffDelay(this.#attempt, this.options.backoff, this.#random);
+    const { backoff, staleAfterMs } = this.options;
+    // Never longer than a silent connection is tolerated (STATE-MACHINE.md, "Timing rules").
+    const delay = reconnectDelay(this.#attempt, backoff, Math.min(backoff.maxMs, staleAfterMs), this.#random);
     this.#attempt += 1;
     return delay;
   }
@@ -729,6 +808,8 @@ function pickCheckpoint(loaded: StreamCheckpoint): StreamCheckpoint {
   if (typeof loaded.newestCreatedAt === 'string') out.newestCreatedAt = loaded.newestCreatedAt;
   if (typeof loaded.lastLiveAt === 'string') out.lastLiveAt = loaded.lastLiveAt;
   if (typeof loaded.lastDisconnectAt === 'string') out.lastDisconnectAt = loaded.lastDisconnectAt;
+  if (typeof loaded.platformOffsetMs === 'number' && Number.isFinite(loaded.platformOffsetMs))
+    out.platformOffsetMs = loaded.platformOffsetMs;
   return out;
 }
 
@@ -736,7 +817,8 @@ function sameCheckpoint(a: StreamCheckpoint, b: StreamCheckpoint): boolean {
   return (
     a.newestCreatedAt === b.newestCreatedAt &&
     a.lastLiveAt === b.lastLiveAt &&
-    a.lastDisconnectAt === b.lastDisconnectAt
+    a.lastDisconnectAt === b.lastDisconnectAt &&
+    a.platformOffsetMs === b.platformOffsetMs
   );
 }
 

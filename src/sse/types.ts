@@ -66,6 +66,11 @@ export interface StreamCheckpoint {
    * Absent while the main stream is live. At start-up, `lastDisconnectAt ?? lastLiveAt` is the gap start.
    */
   lastDisconnectAt?: string;
+  /**
+   * The platform's clock minus ours (ms) when the times above were written, from the last poke's `ts`:
+   * it turns `lastDisconnectAt` into platform time after a restart (STATE-MACHINE.md, "Which clock T is on").
+   */
+  platformOffsetMs?: number;
 }
 
 export type CommitReason = 'count' | 'time' | 'state-change' | 'heartbeat' | 'stop';
@@ -98,10 +103,12 @@ export interface GapTooLong {
    * - `stream-checkpoint-expired`: longer than the platform keeps the stream checkpoint
    *   (`checkpointRetentionDays`); the consumer replays up to the present instead of up to T, so
    *   [from, to) is covered by replay; a REST backfill is optional belt and braces.
+   * - `replay-timed-out`: no event with `created_at` ≥ T arrived within `replayTimeoutMs`; [from, to)
+   *   needs a REST backfill.
    * - `replay-unavailable`: the replay endpoint refused (4xx other than 401/403/422) or failed
    *   `replayAttempts` times in a row; [from, to) needs a REST backfill.
    */
-  reason: 'beyond-replay' | 'stream-checkpoint-expired' | 'replay-unavailable';
+  reason: 'beyond-replay' | 'stream-checkpoint-expired' | 'replay-unavailable' | 'replay-timed-out';
 }
 
 export type StreamState = 'stopped' | 'connecting' | 'live' | 'stale' | 'backing_off' | 'replaying';
@@ -128,9 +135,14 @@ export interface StreamConsumerDeps {
 }
 
 export interface BackoffOptions {
-  /** First delay cap, ms. Default 1000. */
+  /**
+   * Every reconnect (after a drop, a stale connection, a 422, an error) waits at least this long, ms:
+   * the platform rebalances after a disconnect and answers 422 inside that window. Default 2000.
+   */
+  minMs: number;
+  /** Jitter span of the first reconnect, added to `minMs`, ms. Default 1000. */
   initialMs: number;
-  /** Largest delay cap, ms. Default 60_000. */
+  /** Largest delay, ms (clamped to `staleAfterMs`, see STATE-MACHINE.md). Default 15_000. */
   maxMs: number;
   /** Growth per attempt. Default 2. */
   factor: number;
@@ -153,7 +165,7 @@ export interface MicroBatchOptions {
 }
 
 export interface StreamConsumerOptions {
-  /** No frame at all (not even a poke) for this long: drop and reconnect. Default 30_000 (pokes come every 5 s). */
+  /** No frame at all (not even a poke) for this long: drop and reconnect. Default 15_000 (three missed 5 s pokes). */
   staleAfterMs: number;
   backoff: BackoffOptions;
   idleHygiene: IdleHygieneOptions;
@@ -168,13 +180,18 @@ export interface StreamConsumerOptions {
   replayMaxDays: number;
   /** How long the platform keeps a stream checkpoint after a disconnect. Default 7. */
   checkpointRetentionDays: number;
-  /** A replay sending this many consecutive pokes without data has nothing more: caught up. Default 2. */
-  replayIdlePokes: number;
+  /**
+   * A replay that has not handed off (an event with `created_at` ≥ T) this long after it started, over
+   * all its attempts, is given up: the gap is reported (`replay-timed-out`) for a REST backfill and
+   * the main stream reconnects. Pokes never end a replay. Default 600_000.
+   */
+  replayTimeoutMs: number;
   /** While live without data, persist `lastLiveAt` this often (so downtime after a crash is measured). Default 60_000. */
   heartbeatCommitMs: number;
   /**
    * Failed replay attempts in a row (errors, drops, stale, 422) before the gap is handed to a REST
-   * backfill (`replay-unavailable`) and the main stream reconnects: live data beats a stuck replay. Default 5.
+   * backfill (`replay-unavailable`) and the main stream reconnects: live data beats a stuck replay. A
+   * replay the server ends before the hand-off counts as a failed attempt. Default 5.
    */
   replayAttempts: number;
   /** Attempts per commit before `run` fails (a database blip should not lose frames held in memory). Default 5. */

@@ -6,8 +6,10 @@ export function consumerOptionsFromConfig(stream: Config['stream']): StreamConsu
   return {
     staleAfterMs: stream.staleAfterMs,
     gapAfterMs: stream.gapAfterMs,
+    replayTimeoutMs: stream.replayTimeoutMs,
     microBatch: { maxFrames: stream.batchMaxFrames, maxWaitMs: stream.batchMaxWaitMs },
     backoff: {
+      minMs: stream.reconnectMinMs,
       initialMs: stream.backoffInitialMs,
       maxMs: Math.max(stream.backoffMaxMs, stream.backoffInitialMs),
     },

@@ -22,6 +22,8 @@ export interface PipelinedWriter<Args extends unknown[]> {
   commit(...args: Args): Promise<void>;
   /** Resolves when every started write has landed; rejects if one failed for good. */
   drain(): Promise<void>;
+  /** True while a write is in flight or a failed one waits to be retried: something is not committed yet. */
+  busy(): boolean;
 }
 
 export interface PipelineOptions {
@@ -42,6 +44,7 @@ export function pipelineWrites<Args extends unknown[]>(
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   // Settles when the write in flight has landed or failed for good; never rejects.
   let inFlight: Promise<void> | undefined;
+  let writing = false;
   let failed: { args: Args; error: unknown } | undefined;
 
   const retryFailed = async (): Promise<void> => {
@@ -56,19 +59,12 @@ export function pipelineWrites<Args extends unknown[]>(
       if (inFlight) await inFlight;
       inFlight = undefined;
       await retryFailed();
+      writing = true;
       inFlight = (async () => {
-        for (let attempt = 1; ; attempt += 1) {
-          try {
-            await write(...args);
-            return;
-          } catch (error) {
-            if (attempt >= attempts) {
-              failed = { args, error };
-              return;
-            }
-            options.log?.warn({ err: error, attempt }, 'stream commit failed; retrying');
-            await sleep(retryDelayMs * 2 ** (attempt - 1));
-          }
+        try {
+          await writeWithRetries(args);
+        } finally {
+          writing = false;
         }
       })();
     },
@@ -77,5 +73,24 @@ export function pipelineWrites<Args extends unknown[]>(
       inFlight = undefined;
       await retryFailed();
     },
+    busy(): boolean {
+      return writing || failed !== undefined;
+    },
   };
+
+  async function writeWithRetries(args: Args): Promise<void> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        await write(...args);
+        return;
+      } catch (error) {
+        if (attempt >= attempts) {
+          failed = { args, error };
+          return;
+        }
+        options.log?.warn({ err: error, attempt }, 'stream commit failed; retrying');
+        await sleep(retryDelayMs * 2 ** (attempt - 1));
+      }
+    }
+  }
 }

@@ -114,6 +114,11 @@ export interface OrgStreamHandle {
   summary(): OrgStreamSummary;
   /** Clock time (ms) of the last commit that carried a data frame (start time until then). */
   lastDataAt(): number;
+  /**
+   * How long every connection has been idle (ms, the least of them; 0 if any is not): live, pokes
+   * arriving, no data, nothing waiting to commit (src/sse/STATE-MACHINE.md, "Idle").
+   */
+  quietForMs(): number;
   /** Current state of each connection, by slot. */
   states(): Record<number, StreamState>;
 }
@@ -156,6 +161,7 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
   const finished = { counters: emptyStreamCounters() };
   const records = emptyCounts();
   const live = new Map<number, StreamConsumer>();
+  const writers = new Map<number, { busy(): boolean }>();
   const states: Record<number, StreamState> = {};
   let gaps = 0;
   let backfillsEnqueued = 0;
@@ -286,6 +292,7 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
       options.consumerOptions,
     );
     live.set(slot, consumer);
+    writers.set(slot, writer);
     try {
       await consumer.run(stop);
       // Stopped: the last micro-batch and checkpoint were handed over; wait until they have landed.
@@ -295,6 +302,7 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
       throw error;
     } finally {
       live.delete(slot);
+      writers.delete(slot);
       finished.counters = addStreamCounters(finished.counters, consumer.counters());
     }
   };
@@ -354,6 +362,16 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
     done,
     summary,
     lastDataAt: () => lastDataAt,
+    quietForMs: () => {
+      // A connection still waiting for its slot (or between slots) is not idle either.
+      if (live.size < connections) return 0;
+      let least = Infinity;
+      for (const [slot, consumer] of live) {
+        if (writers.get(slot)?.busy()) return 0;
+        least = Math.min(least, consumer.quietForMs());
+      }
+      return least;
+    },
     states: () => ({ ...states }),
   };
 }

@@ -145,7 +145,7 @@ interface Harness {
 
 const fast: StreamConsumerOptionsInput = {
   staleAfterMs: 1_000,
-  backoff: { initialMs: 20, maxMs: 100, factor: 2 },
+  backoff: { minMs: 0, initialMs: 20, maxMs: 100, factor: 2 },
   microBatch: { maxFrames: 500, maxWaitMs: 20 },
   gapAfterMs: 60_000,
   heartbeatCommitMs: 600_000,
@@ -525,7 +525,12 @@ describe('StreamConsumer (gap filling)', () => {
       sendsThenDrops([frame('data', rec('before'))]),
       sends([frame('data', rec('after'))], 20),
     );
-    platform.replay.push(sends([poke(), poke()], 0));
+    // Pokes first (a replay that starts slowly), then the event that hands off: created after T.
+    const handoff = { id: 'handoff', type: 'measurement', created_at: '' };
+    platform.replay.push((req, res, url) => {
+      handoff.created_at = new Date().toISOString();
+      sends([poke(), poke(), poke(), frame('data', handoff)], 0)(req, res, url);
+    });
     let jumped = false;
     // The outage: the clock jumps 10 minutes while the stream is down.
     const h = harness({}, null, (to, self) => {
@@ -537,7 +542,10 @@ describe('StreamConsumer (gap filling)', () => {
     h.start();
     await vi.waitFor(() => expect(h.data('stream')).toEqual([rec('before'), rec('after')]));
     expect(h.path()).toEqual(['connecting', 'live', 'backing_off', 'replaying', 'connecting', 'live']);
-    expect(h.transitions.find((t) => t.from === 'replaying')?.reason).toMatch(/2 pokes without data/);
+    expect(h.transitions.find((t) => t.from === 'replaying')?.reason).toBe(
+      `replay caught up (created_at ${handoff.created_at})`,
+    );
+    expect(h.data('replay')).toEqual([handoff]);
     const replayUrl = platform.requests.find((u) => u.pathname === '/replay')!;
     const gapStart = h.commits.find((c) => c.checkpoint.lastDisconnectAt)?.checkpoint.lastDisconnectAt;
     expect(replayUrl.searchParams.get('date')).toBe(gapStart?.slice(0, 10));
@@ -605,7 +613,10 @@ describe('StreamConsumer (gap filling)', () => {
   it('a gap older than replay serves is reported for REST backfill; replay starts at the earliest date', async () => {
     const now = Date.now();
     const t = now - 40 * 86_400_000;
-    platform.replay.push(sends([], 10));
+    // Past the stream checkpoint too: the replay hands off at an event created now.
+    platform.replay.push((req, res, url) =>
+      sends([poke(), frame('data', rec('now', new Date().toISOString()))], 10)(req, res, url),
+    );
     platform.connect.push(sends([frame('data', rec('live'))], 20));
     const h = harness({}, { lastDisconnectAt: new Date(t).toISOString() });
     h.start();

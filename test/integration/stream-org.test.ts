@@ -76,7 +76,11 @@ describe('startOrgStream', () => {
       },
       hooks: { onCommit: (e) => commits.push(e), onGap: (e) => gaps.push(e.backfill) },
     });
+    // Past the stream checkpoint's retention the replay runs up to the present: it hands off at an
+    // event created after it started (pokes never end it), so the platform keeps producing meanwhile.
+    sandbox.control.startLiveFeed({ ratePerSecond: 20 });
     await vi.waitFor(() => expect(handle.states()[0]).toBe('live'), { timeout: 20_000, interval: 20 });
+    sandbox.control.stopLiveFeed();
     stop.abort();
     const summary = await handle.done;
 

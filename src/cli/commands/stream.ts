@@ -1,11 +1,14 @@
 /**
  * `validic-sync stream [--exit-when-idle S] [--org id]`: consumes each org's stream (with replay gap
- * filling) until Ctrl-C, or until S seconds pass without a data frame. Stopping flushes the current
+ * filling) until Ctrl-C, or until every connection has been idle for S seconds: live, receiving pokes
+ * and no data, with nothing waiting to commit (src/sse/STATE-MACHINE.md, "Idle"). Stopping flushes the current
  * micro-batch and commits the checkpoint before the connections close; a closing summary is printed.
  * Gaps the replay cannot fill are backfilled over REST by jobs run in this process.
  */
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
+import { UsageError } from '../../errors.ts';
+import { PLATFORM_POKE_INTERVAL_MS } from '../../sse/default-options.ts';
 import type { OrgStreamSummary } from '../../stream/stream-summary.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
 import { parsePositiveInt } from '../parse-options.ts';
@@ -20,7 +23,10 @@ export function registerStream(program: Command, run: CommandRunner): void {
   program
     .command('stream')
     .description("consume the org's stream with replay gap filling, until Ctrl-C")
-    .option('--exit-when-idle <seconds>', 'stop once this many seconds pass without a data frame')
+    .option(
+      '--exit-when-idle <seconds>',
+      'stop once every connection has been idle this long: live, receiving pokes and no data, nothing left to commit (a silent, reconnecting or replaying connection is not idle)',
+    )
     .option('--org <id>', 'only this organization (default: every configured one)')
     .action((options: StreamOptions) =>
       run(async ({ config, log, signal, print }) => {
@@ -28,6 +34,15 @@ export function registerStream(program: Command, run: CommandRunner): void {
           options.exitWhenIdle === undefined
             ? undefined
             : parsePositiveInt('exit-when-idle', options.exitWhenIdle) * 1000;
+        const hygienePokes = config.stream.maxPokesWithoutData;
+        if (idleMs !== undefined && hygienePokes > 0 && idleMs >= hygienePokes * PLATFORM_POKE_INTERVAL_MS) {
+          // Connection hygiene drops a quiet connection after that many pokes, and a dropped
+          // connection is not idle: the command would never stop.
+          throw new UsageError(
+            `--exit-when-idle ${idleMs / 1000} is not shorter than connection hygiene's drop after ${hygienePokes} pokes (${(hygienePokes * PLATFORM_POKE_INTERVAL_MS) / 1000} s)`,
+            `give --exit-when-idle below ${(hygienePokes * PLATFORM_POKE_INTERVAL_MS) / 1000}, or raise stream.maxPokesWithoutData (0 turns hygiene off)`,
+          );
+        }
         const orgs = selectOrganizations(config, options.org);
         const { openRuntime } = await import('../../runtime/runtime.ts');
         const { createInlineRunner } = await import('../run-jobs-inline.ts');
@@ -64,11 +79,11 @@ export function registerStream(program: Command, run: CommandRunner): void {
           const handles = startedOrgs.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
           let idleStop = false;
           if (idleMs !== undefined) {
-            // Checked a few times per idle period: the stop lands at most a quarter period late.
+            // Checked a few times per idle period. Idle is witnessed by pokes (5 s apart on the
+            // platform), so the stop lands up to one poke interval after S seconds of quiet.
             timer = setInterval(
               () => {
-                const lastData = Math.max(...handles.map((h) => h.lastDataAt()));
-                if (Date.now() - lastData >= idleMs) {
+                if (handles.every((h) => h.quietForMs() >= idleMs)) {
                   idleStop = true;
                   idle.abort(new Error('idle'));
                 }

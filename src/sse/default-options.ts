@@ -1,0 +1,27 @@
+/**
+ * The stream consumer's defaults, in one place: the consumer resolves its options from them and the
+ * config schema (`stream.*`) takes its defaults from them, so the two cannot drift apart.
+ * The arithmetic that ties them together is in STATE-MACHINE.md ("Timing rules").
+ */
+import type { StreamConsumerOptions } from './types.ts';
+
+/** The platform pokes an open connection every 5 s when nothing else flows (PLATFORM-FACTS.md, "Streams"). */
+export const PLATFORM_POKE_INTERVAL_MS = 5_000;
+
+export const DEFAULT_STREAM_CONSUMER_OPTIONS: StreamConsumerOptions = {
+  // Three missed pokes: one late poke is jitter, three in a row is a dead connection.
+  staleAfterMs: 3 * PLATFORM_POKE_INTERVAL_MS,
+  // minMs: the platform answers 422 while it rebalances right after a disconnect (observed: 0.4 s is
+  // too early). maxMs: never longer than the stale rule tolerates (the consumer clamps it to staleAfterMs).
+  backoff: { minMs: 2_000, initialMs: 1_000, maxMs: 15_000, factor: 2 },
+  idleHygiene: { enabled: false, maxPokesWithoutData: 5, delaysMs: [5_000, 15_000, 60_000, 300_000] },
+  gapAfterMs: 300_000,
+  microBatch: { maxFrames: 500, maxWaitMs: 250 },
+  replayMaxDays: 30,
+  checkpointRetentionDays: 7,
+  replayTimeoutMs: 600_000,
+  heartbeatCommitMs: 60_000,
+  commitAttempts: 5,
+  replayAttempts: 5,
+  maxFrameBytes: 8 * 1024 * 1024,
+};
