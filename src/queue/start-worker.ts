@@ -19,9 +19,11 @@ import { openRuntime, type Runtime } from '../runtime/runtime.ts';
 import { startWorkerServer, type WorkerServer } from '../server/worker-server.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
 import { countQuarantineByKind } from '../warehouse/quarantine.ts';
+import { describeBudget } from './budget-status.ts';
 import type { KeepJobs } from './job-options.ts';
 import { type JobQueue, openJobQueue } from './job-queue.ts';
 import { type QueueWorker, startQueueWorker } from './queue-worker.ts';
+import { readBudgetPlan } from './read-budget-plan.ts';
 import { applySchedules, planSchedules } from './schedules.ts';
 import { createStreamSlots, type StreamSlots } from './stream-slots.ts';
 import { type StreamSupervisor, superviseStreams } from './stream-supervisor.ts';
@@ -102,6 +104,14 @@ export async function startWorker(
           orgId: o.orgId,
           missed: (await readCursor<{ missed?: number }>(db, o.orgId, 'reconcile:last'))?.missed ?? 0,
         })),
+      ),
+    budgetPlans: async () =>
+      Promise.all(
+        config.organizations.map(async (o) => {
+          const now = Date.now();
+          const { plan, users } = await readBudgetPlan(db, config, o, now);
+          return { orgId: o.orgId, budget: describeBudget(plan, users, now) };
+        }),
       ),
     streamStates: () => streams?.states() ?? {},
   });
