@@ -2,12 +2,17 @@
  * Which users one records.recent tick enqueues (pure). The sweep is spread over its period instead of
  * queued at once: a tick enqueues only what the plan's recent-poll rate allows, and
  *
- * - due: an active user whose last completed poll is older than the plan's active period, a dormant one
- *   older than the dormant period, or one never polled; a user whose poll is still in flight is not due;
- * - order: active users first (they are the ones whose data is late), then the oldest poll first;
+ * - due: a dormant user whose last completed poll is older than the plan's dormant period, an active one
+ *   whose poll falls due within the next window (a poll waits behind at most a window's worth of polls
+ *   in flight, so it then completes within the active period), or one never polled; a user whose poll
+ *   is still in flight is not due;
+ * - order: active users first (they are the ones whose data is late), then the oldest poll first; dormant
+ *   users leave room for the active users falling due within the next window, so a backlog of dormant
+ *   users never delays an active one;
  * - gate: over any sliding window of `WINDOW_TICKS` ticks, at most the recent cap's worth of users is
- *   enqueued, and no more are in flight than that: the recent poll never takes more than its share of
- *   the budget (so backfill keeps its minimum), and never queues more than the budget can serve.
+ *   enqueued (and a tick at most its tenth of it), and no more are in flight than that: the recent poll
+ *   never takes more than its share of the budget (so backfill keeps its minimum), and never queues
+ *   more than the budget can serve.
  *
  * A poll in flight (queued after its last completion) that has not completed within one active period
  * is taken as lost and becomes due again; records.poll's deterministic id keeps it from being doubled
@@ -41,7 +46,10 @@ export function pickRecentPolls(
 
   let inFlight = 0;
   let enqueuedInWindow = 0;
-  const due: PollableUser[] = [];
+  /** Active users due within the window after: dormant ones must leave room for them. */
+  let activeSoon = 0;
+  const activeDue: PollableUser[] = [];
+  const dormantDue: PollableUser[] = [];
   for (const u of users) {
     const queued = u.enqueuedAt?.getTime();
     const polled = u.polledAt?.getTime();
@@ -50,18 +58,24 @@ export function pickRecentPolls(
       inFlight++;
       continue;
     }
-    if (polled === undefined || now - polled >= (u.active ? activePeriod : dormantPeriod)) due.push(u);
+    const age = polled === undefined ? Number.POSITIVE_INFINITY : now - polled;
+    if (u.active) {
+      if (age >= activePeriod - windowMs) activeDue.push(u);
+      else if (age >= activePeriod - 2 * windowMs) activeSoon++;
+    } else if (age >= dormantPeriod) dormantDue.push(u);
   }
-  due.sort(
-    (a, b) =>
-      Number(b.active) - Number(a.active) ||
-      (a.polledAt?.getTime() ?? -1) - (b.polledAt?.getTime() ?? -1) ||
-      (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0),
-  );
-  const allowed = Math.max(0, windowUsers - Math.max(enqueuedInWindow, inFlight));
+  const oldestFirst = (a: PollableUser, b: PollableUser) =>
+    (a.polledAt?.getTime() ?? -1) - (b.polledAt?.getTime() ?? -1) || (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0);
+  activeDue.sort(oldestFirst);
+  dormantDue.sort(oldestFirst);
+  // A tick takes its part of the window (no burst of a whole window at start), the window its share.
+  const perTick = Math.ceil(windowUsers / WINDOW_TICKS);
+  const allowed = Math.max(0, Math.min(perTick, windowUsers - Math.max(enqueuedInWindow, inFlight)));
+  const active = activeDue.slice(0, allowed);
+  const dormant = dormantDue.slice(0, Math.max(0, allowed - active.length - activeSoon));
   return {
-    uids: due.slice(0, allowed).map((u) => u.uid),
-    due: { active: due.filter((u) => u.active).length, dormant: due.filter((u) => !u.active).length },
+    uids: [...active, ...dormant].map((u) => u.uid),
+    due: { active: activeDue.length, dormant: dormantDue.length },
     inFlight,
     allowed,
   };

@@ -79,7 +79,7 @@ export function planRequestBudget(input: BudgetPlanInput): BudgetPlan {
   const reservable = usable - backfillFloor;
   const stream = Math.min(Math.max(0, input.streamPerHour), reservable);
   const pushAndReconcile = Math.min(Math.max(0, input.pushAndReconcilePerHour), reservable - stream);
-  const overcommitted = stream + pushAndReconcile < input.streamPerHour + input.pushAndReconcilePerHour;
+  const overcommitted = stream < input.streamPerHour || pushAndReconcile < input.pushAndReconcilePerHour;
   const recentCap = Math.max(0, reservable - stream - pushAndReconcile);
 
   const r = input.recent;
