@@ -147,9 +147,12 @@ export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics 
   });
 
   // The plan is read once per scrape for all its gauges (each collect() would otherwise read it again).
-  let plans: { at: number; value: Promise<{ orgId: string; budget: BudgetStatus }[] | undefined> } | undefined;
+  let plans:
+    | { at: number; value: Promise<{ orgId: string; budget: BudgetStatus }[] | undefined> }
+    | undefined;
   const budgetPlans = () => {
-    if (!plans || Date.now() - plans.at > 1000) plans = { at: Date.now(), value: quietly(sources.budgetPlans) };
+    if (!plans || Date.now() - plans.at > 1000)
+      plans = { at: Date.now(), value: quietly(sources.budgetPlans) };
     return plans.value;
   };
   const budgetGauge = (
@@ -170,7 +173,7 @@ export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics 
     });
   budgetGauge(
     'validic_sync_budget_requests_per_hour',
-    'The request budget of each org: the configured limit and what the token bucket grants (usable)',
+    'The request budget of each org per hour: the configured limit, and what the pacing grants (usable)',
     ['org', 'what'],
     (g, org, b) => {
       g.set({ org, what: 'limit' }, b.requestsPerHour);

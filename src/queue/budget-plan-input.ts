@@ -32,7 +32,11 @@ export function recentRequestsPerUser(config: Config, org: OrganizationConfig): 
   return new Set(org.resources.map(toV2Resource)).size * windows;
 }
 
-export function budgetPlanInput(config: Config, org: OrganizationConfig, counts: BudgetCounts): BudgetPlanInput {
+export function budgetPlanInput(
+  config: Config,
+  org: OrganizationConfig,
+  counts: BudgetCounts,
+): BudgetPlanInput {
   const s = config.schedules;
   const on = s.enabled;
   const users = counts.activeUsers + counts.dormantUsers;

@@ -46,7 +46,7 @@ export function budgetWarnings(plan: BudgetPlan, lookbackDays: number): BudgetWa
     out.push({
       kind: 'overcommitted',
       message:
-        'stream and push/reconcile work is estimated above what the budget leaves beside backfill\'s minimum ' +
+        "stream and push/reconcile work is estimated above what the budget leaves beside backfill's minimum " +
         `share (budget.backfillMinShare=${plan.usablePerHour > 0 ? Math.round((plan.perHour.backfill / plan.usablePerHour) * 100) / 100 : 0}): ` +
         'lower budget.streamRequestsPerConnectionHour or stream.connections, or lengthen schedules.usersSyncMinutes / legacyLatestMinutes',
     });

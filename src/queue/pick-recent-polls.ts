@@ -65,7 +65,8 @@ export function pickRecentPolls(
     } else if (age >= dormantPeriod) dormantDue.push(u);
   }
   const oldestFirst = (a: PollableUser, b: PollableUser) =>
-    (a.polledAt?.getTime() ?? -1) - (b.polledAt?.getTime() ?? -1) || (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0);
+    (a.polledAt?.getTime() ?? -1) - (b.polledAt?.getTime() ?? -1) ||
+    (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0);
   activeDue.sort(oldestFirst);
   dormantDue.sort(oldestFirst);
   // A tick takes its part of the window (no burst of a whole window at start), the window its share.

@@ -31,7 +31,13 @@ export function planSchedules(config: Config, catalog: Record<string, JobDefinit
   const s = config.schedules;
   if (!s.enabled) return [];
   const out: PlannedSchedule[] = [];
-  const add = (name: string, orgId: string, minutes: number, payload: unknown, everyMs = minutes * 60_000) => {
+  const add = (
+    name: string,
+    orgId: string,
+    minutes: number,
+    payload: unknown,
+    everyMs = minutes * 60_000,
+  ) => {
     const definition = catalog[name];
     if (!definition || minutes <= 0) return;
     out.push({
@@ -43,7 +49,13 @@ export function planSchedules(config: Config, catalog: Record<string, JobDefinit
   };
   for (const org of config.organizations) {
     add('users.sync', org.orgId, s.usersSyncMinutes, { orgId: org.orgId });
-    add('records.recent', org.orgId, s.recentPollMinutes, { orgId: org.orgId }, config.budget.tickSeconds * 1000);
+    add(
+      'records.recent',
+      org.orgId,
+      s.recentPollMinutes,
+      { orgId: org.orgId },
+      config.budget.tickSeconds * 1000,
+    );
     add('connections.recent', org.orgId, s.reconcileMinutes, { orgId: org.orgId, days: s.reconcileDays });
     if (org.legacy.enabled) add('legacy.sync', org.orgId, s.legacyLatestMinutes, { orgId: org.orgId });
   }

@@ -19,7 +19,12 @@ export async function markRecentPollsEnqueued(
     on conflict (org_id, uid) do update set enqueued_at = excluded.enqueued_at`.execute(db);
 }
 
-export async function markRecentPollDone(db: Kysely<Database>, orgId: string, uid: string, at: Date): Promise<void> {
+export async function markRecentPollDone(
+  db: Kysely<Database>,
+  orgId: string,
+  uid: string,
+  at: Date,
+): Promise<void> {
   await db
     .insertInto('validic_sync.recent_polls')
     .values({ org_id: orgId, uid, polled_at: at })

@@ -83,7 +83,9 @@ describe('schedules within the request budget of 3,000 users', () => {
       .sort();
     const activeUids = uids.slice(0, ACTIVE);
     const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
-    const records = activeUids.map((uid) => sandbox.control.addRecord({ uid, type: 'measurement', day: yesterday }));
+    const records = activeUids.map((uid) =>
+      sandbox.control.addRecord({ uid, type: 'measurement', day: yesterday }),
+    );
     await applyBatch(db.warehouse, {
       orgId: sandbox.orgId,
       arrivedVia: 'poll',
@@ -151,7 +153,11 @@ describe('schedules within the request budget of 3,000 users', () => {
       };
       const budget = (await status()).orgs.find((o) => o.orgId === sandbox.orgId)!.budget;
       expect(budget.requestsPerHour).toBe(LIMIT * SPEED);
-      expect(budget.recentPoll).toMatchObject({ activeUsers: ACTIVE, dormantUsers: USERS - ACTIVE, requestsPerUser: 7 });
+      expect(budget.recentPoll).toMatchObject({
+        activeUsers: ACTIVE,
+        dormantUsers: USERS - ACTIVE,
+        requestsPerUser: 7,
+      });
       expect(budget.shares.backfill).toBeGreaterThanOrEqual(0.1 - 1e-9);
       // The configured hourly sweep does not fit: (150 + 2,850 / 24) × 7 ≈ 1,881 requests per hour.
       const sweepMs = budget.recentPoll.plannedSeconds! * 1000;
@@ -193,9 +199,14 @@ describe('schedules within the request budget of 3,000 users', () => {
         where status = 'done'`.execute(db.warehouse.db);
       const backfillRequests = backfill.rows[0]!.requests;
       const minimum = config.budget.backfillMinShare * (budget.usablePerHour / SPEED) * elapsedHours;
+      const recentPolls = await sql<{ n: number }>`
+        select count(*)::int as n from validic_sync.recent_polls where polled_at is not null`.execute(
+        db.warehouse.db,
+      );
       console.log(
         `budget-plan: sweep ${Math.round(sweepMs / 1000)} s (${(sweepMs / HOUR).toFixed(2)} h simulated), worst active age ${worstAgeMs} ms, ` +
-          `${elapsedHours.toFixed(2)} h simulated, ${stats.total} requests, backfill ${backfillRequests} (minimum ${Math.round(minimum)})`,
+          `${elapsedHours.toFixed(2)} h simulated, ${stats.total} requests, backfill ${backfillRequests} (minimum ${Math.round(minimum)}), ` +
+          `recent share planned ${budget.shares.recent}, ${recentPolls.rows[0]!.n} users polled at least once`,
       );
       expect(backfillRequests).toBeGreaterThanOrEqual(minimum);
 
@@ -207,7 +218,9 @@ describe('schedules within the request budget of 3,000 users', () => {
         new RegExp(`validic_sync_budget_share\\{org="${sandbox.orgId}",kind="backfill"\\} 0\\.1`),
       );
       expect(metrics).toMatch(
-        new RegExp(`validic_sync_recent_sweep_seconds\\{org="${sandbox.orgId}",users="active",period="planned"\\} \\d`),
+        new RegExp(
+          `validic_sync_recent_sweep_seconds\\{org="${sandbox.orgId}",users="active",period="planned"\\} \\d`,
+        ),
       );
     } finally {
       await worker.stop();

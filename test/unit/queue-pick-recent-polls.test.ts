@@ -24,7 +24,13 @@ function simulate(active: number, dormant: number, hours: number) {
     streamPerHour: 12,
     pushAndReconcilePerHour: 4,
     backfillMinShare: 0.1,
-    recent: { activeUsers: active, dormantUsers: dormant, requestsPerUser: 7, activePeriodMs: HOUR_MS, dormantPeriodMs: 24 * HOUR_MS },
+    recent: {
+      activeUsers: active,
+      dormantUsers: dormant,
+      requestsPerUser: 7,
+      activePeriodMs: HOUR_MS,
+      dormantPeriodMs: 24 * HOUR_MS,
+    },
   });
   const polls = new Map<string, number[]>(users.map((u) => [u.uid, []]));
   const enqueuedAt: number[] = [];
@@ -56,7 +62,9 @@ describe('pickRecentPolls', () => {
     // The gate: any window of WINDOW_TICKS ticks enqueues at most the recent cap's worth of users.
     const windowUsers = (plan.recentCapPerHour * WINDOW_TICKS * TICK) / HOUR_MS / 7;
     for (let i = 0; i < enqueuedAt.length; i++) {
-      const inWindow = enqueuedAt.filter((t) => t >= enqueuedAt[i]! && t < enqueuedAt[i]! + WINDOW_TICKS * TICK);
+      const inWindow = enqueuedAt.filter(
+        (t) => t >= enqueuedAt[i]! && t < enqueuedAt[i]! + WINDOW_TICKS * TICK,
+      );
       expect(inWindow.length).toBeLessThanOrEqual(windowUsers);
     }
     // Requests of the recent poll per hour never exceed its share.
@@ -70,7 +78,8 @@ describe('pickRecentPolls', () => {
     for (const [uid, times] of polls) {
       if (Number(uid.slice(1)) >= 150) continue;
       expect(times[0]! - start).toBeLessThanOrEqual(period);
-      for (let k = 1; k < times.length; k++) expect(times[k]! - times[k - 1]!).toBeLessThanOrEqual(period + 2 * TICK);
+      for (let k = 1; k < times.length; k++)
+        expect(times[k]! - times[k - 1]!).toBeLessThanOrEqual(period + 2 * TICK);
       expect(start + hours * HOUR_MS - times.at(-1)!).toBeLessThanOrEqual(period + 2 * TICK);
     }
     // Dormant users are polled too, with what the active ones leave.
@@ -85,7 +94,13 @@ describe('pickRecentPolls', () => {
       streamPerHour: 0,
       pushAndReconcilePerHour: 0,
       backfillMinShare: 0.1,
-      recent: { activeUsers: 1, dormantUsers: 1, requestsPerUser: 7, activePeriodMs: HOUR_MS, dormantPeriodMs: 24 * HOUR_MS },
+      recent: {
+        activeUsers: 1,
+        dormantUsers: 1,
+        requestsPerUser: 7,
+        activePeriodMs: HOUR_MS,
+        dormantPeriodMs: 24 * HOUR_MS,
+      },
     });
     const now = Date.UTC(2026, 0, 2);
     const at = (ago: number) => new Date(now - ago);
@@ -108,7 +123,13 @@ describe('pickRecentPolls', () => {
       streamPerHour: 200,
       pushAndReconcilePerHour: 0,
       backfillMinShare: 0.1,
-      recent: { activeUsers: 1, dormantUsers: 0, requestsPerUser: 7, activePeriodMs: HOUR_MS, dormantPeriodMs: HOUR_MS },
+      recent: {
+        activeUsers: 1,
+        dormantUsers: 0,
+        requestsPerUser: 7,
+        activePeriodMs: HOUR_MS,
+        dormantPeriodMs: HOUR_MS,
+      },
     });
     const users: PollableUser[] = [{ uid: 'a', active: true, enqueuedAt: null, polledAt: null }];
     expect(pickRecentPolls(users, plan, { now: Date.now(), tickMs: TICK }).uids).toEqual([]);

@@ -61,9 +61,9 @@ describe('planRequestBudget', () => {
         }
         expect(r.activePeriodMs).toBeGreaterThanOrEqual(i.recent.activePeriodMs);
         if (i.recent.activePeriodMs === 0) return;
-        expect(close(r.dormantPeriodMs! / r.activePeriodMs, r.configuredDormantPeriodMs / i.recent.activePeriodMs)).toBe(
-          true,
-        );
+        expect(
+          close(r.dormantPeriodMs! / r.activePeriodMs, r.configuredDormantPeriodMs / i.recent.activePeriodMs),
+        ).toBe(true);
         // What one sweep costs per hour at the planned periods is what the recent poll is given.
         const users = i.recent.activeUsers + (i.recent.dormantUsers * r.activePeriodMs) / r.dormantPeriodMs!;
         const costPerHour = (users * i.recent.requestsPerUser * HOUR_MS) / r.activePeriodMs;
@@ -77,7 +77,11 @@ describe('planRequestBudget', () => {
   it('plans the issue example: 3,000 active users × 7 resources at 2,000 per hour', () => {
     const config = configSchema.parse({ organizations: [{ orgId: 'o', token: 't' }] });
     const plan = planRequestBudget(
-      budgetPlanInput(config, config.organizations[0]!, { activeUsers: 3000, dormantUsers: 0, pushFetchesLastHour: 0 }),
+      budgetPlanInput(config, config.organizations[0]!, {
+        activeUsers: 3000,
+        dormantUsers: 0,
+        pushFetchesLastHour: 0,
+      }),
     );
     expect(plan.usablePerHour).toBeCloseTo(1880); // 95 % of 2,000 less the burst of 20
     expect(plan.perHour.stream).toBe(12); // one connection × 12
@@ -96,7 +100,13 @@ describe('planRequestBudget', () => {
       streamPerHour: 0,
       pushAndReconcilePerHour: 0,
       backfillMinShare: 0.1,
-      recent: { activeUsers: 100, dormantUsers: 2400, requestsPerUser: 5, activePeriodMs: HOUR_MS, dormantPeriodMs: 24 * HOUR_MS },
+      recent: {
+        activeUsers: 100,
+        dormantUsers: 2400,
+        requestsPerUser: 5,
+        activePeriodMs: HOUR_MS,
+        dormantPeriodMs: 24 * HOUR_MS,
+      },
     });
     // (100 + 2400 / 24) × 5 = 1,000 requests an hour needed, 900 given.
     expect(plan.recent.demandPerHour).toBeCloseTo(1000);
