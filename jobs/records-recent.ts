@@ -17,7 +17,7 @@
  */
 import { z } from 'zod';
 import { budgetWarnings } from '../src/queue/budget-warnings.ts';
-import { pickRecentPolls } from '../src/queue/pick-recent-polls.ts';
+import { ACTIVE_PRIORITY, DORMANT_PRIORITY, pickRecentPolls } from '../src/queue/pick-recent-polls.ts';
 import { readBudgetPlan } from '../src/queue/read-budget-plan.ts';
 import { formatUtcDate, planDateWindows } from '../src/validic/date-windows.ts';
 import { toV2Resource } from '../src/validic/v2-resources.ts';
@@ -46,7 +46,8 @@ const warned = new Set<string>();
 export const recordsRecent = defineJob({
   name: 'records.recent',
   payload: recordsRecentPayload,
-  options: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, priority: 12 },
+  // A tick is one read of the warehouse: it goes before the polls it queues (11, 12), so it runs on time.
+  options: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, priority: 7 },
   jobId: (p) => `records.recent|${encodeURIComponent(p.orgId)}`,
   async run(ctx, payload): Promise<RecordsRecentResult> {
     const org = ctx.org(payload.orgId);
@@ -73,13 +74,18 @@ export const recordsRecent = defineJob({
       tickMs: ctx.config.budget.tickSeconds * 1000,
     });
     const resources = [...new Set(org.config.resources.map(toV2Resource))];
-    await markRecentPollsEnqueued(db, payload.orgId, slice.uids, new Date(now));
+    await markRecentPollsEnqueued(db, payload.orgId, [...slice.active, ...slice.dormant], new Date(now));
     let enqueued = 0;
-    for (const uid of slice.uids) {
-      for (const window of planDateWindows(from, to)) {
-        ctx.signal.throwIfAborted();
-        const poll = { orgId: payload.orgId, uid, resources, recent: true, ...window };
-        if (await ctx.enqueue('records.poll', poll)) enqueued++;
+    for (const [uids, priority] of [
+      [slice.active, ACTIVE_PRIORITY],
+      [slice.dormant, DORMANT_PRIORITY],
+    ] as const) {
+      for (const uid of uids) {
+        for (const window of planDateWindows(from, to)) {
+          ctx.signal.throwIfAborted();
+          const poll = { orgId: payload.orgId, uid, resources, recent: true, ...window };
+          if (await ctx.enqueue('records.poll', poll, { priority })) enqueued++;
+        }
       }
     }
     return {

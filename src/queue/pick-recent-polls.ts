@@ -3,14 +3,14 @@
  * queued at once: a tick enqueues only what the plan's recent-poll rate allows, and
  *
  * - due: a dormant user whose last completed poll is older than the plan's dormant period, an active one
- *   whose poll falls due within the next window (a poll waits behind at most a window's worth of polls
- *   in flight, so it then completes within the active period), or one never polled; a user whose poll
- *   is still in flight is not due;
+ *   whose poll falls due within the time a poll takes from queue to completion (measured, + 2 ticks), or
+ *   one never polled; a user whose poll is still in flight is not due. The lead polls active users a
+ *   little more often than planned (Pa ÷ (Pa − lead)), taken from what dormant users get;
  * - order: active users first (they are the ones whose data is late), then the oldest poll first; dormant
  *   users leave room for the active users falling due within the next window, so a backlog of dormant
  *   users never delays an active one;
  * - gate: over any sliding window of `WINDOW_TICKS` ticks, at most the recent cap's worth of users is
- *   enqueued (and a tick at most its tenth of it), and no more are in flight than that: the recent poll
+ *   enqueued (a tick what the rate allows since the last enqueue), and no more are in flight than that: the recent poll
  *   never takes more than its share of the budget (so backfill keeps its minimum), and never queues
  *   more than the budget can serve.
  *
@@ -22,9 +22,17 @@ import type { PollableUser } from '../warehouse/select-users-to-poll.ts';
 import { type BudgetPlan, HOUR_MS } from './plan-request-budget.ts';
 
 export const WINDOW_TICKS = 10;
+/**
+ * BullMQ priorities of the recent polls: an active user's waits for no dormant one's; both go before
+ * backfill polls (20). The tick itself (records.recent) runs at 7, so it is not held up by the polls.
+ */
+export const ACTIVE_PRIORITY = 11;
+export const DORMANT_PRIORITY = 12;
 
 export interface RecentSlice {
-  uids: string[];
+  /** Active users to enqueue (queued at ACTIVE_PRIORITY, before the dormant ones). */
+  active: string[];
+  dormant: string[];
   due: { active: number; dormant: number };
   inFlight: number;
   /** Users the gate allowed this tick. */
@@ -44,8 +52,20 @@ export function pickRecentPolls(
   const perUser = plan.recent.requestsPerUser;
   const windowUsers = perUser > 0 ? Math.floor((plan.recentCapPerHour * windowMs) / HOUR_MS / perUser) : 0;
 
+  // An active user is queued `lead` before it falls due, so its poll completes within the period: two
+  // ticks (the granularity of queueing, and a tick that runs late) plus the slowest queue-to-completion time of the last window's polls
+  // (measured: it grows with the queue depth, the worker slots and the budget's pace), at most a window.
+  let slowest = 0;
+  for (const u of users) {
+    const queued = u.enqueuedAt?.getTime();
+    const polled = u.polledAt?.getTime();
+    if (queued !== undefined && polled !== undefined && polled >= queued && now - polled < windowMs)
+      slowest = Math.max(slowest, polled - queued);
+  }
+  const lead = 2 * tickMs + Math.min(slowest, windowMs);
   let inFlight = 0;
   let enqueuedInWindow = 0;
+  let lastEnqueue: number | undefined;
   /** Active users due within the window after: dormant ones must leave room for them. */
   let activeSoon = 0;
   const activeDue: PollableUser[] = [];
@@ -54,14 +74,15 @@ export function pickRecentPolls(
     const queued = u.enqueuedAt?.getTime();
     const polled = u.polledAt?.getTime();
     if (queued !== undefined && now - queued < windowMs) enqueuedInWindow++;
+    if (queued !== undefined && (lastEnqueue === undefined || queued > lastEnqueue)) lastEnqueue = queued;
     if (queued !== undefined && (polled === undefined || polled < queued) && now - queued < lostAfter) {
       inFlight++;
       continue;
     }
     const age = polled === undefined ? Number.POSITIVE_INFINITY : now - polled;
     if (u.active) {
-      if (age >= activePeriod - windowMs) activeDue.push(u);
-      else if (age >= activePeriod - 2 * windowMs) activeSoon++;
+      if (age >= activePeriod - lead) activeDue.push(u);
+      else if (age >= activePeriod - lead - windowMs) activeSoon++;
     } else if (age >= dormantPeriod) dormantDue.push(u);
   }
   const oldestFirst = (a: PollableUser, b: PollableUser) =>
@@ -69,13 +90,16 @@ export function pickRecentPolls(
     (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0);
   activeDue.sort(oldestFirst);
   dormantDue.sort(oldestFirst);
-  // A tick takes its part of the window (no burst of a whole window at start), the window its share.
-  const perTick = Math.ceil(windowUsers / WINDOW_TICKS);
-  const allowed = Math.max(0, Math.min(perTick, windowUsers - Math.max(enqueuedInWindow, inFlight)));
+  // A tick takes what the rate allows since the last enqueue (so a tick that ran late catches up, and
+  // there is no burst of a whole window at start), the window at most its share.
+  const sinceLast = lastEnqueue === undefined ? tickMs : Math.min(windowMs, Math.max(0, now - lastEnqueue));
+  const byRate = Math.ceil((windowUsers * sinceLast) / windowMs);
+  const allowed = Math.max(0, Math.min(byRate, windowUsers - Math.max(enqueuedInWindow, inFlight)));
   const active = activeDue.slice(0, allowed);
   const dormant = dormantDue.slice(0, Math.max(0, allowed - active.length - activeSoon));
   return {
-    uids: [...active, ...dormant].map((u) => u.uid),
+    active: active.map((u) => u.uid),
+    dormant: dormant.map((u) => u.uid),
     due: { active: activeDue.length, dormant: dormantDue.length },
     inFlight,
     allowed,

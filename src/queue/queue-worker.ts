@@ -68,8 +68,14 @@ export function startQueueWorker(options: QueueWorkerOptions): QueueWorker {
       jobId,
       attempt: job.attemptsMade + 1,
       signal,
-      enqueue: (name, payload) =>
-        options.jobQueue.enqueue(name, payload, inheritedPriority(job.opts.priority, catalog[name])),
+      enqueue: (name, payload, extra) =>
+        options.jobQueue.enqueue(
+          name,
+          payload,
+          extra?.priority !== undefined
+            ? { priority: extra.priority }
+            : inheritedPriority(job.opts.priority, catalog[name]),
+        ),
     });
     try {
       const result = await definition.run(ctx, parsed.data);

@@ -3,7 +3,7 @@
  * (written by the records.recent tick before it enqueues) and last completed (by records.poll). It is
  * bookkeeping, not data: a crash between a poll's load and its mark only polls that user once more.
  */
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database } from './database.ts';
 
 export async function markRecentPollsEnqueued(
@@ -13,10 +13,13 @@ export async function markRecentPollsEnqueued(
   at: Date,
 ): Promise<void> {
   if (uids.length === 0) return;
-  await sql`
-    insert into validic_sync.recent_polls (org_id, uid, enqueued_at)
-    select ${orgId}, uid, ${at} from unnest(${sql.val([...uids])}::text[]) as uid
-    on conflict (org_id, uid) do update set enqueued_at = excluded.enqueued_at`.execute(db);
+  await db
+    .insertInto('validic_sync.recent_polls')
+    .values(uids.map((uid) => ({ org_id: orgId, uid, enqueued_at: at })))
+    .onConflict((oc) =>
+      oc.columns(['org_id', 'uid']).doUpdateSet((eb) => ({ enqueued_at: eb.ref('excluded.enqueued_at') })),
+    )
+    .execute();
 }
 
 export async function markRecentPollDone(

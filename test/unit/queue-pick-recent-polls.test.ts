@@ -43,7 +43,7 @@ function simulate(active: number, dormant: number, hours: number) {
     }
     const slice = pickRecentPolls(users, plan, { now, tickMs: TICK });
     expect(slice.inFlight).toBe(0);
-    const picked = new Set(slice.uids);
+    const picked = new Set([...slice.active, ...slice.dormant]);
     pending = users.filter((u) => picked.has(u.uid));
     for (const u of pending) {
       u.enqueuedAt = new Date(now);
@@ -111,9 +111,41 @@ describe('pickRecentPolls', () => {
       { uid: 'f', active: true, enqueuedAt: at(60_000), polledAt: at(3 * HOUR_MS) },
     ];
     const slice = pickRecentPolls(users, plan, { now, tickMs: TICK });
-    expect(slice.uids).toEqual(['a']);
+    expect(slice.active).toEqual(['a']);
+    expect(slice.dormant).toEqual([]);
     expect(slice.inFlight).toBe(1);
     expect(slice.due).toEqual({ active: 1, dormant: 0 });
+  });
+
+  it('queues an active user as long before it falls due as recent polls took to complete, plus a tick', () => {
+    const plan = planRequestBudget({
+      requestsPerHour: 2000,
+      usablePerHour: 1880,
+      streamPerHour: 0,
+      pushAndReconcilePerHour: 0,
+      backfillMinShare: 0.1,
+      recent: {
+        activeUsers: 2,
+        dormantUsers: 0,
+        requestsPerUser: 7,
+        activePeriodMs: HOUR_MS,
+        dormantPeriodMs: HOUR_MS,
+      },
+    });
+    const now = Date.UTC(2026, 0, 2);
+    const at = (ago: number) => new Date(now - ago);
+    // 'slow' took 3 ticks from queue to completion, 2 ticks ago; 'x' falls due in 3.5 ticks.
+    const slow = { uid: 'slow', active: true, enqueuedAt: at(5 * TICK), polledAt: at(2 * TICK) };
+    const x = {
+      uid: 'x',
+      active: true,
+      enqueuedAt: at(HOUR_MS - 3 * TICK),
+      polledAt: at(HOUR_MS - 3.5 * TICK),
+    };
+    expect(pickRecentPolls([slow, x], plan, { now, tickMs: TICK }).active).toEqual(['x']);
+    // Without the measured delay only a tick of lead: not yet.
+    const fast = { ...slow, enqueuedAt: at(2.5 * TICK) };
+    expect(pickRecentPolls([fast, x], plan, { now, tickMs: TICK }).active).toEqual([]);
   });
 
   it('queues nothing when the recent poll has no share', () => {
@@ -132,7 +164,7 @@ describe('pickRecentPolls', () => {
       },
     });
     const users: PollableUser[] = [{ uid: 'a', active: true, enqueuedAt: null, polledAt: null }];
-    expect(pickRecentPolls(users, plan, { now: Date.now(), tickMs: TICK }).uids).toEqual([]);
+    expect(pickRecentPolls(users, plan, { now: Date.now(), tickMs: TICK }).active).toEqual([]);
     expect(plan.recent.activePeriodMs).toBeNull();
   });
 });
