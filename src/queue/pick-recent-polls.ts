@@ -3,16 +3,16 @@
  * queued at once: a tick enqueues only what the plan's recent-poll rate allows, and
  *
  * - due: a dormant user whose last completed poll is older than the plan's dormant period, an active one
- *   whose poll falls due within the time a poll takes from queue to completion (measured, + 2 ticks), or
+ *   whose poll falls due within the time polls take from queue to completion (measured, + 2 ticks), or
  *   one never polled; a user whose poll is still in flight is not due. The lead polls active users a
  *   little more often than planned (Pa ÷ (Pa − lead)), taken from what dormant users get;
  * - order: active users first (they are the ones whose data is late), then the oldest poll first; dormant
  *   users leave room for the active users falling due within the next window, so a backlog of dormant
  *   users never delays an active one;
  * - gate: over any sliding window of `WINDOW_TICKS` ticks, at most the recent cap's worth of users is
- *   enqueued (a tick what the rate allows since the last enqueue), and no more are in flight than that: the recent poll
- *   never takes more than its share of the budget (so backfill keeps its minimum), and never queues
- *   more than the budget can serve.
+ *   enqueued (a tick: what the rate allows since the last enqueue), and no more are in flight than
+ *   that: the recent poll never takes more than its share of the budget (so backfill keeps its
+ *   minimum), and never queues more than the budget can serve.
  *
  * A poll in flight (queued after its last completion) that has not completed within one active period
  * is taken as lost and becomes due again; records.poll's deterministic id keeps it from being doubled
@@ -53,13 +53,15 @@ export function pickRecentPolls(
   const windowUsers = perUser > 0 ? Math.floor((plan.recentCapPerHour * windowMs) / HOUR_MS / perUser) : 0;
 
   // An active user is queued `lead` before it falls due, so its poll completes within the period: two
-  // ticks (the granularity of queueing, and a tick that runs late) plus the slowest queue-to-completion time of the last window's polls
-  // (measured: it grows with the queue depth, the worker slots and the budget's pace), at most a window.
+  // ticks (the granularity of queueing, and a tick that runs late) plus the slowest queue-to-completion
+  // time of the polls completed in the last active period (measured: it grows with the queue depth, the
+  // worker slots and the budget's pace), at most a window.
+  const horizon = Number.isFinite(activePeriod) ? activePeriod : windowMs;
   let slowest = 0;
   for (const u of users) {
     const queued = u.enqueuedAt?.getTime();
     const polled = u.polledAt?.getTime();
-    if (queued !== undefined && polled !== undefined && polled >= queued && now - polled < windowMs)
+    if (queued !== undefined && polled !== undefined && polled >= queued && now - polled < horizon)
       slowest = Math.max(slowest, polled - queued);
   }
   const lead = 2 * tickMs + Math.min(slowest, windowMs);
