@@ -182,7 +182,7 @@ export const configSchema = z.object({
       streamRequestsPerConnectionHour: z.coerce.number().min(0).default(12),
       /** A user with a record starting in the last this many days is active (polled every recentPollMinutes). */
       activeDays: z.coerce.number().int().min(1).default(7),
-      /** How often a dormant user (no record in `activeDays`) is re-polled. */
+      /** How often a dormant user (no record in `activeDays`) is re-polled (0: as often as active users). */
       dormantPollMinutes: z.coerce.number().min(0).default(1440),
       /** How often the records.recent tick enqueues the next slice of users. */
       tickSeconds: z.coerce.number().positive().default(60),

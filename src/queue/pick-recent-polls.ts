@@ -6,9 +6,8 @@
  *   whose poll falls due within the time polls take from queue to completion (measured, + 2 ticks), or
  *   one never polled; a user whose poll is still in flight is not due. The lead polls active users a
  *   little more often than planned (Pa ÷ (Pa − lead)), taken from what dormant users get;
- * - order: active users first (they are the ones whose data is late), then the oldest poll first; dormant
- *   users leave room for the active users falling due within the next window, so a backlog of dormant
- *   users never delays an active one;
+ * - order: active users first (they are the ones whose data is late), then the oldest poll first; their
+ *   polls are queued at a more urgent priority too, so a backlog of dormant users never delays them;
  * - gate: over any sliding window of `WINDOW_TICKS` ticks, at most the recent cap's worth of users is
  *   enqueued (a tick: what the rate allows since the last enqueue), and no more are in flight than
  *   that: the recent poll never takes more than its share of the budget (so backfill keeps its
@@ -68,8 +67,6 @@ export function pickRecentPolls(
   let inFlight = 0;
   let enqueuedInWindow = 0;
   let lastEnqueue: number | undefined;
-  /** Active users due within the window after: dormant ones must leave room for them. */
-  let activeSoon = 0;
   const activeDue: PollableUser[] = [];
   const dormantDue: PollableUser[] = [];
   for (const u of users) {
@@ -84,7 +81,6 @@ export function pickRecentPolls(
     const age = polled === undefined ? Number.POSITIVE_INFINITY : now - polled;
     if (u.active) {
       if (age >= activePeriod - lead) activeDue.push(u);
-      else if (age >= activePeriod - lead - windowMs) activeSoon++;
     } else if (age >= dormantPeriod) dormantDue.push(u);
   }
   const oldestFirst = (a: PollableUser, b: PollableUser) =>
@@ -98,7 +94,7 @@ export function pickRecentPolls(
   const byRate = Math.ceil((windowUsers * sinceLast) / windowMs);
   const allowed = Math.max(0, Math.min(byRate, windowUsers - Math.max(enqueuedInWindow, inFlight)));
   const active = activeDue.slice(0, allowed);
-  const dormant = dormantDue.slice(0, Math.max(0, allowed - active.length - activeSoon));
+  const dormant = dormantDue.slice(0, allowed - active.length);
   return {
     active: active.map((u) => u.uid),
     dormant: dormant.map((u) => u.uid),
