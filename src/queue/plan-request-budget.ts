@@ -92,7 +92,8 @@ export function planRequestBudget(input: BudgetPlanInput): BudgetPlan {
   const backfill = usable - stream - pushAndReconcile - recent;
 
   let stretch: number | null = 1;
-  if (demand > recent) stretch = recent > 0 ? demand / recent : null;
+  // A share too small to be a number of requests (or none) polls never.
+  if (demand > recent) stretch = recent > 1e-9 ? demand / recent : null;
   const perHour = { stream, pushAndReconcile, recent, backfill };
   const share = (n: number) => (usable > 0 ? n / usable : 0);
   return {

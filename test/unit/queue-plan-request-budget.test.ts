@@ -47,6 +47,7 @@ describe('planRequestBudget', () => {
         if (plan.overcommitted) expect(close(backfill, i.usablePerHour * i.backfillMinShare)).toBe(true);
         expect(recent).toBeLessThanOrEqual(plan.recentCapPerHour + 1e-9);
       }),
+      { numRuns: 5000 },
     );
   });
 
@@ -71,6 +72,7 @@ describe('planRequestBudget', () => {
         if (r.stretch! > 1) expect(close(costPerHour, plan.perHour.recent)).toBe(true);
         else expect(costPerHour).toBeLessThanOrEqual(plan.perHour.recent * (1 + 1e-9) + 1e-9);
       }),
+      { numRuns: 5000 },
     );
   });
 
@@ -82,6 +84,7 @@ describe('planRequestBudget', () => {
         dormantUsers: 0,
         pushFetchesLastHour: 0,
       }),
+      { numRuns: 5000 },
     );
     expect(plan.usablePerHour).toBeCloseTo(1880); // 95 % of 2,000 less the burst of 20
     expect(plan.perHour.stream).toBe(12); // one connection × 12
