@@ -84,7 +84,6 @@ describe('planRequestBudget', () => {
         dormantUsers: 0,
         pushFetchesLastHour: 0,
       }),
-      { numRuns: 5000 },
     );
     expect(plan.usablePerHour).toBeCloseTo(1880); // 95 % of 2,000 less the burst of 20
     expect(plan.perHour.stream).toBe(12); // one connection × 12
