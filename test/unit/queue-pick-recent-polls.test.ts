@@ -6,10 +6,25 @@
  */
 import { describe, expect, it } from 'vitest';
 import { pickRecentPolls, WINDOW_TICKS } from '../../src/queue/pick-recent-polls.ts';
-import { HOUR_MS, planRequestBudget } from '../../src/queue/plan-request-budget.ts';
+import { type BudgetPlanInput, HOUR_MS, planRequestBudget } from '../../src/queue/plan-request-budget.ts';
 import type { PollableUser } from '../../src/warehouse/select-users-to-poll.ts';
 
 const TICK = 60_000;
+
+/** A plan at 2,000 requests per hour (1,880 usable), 7 requests per user, active users hourly. */
+const planOf = (
+  recent: Partial<BudgetPlanInput['recent']> & { activeUsers: number; dormantUsers: number },
+  reserved: Partial<BudgetPlanInput> = {},
+) =>
+  planRequestBudget({
+    requestsPerHour: 2000,
+    usablePerHour: 1880,
+    streamPerHour: 0,
+    pushAndReconcilePerHour: 0,
+    backfillMinShare: 0.1,
+    ...reserved,
+    recent: { requestsPerUser: 7, activePeriodMs: HOUR_MS, dormantPeriodMs: 24 * HOUR_MS, ...recent },
+  });
 
 function simulate(active: number, dormant: number, hours: number) {
   const users: PollableUser[] = Array.from({ length: active + dormant }, (_, i) => ({
@@ -18,20 +33,10 @@ function simulate(active: number, dormant: number, hours: number) {
     enqueuedAt: null,
     polledAt: null,
   }));
-  const plan = planRequestBudget({
-    requestsPerHour: 2000,
-    usablePerHour: 1880,
-    streamPerHour: 12,
-    pushAndReconcilePerHour: 4,
-    backfillMinShare: 0.1,
-    recent: {
-      activeUsers: active,
-      dormantUsers: dormant,
-      requestsPerUser: 7,
-      activePeriodMs: HOUR_MS,
-      dormantPeriodMs: 24 * HOUR_MS,
-    },
-  });
+  const plan = planOf(
+    { activeUsers: active, dormantUsers: dormant },
+    { streamPerHour: 12, pushAndReconcilePerHour: 4 },
+  );
   const polls = new Map<string, number[]>(users.map((u) => [u.uid, []]));
   const enqueuedAt: number[] = [];
   let pending: PollableUser[] = [];
@@ -88,20 +93,7 @@ describe('pickRecentPolls', () => {
   });
 
   it('polls a dormant user again only after the dormant period, an active one after the active period', () => {
-    const plan = planRequestBudget({
-      requestsPerHour: 2000,
-      usablePerHour: 1880,
-      streamPerHour: 0,
-      pushAndReconcilePerHour: 0,
-      backfillMinShare: 0.1,
-      recent: {
-        activeUsers: 1,
-        dormantUsers: 1,
-        requestsPerUser: 7,
-        activePeriodMs: HOUR_MS,
-        dormantPeriodMs: 24 * HOUR_MS,
-      },
-    });
+    const plan = planOf({ activeUsers: 1, dormantUsers: 1 });
     const now = Date.UTC(2026, 0, 2);
     const at = (ago: number) => new Date(now - ago);
     const users: PollableUser[] = [
@@ -118,20 +110,7 @@ describe('pickRecentPolls', () => {
   });
 
   it('queues an active user as long before it falls due as recent polls took to complete, plus a tick', () => {
-    const plan = planRequestBudget({
-      requestsPerHour: 2000,
-      usablePerHour: 1880,
-      streamPerHour: 0,
-      pushAndReconcilePerHour: 0,
-      backfillMinShare: 0.1,
-      recent: {
-        activeUsers: 2,
-        dormantUsers: 0,
-        requestsPerUser: 7,
-        activePeriodMs: HOUR_MS,
-        dormantPeriodMs: HOUR_MS,
-      },
-    });
+    const plan = planOf({ activeUsers: 2, dormantUsers: 0 });
     const now = Date.UTC(2026, 0, 2);
     const at = (ago: number) => new Date(now - ago);
     // 'slow' took 3 ticks from queue to completion, 2 ticks ago; 'x' falls due in 3.5 ticks.
@@ -149,20 +128,10 @@ describe('pickRecentPolls', () => {
   });
 
   it('queues nothing when the recent poll has no share', () => {
-    const plan = planRequestBudget({
-      requestsPerHour: 100,
-      usablePerHour: 90,
-      streamPerHour: 200,
-      pushAndReconcilePerHour: 0,
-      backfillMinShare: 0.1,
-      recent: {
-        activeUsers: 1,
-        dormantUsers: 0,
-        requestsPerUser: 7,
-        activePeriodMs: HOUR_MS,
-        dormantPeriodMs: HOUR_MS,
-      },
-    });
+    const plan = planOf(
+      { activeUsers: 1, dormantUsers: 0 },
+      { requestsPerHour: 100, usablePerHour: 90, streamPerHour: 200 },
+    );
     const users: PollableUser[] = [{ uid: 'a', active: true, enqueuedAt: null, polledAt: null }];
     expect(pickRecentPolls(users, plan, { now: Date.now(), tickMs: TICK }).active).toEqual([]);
     expect(plan.recent.activePeriodMs).toBeNull();

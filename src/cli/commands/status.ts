@@ -21,7 +21,9 @@ interface StatusOptions {
 export function registerStatus(program: Command, run: CommandRunner): void {
   program
     .command('status')
-    .description('checkpoints, lag, backfill runs, queue depths and failed jobs, quarantine, stream state')
+    .description(
+      'checkpoints, lag, backfill runs, the request budget plan, queue depths and failed jobs, quarantine, stream state',
+    )
     .option('--json', 'print one JSON document instead of tables')
     .action((options: StatusOptions) =>
       run(async ({ config, log, print }) => {
