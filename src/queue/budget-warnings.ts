@@ -4,6 +4,7 @@
  * or the reserved kinds do not fit beside backfill's minimum share. Each message names the setting to
  * change. The worker logs each once per process (records-recent.ts).
  */
+import { formatPeriod } from './format-period.ts';
 import type { BudgetPlan } from './plan-request-budget.ts';
 
 const DAY_MS = 86_400_000;
@@ -14,21 +15,23 @@ export interface BudgetWarning {
   message: string;
 }
 
-const minutes = (ms: number) => `${Math.round(ms / 60_000).toLocaleString('en-US')} min`;
-
 export function budgetWarnings(plan: BudgetPlan, lookbackDays: number): BudgetWarning[] {
   const out: BudgetWarning[] = [];
   const r = plan.recent;
   const users = r.activeUsers + r.dormantUsers;
   if (r.configuredActivePeriodMs > 0 && (r.stretch === null || r.stretch > 1.0001)) {
-    const achieved = r.activePeriodMs === null ? 'never' : `every ${minutes(r.activePeriodMs)}`;
+    const achieved = r.activePeriodMs === null ? 'never' : `every ${formatPeriod(r.activePeriodMs)}`;
+    const fits =
+      r.activePeriodMs === null || r.dormantPeriodMs === null
+        ? ''
+        : ` (for the current population: ≥ ${Math.ceil(r.activePeriodMs / 60_000)} and ≥ ${Math.ceil(r.dormantPeriodMs / 60_000)})`;
     out.push({
       kind: 'period',
       message:
         `the recent poll of ${users} users × ${r.requestsPerUser} requests needs ${Math.round(r.demandPerHour)} ` +
         `requests per hour at schedules.recentPollMinutes=${r.configuredActivePeriodMs / 60_000}, but the budget ` +
         `leaves it ${Math.round(plan.recentCapPerHour)}: active users are polled ${achieved}. Set ` +
-        `schedules.recentPollMinutes (or budget.dormantPollMinutes) to what the budget allows, or raise ` +
+        `schedules.recentPollMinutes and budget.dormantPollMinutes to what the budget allows${fits}, or raise ` +
         `VALIDIC_REQUESTS_PER_HOUR (organizations[].requestsPerHour) if the platform grants more`,
     });
   }
@@ -37,7 +40,7 @@ export function budgetWarnings(plan: BudgetPlan, lookbackDays: number): BudgetWa
     out.push({
       kind: 'lookback',
       message:
-        `the recent poll's sweep (${r.activePeriodMs === null ? 'never' : minutes(r.activePeriodMs)}) is longer than ` +
+        `the recent poll's sweep (${formatPeriod(r.activePeriodMs)}) is longer than ` +
         `sync.lookbackDays=${lookbackDays} (+ today): records that arrive late by more than the lookback ` +
         `can be missed between sweeps. Raise sync.lookbackDays, or shorten the sweep (see schedules.recentPollMinutes)`,
     });

@@ -8,18 +8,11 @@
 import { configSchema } from '../config/schema.ts';
 import { V2_RESOURCES } from '../validic/v2-resources.ts';
 import { budgetPlanInput } from './budget-plan-input.ts';
-import { HOUR_MS, planRequestBudget } from './plan-request-budget.ts';
+import { formatPeriod } from './format-period.ts';
+import { planRequestBudget } from './plan-request-budget.ts';
 
 export const SIZING_POPULATIONS = [100, 250, 500, 1000, 2000, 3000, 5000, 10_000, 30_000];
 export const SIZING_RESOURCES = [1, 3, 7];
-
-function period(ms: number | null): string {
-  if (ms === null) return 'never';
-  const minutes = Math.round(ms / 60_000);
-  if (minutes <= 120) return `${minutes} min`;
-  if (minutes < 48 * 60) return `${(ms / HOUR_MS).toFixed(1)} h`;
-  return `${(ms / (24 * HOUR_MS)).toFixed(1)} d`;
-}
 
 export function sizingTable(requestsPerHour = 2000): string[] {
   const rows: string[][] = [];
@@ -36,7 +29,7 @@ export function sizingTable(requestsPerHour = 2000): string[] {
           pushFetchesLastHour: 0,
         }),
       );
-      row.push(`${period(plan.recent.activePeriodMs)} (${Math.round(plan.shares.recent * 100)} %)`);
+      row.push(`${formatPeriod(plan.recent.activePeriodMs)} (${Math.round(plan.shares.recent * 100)} %)`);
     }
     rows.push(row);
   }

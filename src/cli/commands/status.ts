@@ -11,6 +11,7 @@ import type { Command } from 'commander';
 import { UserFacingError } from '../../errors.ts';
 import type { SyncStatus } from '../../metrics/sync-status.ts';
 import type { BudgetStatus } from '../../queue/budget-status.ts';
+import { formatPeriod } from '../../queue/format-period.ts';
 import { EXIT_OK } from '../exit-codes.ts';
 import type { CommandRunner } from '../run-command.ts';
 
@@ -132,10 +133,7 @@ function describeReconcile(value: unknown): string {
   return `${r.missed ?? 0} missed of ${r.events} events (${r.startDate}..${r.endDate})`;
 }
 
-function period(seconds: number | null): string {
-  if (seconds === null) return 'never';
-  return ago(Math.round(seconds));
-}
+const period = (seconds: number | null) => formatPeriod(seconds === null ? null : seconds * 1000);
 
 /** The budget plan: requests per hour by kind of work, and the recent poll's sweep periods. */
 export function formatBudget(b: BudgetStatus): string[] {
