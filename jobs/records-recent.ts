@@ -19,7 +19,7 @@ import { z } from 'zod';
 import { budgetWarnings } from '../src/queue/budget-warnings.ts';
 import { ACTIVE_PRIORITY, DORMANT_PRIORITY, pickRecentPolls } from '../src/queue/pick-recent-polls.ts';
 import { readBudgetPlan } from '../src/queue/read-budget-plan.ts';
-import { formatUtcDate, planDateWindows } from '../src/validic/date-windows.ts';
+import { recentPollWindows } from '../src/queue/recent-poll-windows.ts';
 import { toV2Resource } from '../src/validic/v2-resources.ts';
 import { markRecentPollsEnqueued } from '../src/warehouse/recent-polls.ts';
 import { defineJob } from './job-definition.ts';
@@ -54,9 +54,7 @@ export const recordsRecent = defineJob({
     const db = ctx.warehouse.db;
     const days = payload.lookbackDays ?? ctx.config.sync.lookbackDays;
     const now = Date.now();
-    const today = Math.floor(now / 86_400_000);
-    const from = formatUtcDate(today - days);
-    const to = formatUtcDate(today);
+    const windows = recentPollWindows(days, now);
     let budget = await readBudgetPlan(db, ctx.config, org.config, now);
     // First tick of a fresh warehouse (the users schedule may not have run yet): read the users first.
     if (budget.users.length === 0) {
@@ -81,7 +79,7 @@ export const recordsRecent = defineJob({
       [slice.dormant, DORMANT_PRIORITY],
     ] as const) {
       for (const uid of uids) {
-        for (const window of planDateWindows(from, to)) {
+        for (const window of windows) {
           ctx.signal.throwIfAborted();
           const poll = { orgId: payload.orgId, uid, resources, recent: true, ...window };
           if (await ctx.enqueue('records.poll', poll, { priority })) enqueued++;
@@ -89,8 +87,8 @@ export const recordsRecent = defineJob({
       }
     }
     return {
-      from,
-      to,
+      from: windows[0]!.startDate,
+      to: windows.at(-1)!.endDate,
       users: budget.users.length,
       active: budget.plan.recent.activeUsers,
       enqueued,

@@ -12,9 +12,9 @@
  */
 import type { Config, OrganizationConfig } from '../config/schema.ts';
 import { bucketParams } from '../http/token-bucket.ts';
-import { formatUtcDate, planDateWindows } from '../validic/date-windows.ts';
 import { toV2Resource } from '../validic/v2-resources.ts';
 import { type BudgetPlanInput, HOUR_MS } from './plan-request-budget.ts';
+import { recentPollWindows } from './recent-poll-windows.ts';
 
 export interface BudgetCounts {
   activeUsers: number;
@@ -28,7 +28,8 @@ const perHour = (minutes: number) => (minutes > 0 ? 60 / minutes : 0);
 
 /** Requests of one user's recent poll: one per resource and ≤ 30-day window of the lookback (+ today). */
 export function recentRequestsPerUser(config: Config, org: OrganizationConfig): number {
-  const windows = planDateWindows(formatUtcDate(0), formatUtcDate(config.sync.lookbackDays)).length;
+  // How many windows depends only on the range's length, not on which day it is.
+  const windows = recentPollWindows(config.sync.lookbackDays, Date.UTC(2026, 0, 1)).length;
   return new Set(org.resources.map(toV2Resource)).size * windows;
 }
 

@@ -1,0 +1,11 @@
+/**
+ * The date windows one user's recent poll fetches (pure): the last `lookbackDays` days plus today, in
+ * windows of ≤ 30 days. The records.recent tick queues one records.poll per window, and the budget
+ * planner counts requests per user from the same windows, so the plan and the polls cannot disagree.
+ */
+import { type DateWindow, formatUtcDate, planDateWindows } from '../validic/date-windows.ts';
+
+export function recentPollWindows(lookbackDays: number, nowMs: number): DateWindow[] {
+  const today = Math.floor(nowMs / 86_400_000);
+  return planDateWindows(formatUtcDate(today - lookbackDays), formatUtcDate(today));
+}
