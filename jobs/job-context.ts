@@ -19,7 +19,10 @@ export interface JobContext {
   /** 1 for the first attempt. */
   attempt: number;
   jobId: string;
-  /** Queue another job (validated against its schema); false when its deterministic id was queued already. */
-  enqueue(name: string, payload: unknown): Promise<boolean>;
+  /**
+   * Queue another job (validated against its schema); false when its deterministic id was queued already.
+   * `priority` overrides the one inherited from this job (BullMQ; the inline runner has no priorities).
+   */
+  enqueue(name: string, payload: unknown, options?: { priority?: number }): Promise<boolean>;
   config: Config;
 }

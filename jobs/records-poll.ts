@@ -28,6 +28,7 @@ import { applyBatch, MAX_KEY_LOCKS } from '../src/warehouse/apply-batch.ts';
 import type { CursorWrite, LoadResult, RawItem, WindowDone } from '../src/warehouse/batch.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
 import { addLoadResult, emptyLoadResult } from '../src/warehouse/load-counts.ts';
+import { markRecentPollDone } from '../src/warehouse/recent-polls.ts';
 import { markUsersRemoved } from '../src/warehouse/remove-users.ts';
 import { pendingWindowKeys, recordsWindowKey } from '../src/warehouse/window-ledger.ts';
 import { defineJob } from './job-definition.ts';
@@ -51,6 +52,8 @@ export const recordsPollPayload = z.preprocess(
     endDate: isoDate,
     /** The backfill run whose ledger windows (recordsWindowKey of each resource) this poll completes. */
     runId: z.string().optional(),
+    /** Queued by the records.recent tick: its completion is written to validic_sync.recent_polls. */
+    recent: z.boolean().optional(),
   }),
 );
 export type RecordsPollPayload = z.infer<typeof recordsPollPayload>;
@@ -141,6 +144,9 @@ export const recordsPoll = defineJob({
       });
     }
     await flush();
+    // A resource refused for good would refuse again: the user's poll is as done as it can be.
+    if (payload.recent && (failure === undefined || failure instanceof PermanentError))
+      await markRecentPollDone(ctx.warehouse.db, payload.orgId, uid, new Date());
     if (failure !== undefined) throw failure;
     if (runId) await finishRunIfComplete(ctx.warehouse.db, runId);
     return { ...totals, records: fetched };

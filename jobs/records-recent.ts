@@ -1,16 +1,27 @@
 /**
- * records.recent: the scheduled poll of the recent past. Late data (a device syncing days later) lands
- * in windows that already passed, and the stream may miss some; so every tick re-polls the last
- * `sync.lookbackDays` days (plus today) of every known user not removed (pollableUsers), all configured resources, as records.poll jobs
- * without a backfill run. A rolling range of at most 30 days is one window per user × resource, so
- * nothing is planned in the ledger (which would grow by users × resources rows per tick); windows
- * that closed before the lookback are simply never planned again. The loader makes the repeats no-ops,
- * and records.poll's deterministic id keeps a window from being queued twice while one waits.
+ * records.recent: the tick of the scheduled recent poll (every `budget.tickSeconds`). Late data (a
+ * device syncing days later) lands in windows that already passed, and the stream may miss some; so
+ * each user's last `sync.lookbackDays` days (plus today) are re-polled, all configured resources, as a
+ * records.poll job without a backfill run.
+ *
+ * Instead of queueing every user at once each period, each tick reads the org's budget plan
+ * (src/queue/read-budget-plan.ts) and enqueues only the next slice of due users, oldest poll first,
+ * active users before dormant ones, as far as the recent poll's share of the request budget allows
+ * (src/queue/pick-recent-polls.ts). The users come from `selectUsersToPoll`, the one selection of
+ * pollable users. Each user's last enqueue is written before the enqueue (validic_sync.recent_polls);
+ * records.poll writes the completion.
+ *
+ * A rolling range of at most 30 days is one window per user × resource, so nothing is planned in the
+ * ledger; the loader makes repeats no-ops, and records.poll's deterministic id keeps a window from being
+ * queued twice while one waits.
  */
 import { z } from 'zod';
-import { formatUtcDate, planRecordWindows } from '../src/validic/date-windows.ts';
+import { budgetWarnings } from '../src/queue/budget-warnings.ts';
+import { ACTIVE_PRIORITY, DORMANT_PRIORITY, pickRecentPolls } from '../src/queue/pick-recent-polls.ts';
+import { readBudgetPlan } from '../src/queue/read-budget-plan.ts';
+import { recentPollWindows } from '../src/queue/recent-poll-windows.ts';
 import { toV2Resource } from '../src/validic/v2-resources.ts';
-import { pollableUsers } from '../src/warehouse/pollable-users.ts';
+import { markRecentPollsEnqueued } from '../src/warehouse/recent-polls.ts';
 import { defineJob } from './job-definition.ts';
 import { syncUsers } from './users-sync.ts';
 
@@ -24,36 +35,64 @@ export interface RecordsRecentResult {
   from: string;
   to: string;
   users: number;
+  active: number;
   enqueued: number;
+  inFlight: number;
 }
+
+/** Warnings already logged by this process ("once"), by org and kind. */
+const warned = new Set<string>();
 
 export const recordsRecent = defineJob({
   name: 'records.recent',
   payload: recordsRecentPayload,
-  options: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, priority: 12 },
+  // A tick is one read of the warehouse: it goes before the polls it queues (11, 12), so it runs on time.
+  options: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, priority: 7 },
   jobId: (p) => `records.recent|${encodeURIComponent(p.orgId)}`,
   async run(ctx, payload): Promise<RecordsRecentResult> {
     const org = ctx.org(payload.orgId);
+    const db = ctx.warehouse.db;
     const days = payload.lookbackDays ?? ctx.config.sync.lookbackDays;
-    const today = Math.floor(Date.now() / 86_400_000);
-    const from = formatUtcDate(today - days);
-    const to = formatUtcDate(today);
-    let users = await pollableUsers(ctx.warehouse.db, payload.orgId);
+    const now = Date.now();
+    const windows = recentPollWindows(days, now);
+    let budget = await readBudgetPlan(db, ctx.config, org.config, now);
     // First tick of a fresh warehouse (the users schedule may not have run yet): read the users first.
-    if (users.length === 0) {
+    if (budget.users.length === 0) {
       await syncUsers(ctx, payload.orgId);
-      users = await pollableUsers(ctx.warehouse.db, payload.orgId);
+      budget = await readBudgetPlan(db, ctx.config, org.config, now);
     }
+    for (const warning of budgetWarnings(budget.plan, ctx.config.sync.lookbackDays)) {
+      const key = `${payload.orgId}|${warning.kind}`;
+      if (warned.has(key)) continue;
+      warned.add(key);
+      ctx.log.warn({ orgId: payload.orgId, budget: budget.plan.perHour }, warning.message);
+    }
+    const slice = pickRecentPolls(budget.users, budget.plan, {
+      now,
+      tickMs: ctx.config.budget.tickSeconds * 1000,
+    });
     const resources = [...new Set(org.config.resources.map(toV2Resource))];
+    await markRecentPollsEnqueued(db, payload.orgId, [...slice.active, ...slice.dormant], new Date(now));
     let enqueued = 0;
-    // One day more at each edge: the platform may window by the user's local date (date-windows.ts).
-    for (const window of planRecordWindows(from, to)) {
-      for (const uid of users) {
-        ctx.signal.throwIfAborted();
-        const added = await ctx.enqueue('records.poll', { orgId: payload.orgId, uid, resources, ...window });
-        if (added) enqueued++;
+    for (const [uids, priority] of [
+      [slice.active, ACTIVE_PRIORITY],
+      [slice.dormant, DORMANT_PRIORITY],
+    ] as const) {
+      for (const uid of uids) {
+        for (const window of windows) {
+          ctx.signal.throwIfAborted();
+          const poll = { orgId: payload.orgId, uid, resources, recent: true, ...window };
+          if (await ctx.enqueue('records.poll', poll, { priority })) enqueued++;
+        }
       }
     }
-    return { from, to, users: users.length, enqueued };
+    return {
+      from: windows[0]!.startDate,
+      to: windows.at(-1)!.endDate,
+      users: budget.users.length,
+      active: budget.plan.recent.activeUsers,
+      enqueued,
+      inFlight: slice.inFlight,
+    };
   },
 });

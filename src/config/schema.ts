@@ -226,14 +226,40 @@ export const configSchema = z.object({
       /** All schedules on or off (`VALIDIC_SCHEDULES`); off leaves only queued work and streams. */
       enabled: z.union([z.boolean(), z.stringbool()]).default(true),
       /** users.sync: the user list of each org. */
-      usersSyncMinutes: z.coerce.number().int().min(0).default(60),
-      /** records.recent: re-poll the last `sync.lookbackDays` days of every user × resource. */
-      recentPollMinutes: z.coerce.number().int().min(0).default(60),
+      usersSyncMinutes: z.coerce.number().min(0).default(60),
+      /**
+       * records.recent: re-poll the last `sync.lookbackDays` days of every recently active user × resource
+       * this often (dormant users: `budget.dormantPollMinutes`). The budget planner stretches it when the
+       * request budget cannot serve it; `status` shows the period achieved.
+       */
+      recentPollMinutes: z.coerce.number().min(0).default(60),
       /** connections.reconcile over the last `reconcileDays` days: fills what the stream missed. */
-      reconcileMinutes: z.coerce.number().int().min(0).default(1440),
+      reconcileMinutes: z.coerce.number().min(0).default(1440),
       reconcileDays: z.coerce.number().int().min(1).max(30).default(30),
       /** legacy.latest for orgs with `legacy.enabled`. */
-      legacyLatestMinutes: z.coerce.number().int().min(0).default(15),
+      legacyLatestMinutes: z.coerce.number().min(0).default(15),
+    })
+    .prefault({}),
+  /**
+   * How each org's request budget is divided (src/queue/plan-request-budget.ts): stream, push and
+   * reconcile fetches, the recent poll, then backfill. Minutes may be fractional (accelerated tests).
+   */
+  budget: z
+    .object({
+      /** Share of the usable request rate backfill always keeps, so the recent poll cannot starve it. */
+      backfillMinShare: z.coerce.number().min(0).max(0.9).default(0.1),
+      /**
+       * Requests reserved per stream connection and hour: connects after the platform's rebalancing
+       * (422) and drops, and the replay that follows each. A fixed reservation: the stream's own
+       * request count is small and bursty, so measuring it would mostly measure noise.
+       */
+      streamRequestsPerConnectionHour: z.coerce.number().min(0).default(12),
+      /** A user with a record starting in the last this many days is active (polled every recentPollMinutes). */
+      activeDays: z.coerce.number().int().min(1).default(7),
+      /** How often a dormant user (no record in `activeDays`) is re-polled (0: as often as active users). */
+      dormantPollMinutes: z.coerce.number().min(0).default(1440),
+      /** How often the records.recent tick enqueues the next slice of users. */
+      tickSeconds: z.coerce.number().positive().default(60),
     })
     .prefault({}),
   // --- push (issue 15) ---

@@ -5,7 +5,10 @@
  */
 
 import { sql } from 'kysely';
+import type { Config } from '../config/schema.ts';
+import { type BudgetStatus, describeBudget } from '../queue/budget-status.ts';
 import type { FailedJobInfo, JobCounts } from '../queue/job-queue.ts';
+import { readBudgetPlan } from '../queue/read-budget-plan.ts';
 import type { StreamSlots } from '../queue/stream-slots.ts';
 import { STREAM_GAPS_KEY, streamCheckpointPrefix } from '../stream/stream-cursor-keys.ts';
 import { type CursorEntry, listCursors } from '../warehouse/checkpoints.ts';
@@ -52,6 +55,8 @@ export interface OrgStatus {
   otherCursors: CursorStatus[];
   runs: RunStatus[];
   quarantine: QuarantineCount[];
+  /** The request budget plan of a configured org (src/queue/plan-request-budget.ts). */
+  budget?: BudgetStatus;
 }
 
 export interface QueueStatus {
@@ -82,6 +87,8 @@ export interface CollectStatusOptions {
     schedulers(): Promise<QueueStatus['schedulers']>;
   };
   slots?: Pick<StreamSlots, 'holders'>;
+  /** With the config, each configured org's budget plan is shown. */
+  config?: Config;
   now?: Date;
 }
 
@@ -186,6 +193,16 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
       runs: runStatuses,
       quarantine: await countQuarantine(db, orgId),
     });
+    const orgConfig = options.config?.organizations.find((o) => o.orgId === orgId);
+    if (options.config && orgConfig) {
+      try {
+        const { plan, users: pollable } = await readBudgetPlan(db, options.config, orgConfig, now.getTime());
+        orgs.at(-1)!.budget = describeBudget(plan, pollable, now.getTime());
+      } catch (error) {
+        // A warehouse not yet migrated to the recent-poll schedule still shows everything else.
+        if (!/does not exist/.test((error as Error).message)) throw error;
+      }
+    }
   }
 
   const status: SyncStatus = { at: now.toISOString(), warehouse: warehouse.kind, orgs };

@@ -11,6 +11,7 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { RequestEvent } from '../http/http-client.ts';
+import type { BudgetStatus } from '../queue/budget-status.ts';
 import { VERSION } from '../runtime/version.ts';
 import { LEGACY_OBJECTS } from '../validic/legacy-objects.ts';
 import { recordTypeOf, V2_RESOURCES } from '../validic/v2-resources.ts';
@@ -36,6 +37,8 @@ export interface MetricSources {
   quarantine?: () => Promise<{ kind: string; items: number }[]>;
   /** Connection events the last reconciliation found missing, per org. */
   reconcileMissed?: () => Promise<{ orgId: string; missed: number }[]>;
+  /** Each configured org's request budget plan (status's `budget`). */
+  budgetPlans?: () => Promise<{ orgId: string; budget: BudgetStatus }[]>;
   /** State of each stream connection of this process, by org (`waiting_slot` while it waits for a slot). */
   streamStates?: () => Record<string, Record<string, string>>;
   /** Whether this replica exports the fleet-wide gauges now; absent = always (a lone process). */
@@ -202,6 +205,74 @@ export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics 
         this.set({ org: orgId }, missed);
     },
   });
+
+  // The plan is read once per scrape for all its gauges (each collect() would otherwise read it again).
+  let plans:
+    | { at: number; value: Promise<{ orgId: string; budget: BudgetStatus }[] | undefined> }
+    | undefined;
+  const budgetPlans = () => {
+    if (!plans || Date.now() - plans.at > 1000)
+      plans = { at: Date.now(), value: quietly(sources.budgetPlans) };
+    return plans.value;
+  };
+  const budgetGauge = (
+    name: string,
+    help: string,
+    labelNames: string[],
+    set: (gauge: Gauge, orgId: string, budget: BudgetStatus) => void,
+  ) =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        // The plan is the same for every replica of a fleet: one of them exports it.
+        if (!(await fleetReporter())) return;
+        for (const { orgId, budget } of (await budgetPlans()) ?? []) set(this, orgId, budget);
+      },
+    });
+  budgetGauge(
+    'validic_sync_budget_requests_per_hour',
+    'The request budget of each org per hour: the configured limit, and what the pacing grants (usable)',
+    ['org', 'what'],
+    (g, org, b) => {
+      g.set({ org, what: 'limit' }, b.requestsPerHour);
+      g.set({ org, what: 'usable' }, b.usablePerHour);
+    },
+  );
+  budgetGauge(
+    'validic_sync_budget_planned_requests_per_hour',
+    'Requests per hour the budget plan gives each kind of work (stream, pushAndReconcile, recent, backfill)',
+    ['org', 'kind'],
+    (g, org, b) => {
+      for (const [kind, n] of Object.entries(b.perHour)) g.set({ org, kind }, n);
+    },
+  );
+  budgetGauge(
+    'validic_sync_budget_share',
+    'Share of the usable request rate the budget plan gives each kind of work',
+    ['org', 'kind'],
+    (g, org, b) => {
+      for (const [kind, n] of Object.entries(b.shares)) g.set({ org, kind }, n);
+    },
+  );
+  budgetGauge(
+    'validic_sync_recent_sweep_seconds',
+    'Recent-poll sweep period of active and dormant users: configured, and planned from the budget (+Inf: never)',
+    ['org', 'users', 'period'],
+    (g, org, b) => {
+      const r = b.recentPoll;
+      const inf = (n: number | null) => n ?? Number.POSITIVE_INFINITY;
+      g.set({ org, users: 'active', period: 'configured' }, r.configuredSeconds);
+      g.set({ org, users: 'active', period: 'planned' }, inf(r.plannedSeconds));
+      g.set({ org, users: 'dormant', period: 'configured' }, r.configuredDormantSeconds);
+      g.set({ org, users: 'dormant', period: 'planned' }, inf(r.plannedDormantSeconds));
+      if (r.oldestActivePollSeconds !== null)
+        g.set({ org, users: 'active', period: 'oldest_poll' }, r.oldestActivePollSeconds);
+    },
+  );
 
   return {
     registry,

@@ -70,8 +70,14 @@ export function startQueueWorker(options: QueueWorkerOptions): QueueWorker {
       jobId,
       attempt: job.attemptsMade + 1,
       signal,
-      enqueue: (name, payload) =>
-        options.jobQueue.enqueue(name, payload, inheritedPriority(job.opts.priority, catalog[name])),
+      enqueue: (name, payload, extra) =>
+        options.jobQueue.enqueue(
+          name,
+          payload,
+          extra?.priority !== undefined
+            ? { priority: extra.priority }
+            : inheritedPriority(job.opts.priority, catalog[name]),
+        ),
     });
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
@@ -155,8 +161,9 @@ export function startQueueWorker(options: QueueWorkerOptions): QueueWorker {
 }
 
 /**
- * Fan-out inherits its parent's priority when that is more urgent: the polls of records.recent (12) go
- * before the polls of a backfill (30 → 20), though both are records.poll jobs.
+ * Fan-out inherits its parent's priority when that is more urgent: a records.poll (20) queued by a job
+ * of priority 12 runs at 12, by a backfill (30) at 20. A job may set its fan-out's priority instead
+ * (records.recent: 11 for active users' polls, 12 for dormant ones').
  */
 export function inheritedPriority(
   parent: number | undefined,

@@ -6,11 +6,13 @@
  *
  * | scheduler                      | job                | every (config `schedules`) |
  * | users.sync|<org>               | users.sync         | usersSyncMinutes (60)      |
- * | records.recent|<org>           | records.recent     | recentPollMinutes (60)     |
+ * | records.recent|<org>           | records.recent     | budget.tickSeconds (60 s)  |
  * | connections.recent|<org>      | connections.recent | reconcileMinutes (1 day)   |
  * | legacy.sync|<org> (legacy on)  | legacy.sync        | legacyLatestMinutes (15)   |
  * | push.prune                     | push.prune         | push.pruneMinutes (1 day)  |
  * Streams are not scheduled: the worker keeps them running itself (stream-supervisor.ts).
+ * records.recent is a frequent tick, not an hourly sweep: each tick enqueues the next slice of users
+ * that the budget plan allows (records-recent.ts); `recentPollMinutes` (0 = off) is the period it aims at.
  */
 import type { Queue } from 'bullmq';
 import type { JobDefinition } from '../../jobs/job-definition.ts';
@@ -30,19 +32,31 @@ export function planSchedules(config: Config, catalog: Record<string, JobDefinit
   const s = config.schedules;
   if (!s.enabled) return [];
   const out: PlannedSchedule[] = [];
-  const add = (name: string, orgId: string, minutes: number, payload: unknown) => {
+  const add = (
+    name: string,
+    orgId: string,
+    minutes: number,
+    payload: unknown,
+    everyMs = minutes * 60_000,
+  ) => {
     const definition = catalog[name];
     if (!definition || minutes <= 0) return;
     out.push({
       id: toBullJobId(`${name}|${encodeURIComponent(orgId)}`),
-      everyMs: minutes * 60_000,
+      everyMs: Math.max(1, Math.round(everyMs)),
       name,
       payload: definition.payload.parse(payload),
     });
   };
   for (const org of config.organizations) {
     add('users.sync', org.orgId, s.usersSyncMinutes, { orgId: org.orgId });
-    add('records.recent', org.orgId, s.recentPollMinutes, { orgId: org.orgId });
+    add(
+      'records.recent',
+      org.orgId,
+      s.recentPollMinutes,
+      { orgId: org.orgId },
+      config.budget.tickSeconds * 1000,
+    );
     add('connections.recent', org.orgId, s.reconcileMinutes, { orgId: org.orgId, days: s.reconcileDays });
     if (org.legacy.enabled) add('legacy.sync', org.orgId, s.legacyLatestMinutes, { orgId: org.orgId });
   }

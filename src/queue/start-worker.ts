@@ -26,9 +26,11 @@ import { startPushServer } from '../server/push-server.ts';
 import { startWorkerServer, type WorkerServer } from '../server/worker-server.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
 import { countQuarantineByKind } from '../warehouse/quarantine.ts';
+import { describeBudget } from './budget-status.ts';
 import type { KeepJobs } from './job-options.ts';
 import { type JobQueue, openJobQueue } from './job-queue.ts';
 import { type QueueWorker, startQueueWorker } from './queue-worker.ts';
+import { readBudgetPlan } from './read-budget-plan.ts';
 import { holdLease } from './redis-lease.ts';
 import { applySchedules, planSchedules } from './schedules.ts';
 import { createStreamSlots, type StreamSlots } from './stream-slots.ts';
@@ -117,6 +119,14 @@ export async function startWorker(
           orgId: o.orgId,
           missed: (await readCursor<{ missed?: number }>(db, o.orgId, 'reconcile:last'))?.missed ?? 0,
         })),
+      ),
+    budgetPlans: async () =>
+      Promise.all(
+        config.organizations.map(async (o) => {
+          const now = Date.now();
+          const { plan, users } = await readBudgetPlan(db, config, o, now);
+          return { orgId: o.orgId, budget: describeBudget(plan, users, now) };
+        }),
       ),
     streamStates: () => streams?.states() ?? {},
     // One replica at a time exports the fleet-wide gauges; the lease outlives a few missed scrapes.

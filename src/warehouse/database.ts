@@ -269,6 +269,13 @@ export interface QuarantineTable {
   seen_count: ColumnType<number, number | undefined, number>;
 }
 
+export interface RecentPollsTable {
+  org_id: string;
+  uid: string;
+  enqueued_at: Timestamp | null;
+  polled_at: Timestamp | null;
+}
+
 export interface Database {
   'validic.users': UsersTable;
   'validic.records': RecordsTable;
@@ -294,4 +301,5 @@ export interface Database {
   'validic_sync.runs': RunsTable;
   'validic_sync.backfill_windows': BackfillWindowsTable;
   'validic_sync.quarantine': QuarantineTable;
+  'validic_sync.recent_polls': RecentPollsTable;
 }

@@ -28,10 +28,10 @@ describe('planSchedules', () => {
     const planned = planSchedules(configWith({}), catalog);
     expect(planned.map((p) => [p.id, p.everyMs])).toEqual([
       ['users.sync|org-a', 3_600_000],
-      ['records.recent|org-a', 3_600_000],
+      ['records.recent|org-a', 60_000],
       ['connections.recent|org-a', 86_400_000],
       ['users.sync|org-b', 3_600_000],
-      ['records.recent|org-b', 3_600_000],
+      ['records.recent|org-b', 60_000],
       ['connections.recent|org-b', 86_400_000],
       ['legacy.sync|org-b', 900_000],
       ['push.prune', 86_400_000],

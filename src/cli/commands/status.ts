@@ -2,12 +2,16 @@
  * `validic-sync status [--json]`: where the sync stands. Per organization: users and their last full
  * sync, records and lag (now − newest platform created_at, now − newest ingest), the stream's
  * checkpoints, gaps and slot holders, the last reconciliation, legacy cursors, running and failed
- * backfill runs with windows done/pending, quarantine counts by reason; with REDIS_URL also queue depths,
+ * backfill runs with windows done/pending, quarantine counts by reason, the request budget's plan
+ * (requests per hour by kind of work, the recent poll's sweep period planned, configured and measured);
+ * with REDIS_URL also queue depths,
  * failed jobs and schedules. Read-only; works on the embedded warehouse too.
  */
 import type { Command } from 'commander';
 import { UserFacingError } from '../../errors.ts';
 import type { SyncStatus } from '../../metrics/sync-status.ts';
+import type { BudgetStatus } from '../../queue/budget-status.ts';
+import { formatPeriod } from '../../queue/format-period.ts';
 import { EXIT_OK } from '../exit-codes.ts';
 import type { CommandRunner } from '../run-command.ts';
 
@@ -18,7 +22,9 @@ interface StatusOptions {
 export function registerStatus(program: Command, run: CommandRunner): void {
   program
     .command('status')
-    .description('checkpoints, lag, backfill runs, queue depths and failed jobs, quarantine, stream state')
+    .description(
+      'checkpoints, lag, backfill runs, the request budget plan, queue depths and failed jobs, quarantine, stream state',
+    )
     .option('--json', 'print one JSON document instead of tables')
     .action((options: StatusOptions) =>
       run(async ({ config, log, print }) => {
@@ -71,6 +77,7 @@ export function registerStatus(program: Command, run: CommandRunner): void {
             status = await collectSyncStatus({
               warehouse,
               orgIds: config.organizations.map((o) => o.orgId),
+              config,
               streamNames: Object.fromEntries(config.organizations.map((o) => [o.orgId, o.stream.name])),
               ...(queue ? { queue } : {}),
               ...(slots ? { slots } : {}),
@@ -124,6 +131,30 @@ function describeReconcile(value: unknown): string {
   const r = value as { events?: number; missed?: number; startDate?: string; endDate?: string };
   if (typeof r.events !== 'number') return brief(value);
   return `${r.missed ?? 0} missed of ${r.events} events (${r.startDate}..${r.endDate})`;
+}
+
+const period = (seconds: number | null) => formatPeriod(seconds === null ? null : seconds * 1000);
+
+/** The budget plan: requests per hour by kind of work, and the recent poll's sweep periods. */
+export function formatBudget(b: BudgetStatus): string[] {
+  const r = b.recentPoll;
+  const pct = (share: number) => `${Math.round(share * 1000) / 10} %`;
+  const kinds: [string, keyof BudgetStatus['perHour']][] = [
+    ['stream connects and replays', 'stream'],
+    ['push and reconcile fetches', 'pushAndReconcile'],
+    ['recent poll', 'recent'],
+    ['backfill', 'backfill'],
+  ];
+  return [
+    `request budget: ${b.requestsPerHour} per hour, ${Math.round(b.usablePerHour)} usable${b.overcommitted ? ' (OVERCOMMITTED: reservations exceed what backfill leaves)' : ''}`,
+    ...table(
+      ['work', 'requests/h', 'share'],
+      kinds.map(([label, k]) => [label, String(Math.round(b.perHour[k])), pct(b.shares[k])]),
+    ).map((l) => `  ${l}`),
+    `  recent poll: ${r.activeUsers} active + ${r.dormantUsers} dormant users × ${r.requestsPerUser} requests; needs ${Math.round(r.demandPerHour)}/h`,
+    `  sweep of active users: every ${period(r.plannedSeconds)} (configured ${period(r.configuredSeconds)}); dormant every ${period(r.plannedDormantSeconds)} (configured ${period(r.configuredDormantSeconds)})`,
+    `  oldest poll of an active user: ${r.activeNeverPolled > 0 ? `${r.activeNeverPolled} never polled yet` : `${period(r.oldestActivePollSeconds)} ago`}`,
+  ];
 }
 
 export function formatStatus(status: SyncStatus): string[] {
@@ -189,6 +220,7 @@ export function formatStatus(status: SyncStatus): string[] {
         ).map((l) => `  ${l}`),
       );
     }
+    if (org.budget) out.push('', ...formatBudget(org.budget));
     out.push('', 'backfill runs (running, and failed in the last 7 days)');
     if (org.runs.length === 0) out.push('  none');
     else

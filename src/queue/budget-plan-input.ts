@@ -1,0 +1,64 @@
+/**
+ * The planner's input from the configuration and what the warehouse counts (pure). How each reserved
+ * share is estimated, and why:
+ * - stream: `stream.connections` × `budget.streamRequestsPerConnectionHour`, a fixed reservation. The
+ *   stream spends requests only on connects and replays, few and bursty (a rebalancing storm), so a
+ *   measured last hour would swing with noise; a generous constant is simpler and safe.
+ * - push and reconcile: push-triggered fetches MEASURED over the last hour (the legacy.fetch jobs queued by
+ *   push notifications; they follow the population's activity, which configuration cannot know), plus
+ *   the scheduled reconcile-type jobs computed from their schedules: users.sync (one page per 1,000
+ *   users), connections.recent (one per 30 days of `reconcileDays`), legacy.sync (one per object).
+ * - usable: the request budget's sustained refill rate (token-bucket.ts), not the raw limit.
+ */
+import type { Config, OrganizationConfig } from '../config/schema.ts';
+import { bucketParams } from '../http/token-bucket.ts';
+import { toV2Resource } from '../validic/v2-resources.ts';
+import { type BudgetPlanInput, HOUR_MS } from './plan-request-budget.ts';
+import { recentPollWindows } from './recent-poll-windows.ts';
+
+export interface BudgetCounts {
+  activeUsers: number;
+  dormantUsers: number;
+  /** legacy.fetch jobs queued by push notifications in the last hour. */
+  pushFetchesLastHour: number;
+}
+
+/** Runs per hour of a schedule of `minutes` (0 = off). */
+const perHour = (minutes: number) => (minutes > 0 ? 60 / minutes : 0);
+
+/** Requests of one user's recent poll: one per resource and ≤ 30-day window of the lookback (+ today). */
+export function recentRequestsPerUser(config: Config, org: OrganizationConfig): number {
+  // How many windows depends only on the range's length, not on which day it is.
+  const windows = recentPollWindows(config.sync.lookbackDays, Date.UTC(2026, 0, 1)).length;
+  return new Set(org.resources.map(toV2Resource)).size * windows;
+}
+
+export function budgetPlanInput(
+  config: Config,
+  org: OrganizationConfig,
+  counts: BudgetCounts,
+): BudgetPlanInput {
+  const s = config.schedules;
+  const on = s.enabled;
+  const users = counts.activeUsers + counts.dormantUsers;
+  const reconcile = on
+    ? Math.max(1, Math.ceil(users / 1000)) * perHour(s.usersSyncMinutes) +
+      Math.ceil(s.reconcileDays / 30) * perHour(s.reconcileMinutes) +
+      (org.legacy.enabled ? org.legacy.objects.length * perHour(s.legacyLatestMinutes) : 0)
+    : 0;
+  const rate = bucketParams({ limit: org.requestsPerHour });
+  return {
+    requestsPerHour: org.requestsPerHour,
+    usablePerHour: rate.ratePerMs * HOUR_MS,
+    streamPerHour: org.stream.connections * config.budget.streamRequestsPerConnectionHour,
+    pushAndReconcilePerHour: counts.pushFetchesLastHour + reconcile,
+    backfillMinShare: config.budget.backfillMinShare,
+    recent: {
+      activeUsers: counts.activeUsers,
+      dormantUsers: counts.dormantUsers,
+      requestsPerUser: recentRequestsPerUser(config, org),
+      activePeriodMs: on ? s.recentPollMinutes * 60_000 : 0,
+      dormantPeriodMs: config.budget.dormantPollMinutes * 60_000,
+    },
+  };
+}

@@ -1,0 +1,62 @@
+/**
+ * The plan said out loud (pure): what `status` (under each org as `budget`) and `/metrics` show of an
+ * org's budget plan, plus the one thing measured rather than planned: how long ago the least recently
+ * polled active user was polled (the sweep period actually achieved, once a first sweep is done).
+ */
+import type { PollableUser } from '../warehouse/select-users-to-poll.ts';
+import type { BudgetPlan, WorkKind } from './plan-request-budget.ts';
+
+export interface BudgetStatus {
+  requestsPerHour: number;
+  /** What the request budget grants per hour (95 % of the limit, less the burst). */
+  usablePerHour: number;
+  perHour: Record<WorkKind, number>;
+  shares: Record<WorkKind, number>;
+  overcommitted: boolean;
+  recentPoll: {
+    activeUsers: number;
+    dormantUsers: number;
+    requestsPerUser: number;
+    /** Requests per hour the configured periods would need. */
+    demandPerHour: number;
+    /** Sweep periods in seconds: configured, and what the plan achieves (null: never). */
+    configuredSeconds: number;
+    plannedSeconds: number | null;
+    configuredDormantSeconds: number;
+    plannedDormantSeconds: number | null;
+    /** Measured: age of the oldest completed poll among active users (null if one was never polled). */
+    oldestActivePollSeconds: number | null;
+    activeNeverPolled: number;
+  };
+}
+
+const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+const seconds = (ms: number | null) => (ms === null ? null : round(ms / 1000));
+
+export function describeBudget(plan: BudgetPlan, users: readonly PollableUser[], now: number): BudgetStatus {
+  const active = users.filter((u) => u.active);
+  const activeNeverPolled = active.filter((u) => !u.polledAt).length;
+  const oldest = active.reduce((min, u) => Math.min(min, u.polledAt?.getTime() ?? min), now);
+  const r = plan.recent;
+  const map = <T>(o: Record<WorkKind, number>, f: (n: number) => T) =>
+    Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)])) as Record<WorkKind, T>;
+  return {
+    requestsPerHour: plan.requestsPerHour,
+    usablePerHour: round(plan.usablePerHour),
+    perHour: map(plan.perHour, (n) => round(n)),
+    shares: map(plan.shares, (n) => round(n, 3)),
+    overcommitted: plan.overcommitted,
+    recentPoll: {
+      activeUsers: r.activeUsers,
+      dormantUsers: r.dormantUsers,
+      requestsPerUser: r.requestsPerUser,
+      demandPerHour: round(r.demandPerHour),
+      configuredSeconds: seconds(r.configuredActivePeriodMs)!,
+      plannedSeconds: seconds(r.activePeriodMs),
+      configuredDormantSeconds: seconds(r.configuredDormantPeriodMs)!,
+      plannedDormantSeconds: seconds(r.dormantPeriodMs),
+      oldestActivePollSeconds: active.length > 0 && activeNeverPolled === 0 ? seconds(now - oldest) : null,
+      activeNeverPolled,
+    },
+  };
+}
