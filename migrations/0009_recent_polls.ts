@@ -26,6 +26,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     )`,
     `comment on table ${table} is ${quote('Schedule of the recent poll (records.recent): when each user was last queued and last polled. Bookkeeping of the worker, not data.')}`,
     ...columns.map(([name, , comment]) => `comment on column ${table}.${name} is ${quote(comment)}`),
+    // As 0004 does for every table: the owner role owns it, the loader (records.recent, records.poll)
+    // writes it.
+    `alter table ${table} owner to validic_owner`,
+    `grant select, insert, update, delete on ${table} to validic_loader`,
   ];
   for (const statement of statements) await sql.raw(statement).execute(db);
 }

@@ -31,7 +31,9 @@ import type {
   StreamCheckpoint,
   StreamState,
 } from '../sse/types.ts';
+import { describeStream422 } from '../validic/describe-stream-422.ts';
 import type { StreamInfo } from '../validic/streams-client.ts';
+import { MAX_STREAMS } from '../validic/streams-client.ts';
 import { applyPreparedBatch, type PreparedBatch, prepareBatch } from '../warehouse/apply-batch.ts';
 import { emptyCounts, type LoadResult } from '../warehouse/batch.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
@@ -260,11 +262,16 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
     const consumer = new StreamConsumer(
       {
         openStream: async (s) => {
-          const res = await org.http.openEventStream(org.streams.connectUrl(stream.id), {
-            budgetKey: org.config.token,
-            signal: s,
-          });
-          return { body: eagerBody(res.body) };
+          try {
+            const res = await org.http.openEventStream(org.streams.connectUrl(stream.id), {
+              budgetKey: org.config.token,
+              signal: s,
+            });
+            return { body: eagerBody(res.body) };
+          } catch (error) {
+            reportConnect422(error, stream.name, consumerLog);
+            throw error;
+          }
         },
         openReplay: async (date, s) => {
           const url = org.streams.replayUrl({ date, ...(resources ? { resources } : {}) });
@@ -383,4 +390,26 @@ export async function runOrgStream(options: OrgStreamOptions): Promise<OrgStream
 
 function describeError(error: unknown): string {
   return redactKnownSecrets(error instanceof Error ? error.message : String(error));
+}
+
+/**
+ * A 422 on connect is usually the platform rebalancing after a reconnect (too many client connections
+ * for a moment), which the consumer backs off from. Its body says when it is something else (an invalid
+ * filter, the stream limit): then the operator is told which, with the fix (describe-stream-422.ts).
+ */
+function reportConnect422(error: unknown, streamName: string, log: Logger): void {
+  const e = error as { status?: unknown; messages?: unknown };
+  if (e?.status !== 422) return;
+  const messages = Array.isArray(e.messages) ? e.messages.map(String) : [];
+  const described = describeStream422({
+    operation: 'connect',
+    streamName,
+    messages,
+    maxStreams: MAX_STREAMS,
+  });
+  if (described.reason === 'connection_limit' || (described.reason === 'other' && messages.length === 0)) {
+    log.debug({ reason: described.reason }, described.message);
+  } else {
+    log.warn({ reason: described.reason, fix: described.fix }, `${described.message}. Fix: ${described.fix}`);
+  }
 }
