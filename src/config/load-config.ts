@@ -24,6 +24,9 @@ const ENV_TO_KEY: Record<string, string> = {
   PUSH_PORT: 'http.pushPort',
   PUSH_HOST: 'http.pushHost',
   PUSH_SECRET: 'http.pushSecret',
+  VALIDIC_ADMIN_TOKEN: 'http.adminToken',
+  VALIDIC_DASHBOARD: 'http.dashboard',
+  VALIDIC_DASHBOARD_WRITABLE: 'http.dashboardWritable',
   PUSH_PATH: 'http.pushPath',
   VALIDIC_ALLOW_INSECURE_LOOPBACK: 'allowInsecureLoopback',
   VALIDIC_ALLOW_INSECURE_HOSTS: 'allowInsecureHosts',
@@ -80,6 +83,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
     registerSecret(org.applicationSecret);
   }
   registerSecret(config.http.pushSecret);
+  registerSecret(config.http.adminToken);
   registerPasswordOf(config.databaseUrl);
   registerPasswordOf(config.redisUrl);
   return config;
@@ -128,7 +132,8 @@ function applyEnvironment(raw: Record<string, unknown>, env: NodeJS.ProcessEnv):
 }
 
 function parseEnvValue(name: string, value: string): unknown {
-  if (name === 'VALIDIC_ALLOW_INSECURE_LOOPBACK') return parseBoolean(value);
+  if (['VALIDIC_ALLOW_INSECURE_LOOPBACK', 'VALIDIC_DASHBOARD', 'VALIDIC_DASHBOARD_WRITABLE'].includes(name))
+    return parseBoolean(value);
   if (name === 'VALIDIC_ALLOW_INSECURE_HOSTS')
     return value
       .split(',')

@@ -111,8 +111,8 @@ export const configSchema = z.object({
   http: z
     .object({
       /**
-       * Port of the admin listener (`HTTP_PORT`): /healthz, /readyz, /metrics and /queues. None of these
-       * is authenticated, so it stays private.
+       * Port of the admin listener (`HTTP_PORT`): /healthz, /readyz, /metrics and /queues, behind the
+       * admin token (`adminToken`), or for loopback clients only without one.
        */
       port: z.coerce.number().int().min(0).max(65535).default(3000),
       /** Interface the admin listener binds (`HTTP_HOST`); loopback unless set. */
@@ -124,8 +124,7 @@ export const configSchema = z.object({
       pushPort: z.coerce.number().int().min(0).max(65535).default(3001),
       /**
        * Interface the push listener binds (`PUSH_HOST`); loopback by default. The platform must reach it,
-       * so deployers expose it deliberately, usually behind a TLS-terminating reverse proxy (the push
-       * secret may ride in the URL's query, which only TLS keeps private).
+       * so deployers expose it deliberately, usually behind a TLS-terminating reverse proxy.
        */
       pushHost: z.string().min(1).default('127.0.0.1'),
       /** Shared secret guarding the push-notification endpoint (`PUSH_SECRET`); push is off without it. */
@@ -158,8 +157,16 @@ export const configSchema = z.object({
         .int()
         .min(0)
         .default(16 * 1024),
-      /** Serve the BullMQ dashboard at /queues. */
-      dashboard: z.boolean().default(false),
+      /** Serve bull-board, the BullMQ dashboard, at /queues on the admin listener (`VALIDIC_DASHBOARD`). */
+      dashboard: z.boolean().default(true),
+      /** Let the dashboard retry, promote and clean jobs (`VALIDIC_DASHBOARD_WRITABLE`); read-only by default. */
+      dashboardWritable: z.boolean().default(false),
+      /**
+       * Token the admin listener asks for (`VALIDIC_ADMIN_TOKEN`): `Authorization: Bearer <token>`, or Basic
+       * auth with it as the password (browsers). Without it only loopback clients are served. /healthz is
+       * always open.
+       */
+      adminToken: z.string().min(16, 'must be at least 16 characters').optional(),
     })
     .prefault({}),
   sync: z

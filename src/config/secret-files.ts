@@ -14,6 +14,7 @@ export const SECRET_ENV_NAMES = [
   'VALIDIC_LEGACY_TOKEN',
   'VALIDIC_APPLICATION_SECRET',
   'PUSH_SECRET',
+  'VALIDIC_ADMIN_TOKEN',
 ] as const;
 
 /** The environment with every `NAME_FILE` read into `NAME`; problems are added for the caller to report. */

@@ -23,6 +23,7 @@ import { pushDepsFromConfig } from '../push/push-deps.ts';
 import { openRuntime, type Runtime } from '../runtime/runtime.ts';
 import { type RunningServer, serverLimits } from '../server/hardened-server.ts';
 import { startPushServer } from '../server/push-server.ts';
+import { createQueueDashboard } from '../server/queue-dashboard.ts';
 import { startWorkerServer, type WorkerServer } from '../server/worker-server.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
 import { countQuarantineByKind } from '../warehouse/quarantine.ts';
@@ -165,20 +166,9 @@ export async function startWorker(
         { name: 'redis', check: async () => void (await redis.ping()) },
       ],
       ...(config.http.dashboard
-        ? {
-            queues: async () => ({
-              queue: jobQueue.queue.name,
-              counts: await jobQueue.counts(),
-              failed: await jobQueue.failed(20),
-              schedulers: (await jobQueue.queue.getJobSchedulers(0, -1)).map((s) => ({
-                id: s.key,
-                name: s.name,
-                every: s.every,
-                next: s.next,
-              })),
-            }),
-          }
+        ? { dashboard: createQueueDashboard(jobQueue.queue, { writable: config.http.dashboardWritable }) }
         : {}),
+      ...(config.http.adminToken ? { adminToken: config.http.adminToken } : {}),
     });
     if (pushConfigured(config)) {
       const pushDeps = {

@@ -6,17 +6,19 @@
  *                 failed checks (`{"ok":false,"failed":["postgres"]}`). Their error texts (host names,
  *                 users, driver messages) go to the log, redacted, never into the answer;
  * - GET /metrics  Prometheus text (prom-client);
- * - GET /queues   queue counts and recent failures as JSON (or a small HTML table for browsers), when
- *                 the dashboard is on. bull-board is not installed; this is a read-only stand-in.
- * None of these is authenticated, which is why the push endpoint, the one route the internet must
- * reach, has a listener of its own (`push-server.ts`) and does not answer here. Routes are listed in
- * `adminRoutes` only, so a new one (or an auth check in front of them) goes in one place. Nothing here
- * echoes tokens: metrics labels hold org ids and statuses only, and failure reasons shown under /queues
- * were redacted before they were stored.
+ * - /queues/*     bull-board (queue-dashboard.ts), when the dashboard is on (read-only unless
+ *                 `http.dashboardWritable`).
+ * Every route but /healthz is behind `admin-access.ts`: the admin token when one is set, loopback clients
+ * otherwise. The push endpoint, the one route the internet must reach, has a listener of its own
+ * (`push-server.ts`) and does not answer here. Routes are listed in `adminRoutes`, the dashboard under
+ * its prefix, so a new one goes in one place. Nothing here echoes tokens: metrics labels hold org ids
+ * and statuses only, and failure reasons shown by the dashboard were redacted before they were stored.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../log/logger.ts';
+import { checkAdminAccess } from './admin-access.ts';
 import { type RunningServer, type ServerLimits, startHardenedServer } from './hardened-server.ts';
+import { QUEUE_DASHBOARD_PATH, type RequestListener } from './queue-dashboard.ts';
 import { requestPath, send, sendJson } from './respond.ts';
 
 export interface ReadinessCheck {
@@ -31,8 +33,10 @@ export interface WorkerServerOptions {
   limits: ServerLimits;
   readiness: ReadinessCheck[];
   metrics?: { text(): Promise<string>; contentType: string };
-  /** Data for /queues; absent = dashboard off (404). */
-  queues?: () => Promise<unknown>;
+  /** bull-board at /queues; absent = dashboard off (404). */
+  dashboard?: RequestListener;
+  /** The admin token (`http.adminToken`); absent = loopback clients only. */
+  adminToken?: string;
   /** Per readiness check, ms (default 2,000). */
   checkTimeoutMs?: number;
 }
@@ -49,25 +53,6 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
       timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
     }),
   ]).finally(() => clearTimeout(timer));
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
-
-export function queuesHtml(data: unknown): string {
-  const rows = Object.entries((data as { counts?: Record<string, number> }).counts ?? {})
-    .map(([state, n]) => `<tr><td>${escapeHtml(state)}</td><td>${n}</td></tr>`)
-    .join('');
-  const failed = ((data as { failed?: { id: string; name: string; failedReason: string }[] }).failed ?? [])
-    .map(
-      (f) =>
-        `<tr><td>${escapeHtml(f.name)}</td><td>${escapeHtml(f.id)}</td><td>${escapeHtml(f.failedReason ?? '')}</td></tr>`,
-    )
-    .join('');
-  return `<!doctype html><meta charset="utf-8"><title>validic-sync queues</title>
-<h1>queue jobs</h1><table border="1"><tr><th>state</th><th>jobs</th></tr>${rows}</table>
-<h2>recent failures</h2><table border="1"><tr><th>job</th><th>id</th><th>reason</th></tr>${failed}</table>`;
 }
 
 /** Runs every readiness check; the names of those that failed (their errors are logged, not returned). */
@@ -99,18 +84,9 @@ export function adminRoutes(options: WorkerServerOptions): Map<string, Route> {
     const failed = await failedReadiness(options.readiness, timeoutMs, options.log);
     sendJson(res, failed.length === 0 ? 200 : 503, { ok: failed.length === 0, failed });
   });
-  const { metrics, queues } = options;
+  const { metrics } = options;
   if (metrics) {
     routes.set('/metrics', async (_req, res) => send(res, 200, await metrics.text(), metrics.contentType));
-  }
-  if (queues) {
-    routes.set('/queues', async (req, res) => {
-      const data = await queues();
-      if (/text\/html/.test(String(req.headers.accept ?? ''))) {
-        return send(res, 200, queuesHtml(data), 'text/html; charset=utf-8');
-      }
-      sendJson(res, 200, data);
-    });
   }
   return routes;
 }
@@ -125,7 +101,25 @@ export async function startWorkerServer(options: WorkerServerOptions): Promise<W
     log: options.log,
     fix: 'set HTTP_PORT / HTTP_HOST (http.port / http.host) to a free port and a local interface',
     handle: async (req, res) => {
-      const route = routes.get(requestPath(req.url));
+      const path = requestPath(req.url);
+      const access = checkAdminAccess({
+        path,
+        remoteAddress: req.socket.remoteAddress,
+        authorization: req.headers.authorization,
+        token: options.adminToken,
+      });
+      if (!access.allowed) {
+        const challenge: Record<string, string> =
+          access.status === 401 ? { 'www-authenticate': 'Basic realm="validic-sync admin"' } : {};
+        return sendJson(res, access.status, { error: access.message }, challenge);
+      }
+      if (
+        options.dashboard &&
+        (path === QUEUE_DASHBOARD_PATH || path.startsWith(`${QUEUE_DASHBOARD_PATH}/`))
+      ) {
+        return options.dashboard(req, res);
+      }
+      const route = routes.get(path);
       if (!route) return sendJson(res, 404, { error: 'not found' });
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         return sendJson(res, 405, { error: 'method not allowed' }, { allow: 'GET, HEAD' });

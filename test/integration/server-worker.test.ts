@@ -1,9 +1,11 @@
 /**
  * The worker's admin listener: health, readiness against real Postgres and Redis (and what a dead one
  * looks like: its name, never its error text, which goes to the log), Prometheus metrics without secrets
- * in labels, the read-only /queues view, and no push endpoint (that has a listener of its own).
+ * in labels, bull-board at /queues (read-only) over a real BullMQ queue, the admin token, and no push
+ * endpoint (that has a listener of its own).
  */
 import { PassThrough } from 'node:stream';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +13,7 @@ import { configSchema } from '../../src/config/schema.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { createWorkerMetrics } from '../../src/metrics/worker-metrics.ts';
 import { serverLimits } from '../../src/server/hardened-server.ts';
+import { createQueueDashboard } from '../../src/server/queue-dashboard.ts';
 import { startWorkerServer, type WorkerServer } from '../../src/server/worker-server.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { createTestRedis, type TestRedis } from '../helpers/redis.ts';
@@ -19,6 +22,7 @@ describe('worker HTTP server', () => {
   let db: TestDatabase;
   let testRedis: TestRedis;
   let server: WorkerServer;
+  let queue: Queue;
   let deadRedis: Redis;
   let redisDead = false;
   let redisError = '';
@@ -39,6 +43,11 @@ describe('worker HTTP server', () => {
     db = await createTestDatabase();
     testRedis = createTestRedis('server');
     const redis = testRedis.connect();
+    queue = new Queue('validic-sync', {
+      connection: testRedis.connect(),
+      prefix: testRedis.prefix.slice(0, -1),
+    });
+    await queue.add('records.poll', { orgId: 'org-a', uid: 'u1' });
     // A client of a port nobody listens on: what Redis being away looks like.
     deadRedis = new Redis({ port: 1, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     deadRedis.on('error', () => {});
@@ -62,15 +71,13 @@ describe('worker HTTP server', () => {
           },
         },
       ],
-      queues: async () => ({
-        counts: { waiting: 3 },
-        failed: [{ id: 'x', name: 'records.poll', failedReason: '<b>' }],
-      }),
+      dashboard: createQueueDashboard(queue, { writable: false }),
       checkTimeoutMs: 500,
     });
   });
   afterAll(async () => {
     await server?.close();
+    await queue?.close();
     deadRedis?.disconnect();
     await testRedis?.cleanup();
     await db?.drop();
@@ -118,16 +125,53 @@ describe('worker HTTP server', () => {
     expect(text).not.toMatch(/token/i);
   });
 
-  it('serves /queues as JSON or escaped HTML, and 404s the rest, the push path included', async () => {
-    const json = await fetch(`${server.url}/queues`);
-    expect(await json.json()).toMatchObject({ counts: { waiting: 3 } });
-    const html = await fetch(`${server.url}/queues`, { headers: { accept: 'text/html' } });
-    const page = await html.text();
-    expect(page).toContain('&#60;b&#62;');
-    expect(page).not.toContain('<b>');
+  it('serves bull-board at /queues, read-only, and 404s the rest, the push path included', async () => {
+    const page = await fetch(`${server.url}/queues`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/text\/html/);
+    expect(page.headers.get('x-content-type-options')).toBe('nosniff');
+    const api = (await (await fetch(`${server.url}/queues/api/queues`)).json()) as {
+      queues: { name: string; readOnlyMode: boolean; counts: Record<string, number> }[];
+    };
+    expect(api.queues).toHaveLength(1);
+    expect(api.queues[0]).toMatchObject({ name: 'validic-sync', readOnlyMode: true });
+    expect(api.queues[0]!.counts.waiting).toBe(1);
     expect((await fetch(`${server.url}/push/v1`)).status).toBe(404);
     expect((await fetch(`${server.url}/push/v1`, { method: 'POST', body: '{}' })).status).toBe(404);
     expect((await fetch(`${server.url}/nope`)).status).toBe(404);
     expect((await fetch(`${server.url}/metrics`, { method: 'DELETE' })).status).toBe(405);
+  });
+
+  it('asks for the admin token when one is set, and keeps /healthz open', async () => {
+    const token = 'admin-token-for-the-test-0123';
+    const guarded = await startWorkerServer({
+      host: '127.0.0.1',
+      port: 0,
+      log: createLogger({ level: 'silent' }),
+      limits: serverLimits(configSchema.parse({}).http, 'admin'),
+      metrics,
+      readiness: [],
+      dashboard: createQueueDashboard(queue, { writable: false }),
+      adminToken: token,
+    });
+    try {
+      for (const path of ['/metrics', '/readyz', '/queues', '/queues/api/queues']) {
+        const refused = await fetch(`${guarded.url}${path}`);
+        expect(refused.status, path).toBe(401);
+        expect(refused.headers.get('www-authenticate'), path).toMatch(/^Basic/);
+        const bearer = await fetch(`${guarded.url}${path}`, {
+          headers: { authorization: `Bearer ${token}` },
+        });
+        expect(bearer.status, path).toBe(200);
+      }
+      const basic = `Basic ${Buffer.from(`ops:${token}`).toString('base64')}`;
+      expect((await fetch(`${guarded.url}/queues`, { headers: { authorization: basic } })).status).toBe(200);
+      expect(
+        (await fetch(`${guarded.url}/metrics`, { headers: { authorization: 'Bearer nope' } })).status,
+      ).toBe(401);
+      expect((await fetch(`${guarded.url}/healthz`)).status).toBe(200);
+    } finally {
+      await guarded.close();
+    }
   });
 });

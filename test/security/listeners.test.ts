@@ -102,7 +102,11 @@ describe('the admin and push listeners', () => {
       limits: LIMITS,
       readiness: [{ name: 'postgres', check: async () => {} }],
       metrics: { text: async () => 'up 1\n', contentType: 'text/plain' },
-      queues: async () => ({ counts: {} }),
+      // A stand-in for bull-board (test/integration/server-worker.test.ts runs the real one).
+      dashboard: (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        res.end('<!doctype html><title>queues</title>');
+      },
     });
     push = await startPushServer({
       host: '127.0.0.1',

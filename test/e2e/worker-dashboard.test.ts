@@ -1,0 +1,84 @@
+/**
+ * bull-board on a running `validic-sync worker`: its page and API answer on the admin listener (without a
+ * token to loopback clients, with one only to requests that carry it), and never on the push listener.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QUEUE_NAME } from '../../src/queue/job-queue.ts';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { sandboxEnv } from '../helpers/cli.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
+import { startWorkerChild } from '../helpers/worker-fleet.ts';
+
+const TOKEN = 'dashboard-admin-token-0123456789';
+
+describe('the queue dashboard of a running worker', () => {
+  let sandbox: Sandbox;
+  let db: TestDatabase;
+  let testRedis: TestRedis;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ seed: 31, users: 2, days: 3 });
+    db = await createTestDatabase();
+    testRedis = createTestRedis('dashboard');
+  });
+  afterAll(async () => {
+    await testRedis?.cleanup();
+    await sandbox?.close();
+    await db?.drop();
+  });
+
+  const run = async (
+    extra: Record<string, string>,
+    check: (admin: string, push: string) => Promise<void>,
+  ) => {
+    const worker = await startWorkerChild(
+      sandboxEnv(sandbox, {
+        DATABASE_URL: db.url,
+        REDIS_URL: TEST_REDIS_URL,
+        VALIDIC_REDIS_PREFIX: testRedis.prefix.slice(0, -1),
+        HTTP_PORT: '0',
+        PUSH_PORT: '0',
+        PUSH_SECRET: 'dashboard-push-secret-0123456789',
+        VALIDIC_SCHEDULES: 'false',
+        VALIDIC_WORKER_STREAMS: 'false',
+        ...extra,
+      }),
+    );
+    try {
+      await check(worker.url, new URL(worker.pushUrl!).origin);
+    } finally {
+      worker.child.kill('SIGTERM');
+      await worker.child.result;
+    }
+  };
+
+  it('answers loopback clients without a token, and only on the admin listener', {
+    timeout: 90_000,
+  }, async () => {
+    await run({}, async (admin, push) => {
+      const page = await fetch(`${admin}/queues`);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toMatch(/<html/i);
+      const api = (await (await fetch(`${admin}/queues/api/queues`)).json()) as {
+        queues: { name: string; readOnlyMode: boolean }[];
+      };
+      expect(api.queues.map((q) => [q.name, q.readOnlyMode])).toEqual([[QUEUE_NAME, true]]);
+      for (const path of ['/queues', '/queues/api/queues']) {
+        expect((await fetch(`${push}${path}`)).status, path).toBe(404);
+      }
+    });
+  });
+
+  it('asks every client for the admin token once one is set', { timeout: 90_000 }, async () => {
+    await run({ VALIDIC_ADMIN_TOKEN: TOKEN }, async (admin, push) => {
+      expect((await fetch(`${admin}/queues`)).status).toBe(401);
+      expect((await fetch(`${admin}/queues/api/queues`)).status).toBe(401);
+      const auth = { headers: { authorization: `Bearer ${TOKEN}` } };
+      expect((await fetch(`${admin}/queues`, auth)).status).toBe(200);
+      expect((await fetch(`${admin}/queues/api/queues`, auth)).status).toBe(200);
+      expect((await fetch(`${push}/queues`, auth)).status).toBe(404);
+      expect((await fetch(`${admin}/healthz`)).status).toBe(200);
+    });
+  });
+});
