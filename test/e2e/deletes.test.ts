@@ -132,6 +132,10 @@ describe('deletes of every kind reach the warehouse', () => {
     expect(listing.completed[0]?.result.removed).toEqual([goneListed]);
     expect(await removedAt(goneListed!)).toBeInstanceOf(Date);
 
+    // The recent-poll tick polls each user once per sweep period (validic_sync.recent_polls): forget the
+    // last polls so every pollable user is due again, as after a period.
+    const newSweep = () => db.warehouse.db.deleteFrom('validic_sync.recent_polls').execute();
+    await newSweep();
     // Neither is polled any more; the others are, and no job fails.
     const again = await runJobs('records.recent', { orgId: sandbox.orgId, lookbackDays: 2 });
     expect(again.failures).toEqual([]);
@@ -147,6 +151,7 @@ describe('deletes of every kind reach the warehouse', () => {
     await runJobs('users.sync', { orgId: sandbox.orgId });
     expect(await removedAt(gone404!)).toBeNull();
     expect(await removedAt(goneListed!)).toBeInstanceOf(Date);
+    await newSweep();
     const back = await runJobs('records.recent', { orgId: sandbox.orgId, lookbackDays: 2 });
     expect(back.failures).toEqual([]);
     expect(polled(back.completed).has(gone404!)).toBe(true);
