@@ -25,6 +25,7 @@ import { type RunningServer, serverLimits } from '../server/hardened-server.ts';
 import { startPushServer } from '../server/push-server.ts';
 import { createQueueDashboard } from '../server/queue-dashboard.ts';
 import { startWorkerServer, type WorkerServer } from '../server/worker-server.ts';
+import { withSpan } from '../telemetry/tracer.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
 import { countQuarantineByKind } from '../warehouse/quarantine.ts';
 import { describeBudget } from './budget-status.ts';
@@ -189,7 +190,8 @@ export async function startWorker(
         limits: serverLimits(config.http, 'push'),
         push: {
           path: config.http.pushPath,
-          handle: (req, res) => handlePushRequest(req, res, pushDeps),
+          // The trace of a push starts here; bullmq-otel carries it into the jobs the push queues.
+          handle: (req, res) => withSpan('push.receive', {}, () => handlePushRequest(req, res, pushDeps)),
         },
       });
     }

@@ -1,13 +1,16 @@
 /**
  * OpenTelemetry, end to end: the real CLI with `OTEL_EXPORTER_OTLP_ENDPOINT` pointed at an OTLP receiver
  * on loopback sends traces in which a job's span is the parent of its HTTP requests to the platform and
- * of the loader's transaction and COPY; without the variable it sends nothing.
+ * of the loader's transaction and COPY; without the variable it sends nothing. A running worker traces a
+ * push notification through BullMQ to the job it queued, its request and its write.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { createTestRedis, TEST_REDIS_URL } from '../helpers/redis.ts';
+import { startWorkerChild } from '../helpers/worker-fleet.ts';
 
 const day = (daysAgo: number) => new Date(Date.now() - daysAgo * 86_400_000).toISOString().slice(0, 10);
 
@@ -74,5 +77,54 @@ describe('tracing', () => {
     expect(requests.length).toBeGreaterThan(0);
     // And nothing exported carries the token.
     expect(JSON.stringify(spans)).not.toContain(sandbox.token);
+  });
+
+  it('traces a push through the queue to its retrieval and its write', { timeout: 90_000 }, async () => {
+    const testRedis = createTestRedis('tracing');
+    const worker = await startWorkerChild(
+      sandboxEnv(sandbox, {
+        DATABASE_URL: db.url,
+        REDIS_URL: TEST_REDIS_URL,
+        VALIDIC_REDIS_PREFIX: testRedis.prefix.slice(0, -1),
+        HTTP_PORT: '0',
+        PUSH_PORT: '0',
+        VALIDIC_SCHEDULES: 'false',
+        VALIDIC_WORKER_STREAMS: 'false',
+        VALIDIC_APPLICATION_SECRET: sandbox.applicationSecret,
+        PUSH_COALESCE_SECONDS: '1',
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+        OTEL_BSP_SCHEDULE_DELAY: '200',
+      }),
+    );
+    try {
+      sandbox.control.registerPushUrl(worker.pushUrl!);
+      const [user] = sandbox.truth.legacyUsers();
+      sandbox.control.addLegacyRecord({ object: 'fitness', user_id: user!._id });
+      await sandbox.control.flushNotifications();
+      sandbox.control.unregisterPushUrl(worker.pushUrl!);
+      const chain = () => {
+        const spans = receiver.spans;
+        const write = spans.find(
+          (s) =>
+            s.name === 'warehouse.apply_batch' &&
+            ancestors(s, spans).includes('job legacy.fetch') &&
+            ancestors(s, spans).includes('push.receive'),
+        );
+        return write ? ancestors(write, spans) : undefined;
+      };
+      await vi.waitFor(() => expect(chain()).toBeDefined(), { timeout: 60_000, interval: 200 });
+      const names = chain()!;
+      expect(names[0]).toBe('job legacy.fetch');
+      expect(names.at(-1)).toBe('push.receive');
+      const push = receiver.spans.find((s) => s.name === 'push.receive')!;
+      const job = receiver.spans.find((s) => s.traceId === push.traceId && s.name === 'job legacy.fetch')!;
+      expect(receiver.spans.some((s) => s.parentSpanId === job.spanId && /^GET/.test(s.name))).toBe(true);
+      expect(JSON.stringify(receiver.spans)).not.toContain(sandbox.legacyToken);
+      expect(JSON.stringify(receiver.spans)).not.toContain(sandbox.applicationSecret);
+    } finally {
+      worker.child.kill('SIGTERM');
+      await worker.child.result;
+      await testRedis.cleanup();
+    }
   });
 });
