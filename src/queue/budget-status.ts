@@ -6,13 +6,9 @@
 import type { PollableUser } from '../warehouse/select-users-to-poll.ts';
 import type { BudgetPlan, WorkKind } from './plan-request-budget.ts';
 
-export interface BudgetStatus {
-  requestsPerHour: number;
-  /** What the request budget grants per hour (95 % of the limit, less the burst). */
-  usablePerHour: number;
-  perHour: Record<WorkKind, number>;
-  shares: Record<WorkKind, number>;
-  overcommitted: boolean;
+/** The plan's own figures as they are, and the recent poll's described for people. */
+export interface BudgetStatus
+  extends Pick<BudgetPlan, 'requestsPerHour' | 'usablePerHour' | 'perHour' | 'shares' | 'overcommitted'> {
   recentPoll: {
     activeUsers: number;
     dormantUsers: number;

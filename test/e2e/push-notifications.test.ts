@@ -12,10 +12,9 @@ import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { sandboxEnv } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
-import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
-import { startWorkerChild, type WorkerChild } from '../helpers/worker-fleet.ts';
+import { createTestRedis, type TestRedis } from '../helpers/redis.ts';
+import { startWorkerChild, type WorkerChild, workerChildEnv } from '../helpers/worker-fleet.ts';
 
 const SECRET = 'e2e-push-secret-4f1c9a7b2d';
 const WAIT = { timeout: 30_000, interval: 100 };
@@ -32,14 +31,7 @@ describe('push notifications into a running worker', () => {
     db = await createTestDatabase();
     testRedis = createTestRedis('push-e2e');
     worker = await startWorkerChild(
-      sandboxEnv(sandbox, {
-        DATABASE_URL: db.url,
-        REDIS_URL: TEST_REDIS_URL,
-        VALIDIC_REDIS_PREFIX: testRedis.prefix.slice(0, -1),
-        HTTP_PORT: '0',
-        PUSH_PORT: '0',
-        VALIDIC_SCHEDULES: 'false',
-        VALIDIC_WORKER_STREAMS: 'false',
+      workerChildEnv(sandbox, db.url, testRedis, {
         VALIDIC_APPLICATION_SECRET: sandbox.applicationSecret,
         PUSH_SECRET: SECRET,
         PUSH_COALESCE_SECONDS: '1',

@@ -9,8 +9,8 @@ import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
-import { createTestRedis, TEST_REDIS_URL } from '../helpers/redis.ts';
-import { startWorkerChild } from '../helpers/worker-fleet.ts';
+import { createTestRedis } from '../helpers/redis.ts';
+import { startWorkerChild, workerChildEnv } from '../helpers/worker-fleet.ts';
 
 const day = (daysAgo: number) => new Date(Date.now() - daysAgo * 86_400_000).toISOString().slice(0, 10);
 
@@ -82,14 +82,7 @@ describe('tracing', () => {
   it('traces a push through the queue to its retrieval and its write', { timeout: 90_000 }, async () => {
     const testRedis = createTestRedis('tracing');
     const worker = await startWorkerChild(
-      sandboxEnv(sandbox, {
-        DATABASE_URL: db.url,
-        REDIS_URL: TEST_REDIS_URL,
-        VALIDIC_REDIS_PREFIX: testRedis.prefix.slice(0, -1),
-        HTTP_PORT: '0',
-        PUSH_PORT: '0',
-        VALIDIC_SCHEDULES: 'false',
-        VALIDIC_WORKER_STREAMS: 'false',
+      workerChildEnv(sandbox, db.url, testRedis, {
         VALIDIC_APPLICATION_SECRET: sandbox.applicationSecret,
         PUSH_COALESCE_SECONDS: '1',
         OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,

@@ -5,10 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QUEUE_NAME } from '../../src/queue/job-queue.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { sandboxEnv } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
-import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
-import { startWorkerChild } from '../helpers/worker-fleet.ts';
+import { createTestRedis, type TestRedis } from '../helpers/redis.ts';
+import { startWorkerChild, workerChildEnv } from '../helpers/worker-fleet.ts';
 
 const TOKEN = 'dashboard-admin-token-0123456789';
 
@@ -33,15 +32,8 @@ describe('the queue dashboard of a running worker', () => {
     check: (admin: string, push: string) => Promise<void>,
   ) => {
     const worker = await startWorkerChild(
-      sandboxEnv(sandbox, {
-        DATABASE_URL: db.url,
-        REDIS_URL: TEST_REDIS_URL,
-        VALIDIC_REDIS_PREFIX: testRedis.prefix.slice(0, -1),
-        HTTP_PORT: '0',
-        PUSH_PORT: '0',
+      workerChildEnv(sandbox, db.url, testRedis, {
         PUSH_SECRET: 'dashboard-push-secret-0123456789',
-        VALIDIC_SCHEDULES: 'false',
-        VALIDIC_WORKER_STREAMS: 'false',
         ...extra,
       }),
     );

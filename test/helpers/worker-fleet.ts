@@ -4,7 +4,9 @@
  * the "push endpoint on" line printed before it (when push is configured; PUSH_PORT=0 for a free port).
  */
 import type { ChildProcess } from 'node:child_process';
-import { type CliResult, spawnCli } from './cli.ts';
+import type { Sandbox } from '../../src/sandbox/index.ts';
+import { type CliResult, sandboxEnv, spawnCli } from './cli.ts';
+import { TEST_REDIS_URL, type TestRedis } from './redis.ts';
 
 export interface WorkerChild {
   child: ChildProcess & { result: Promise<CliResult> };
@@ -12,6 +14,28 @@ export interface WorkerChild {
   /** The push endpoint (listener and path), when push is configured. */
   pushUrl: string | undefined;
   stderr(): string;
+}
+
+/**
+ * The environment of one `worker` child on the sandbox: its database, its own Redis prefix, both
+ * listeners on free ports, and no schedules or streams unless `extra` turns them on.
+ */
+export function workerChildEnv(
+  sandbox: Sandbox,
+  databaseUrl: string,
+  redis: TestRedis,
+  extra: Record<string, string> = {},
+): NodeJS.ProcessEnv {
+  return sandboxEnv(sandbox, {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: TEST_REDIS_URL,
+    VALIDIC_REDIS_PREFIX: redis.prefix.slice(0, -1),
+    HTTP_PORT: '0',
+    PUSH_PORT: '0',
+    VALIDIC_SCHEDULES: 'false',
+    VALIDIC_WORKER_STREAMS: 'false',
+    ...extra,
+  });
 }
 
 export async function startWorkerChild(env: NodeJS.ProcessEnv, args: string[] = []): Promise<WorkerChild> {
