@@ -5,7 +5,7 @@
  * a request carrying one there is refused outright (see `secretInQuery`). Compared in constant time over
  * SHA-256 digests (equal lengths whatever was sent, so neither content nor length leaks through timing).
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { secretsEqual } from '../runtime/secrets-equal.ts';
 
 export const PUSH_SECRET_HEADER = 'x-validic-sync-secret';
 
@@ -31,9 +31,6 @@ export function secretInQuery(url: string): boolean {
   }
 }
 
-const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
-
 export function pushSecretMatches(expected: string, given: string | undefined): boolean {
-  if (given === undefined) return false;
-  return timingSafeEqual(digest(expected), digest(given));
+  return secretsEqual(expected, given);
 }

@@ -5,7 +5,7 @@
  * it, which the dashboard needs). Without a token only loopback clients are served, whatever
  * `HTTP_HOST` binds. `/healthz` is always open: liveness probes carry no credentials and it says nothing.
  */
-import { timingSafeEqual } from 'node:crypto';
+import { secretsEqual } from '../runtime/secrets-equal.ts';
 
 export type AdminAccess = { allowed: true } | { allowed: false; status: 401 | 403; message: string };
 
@@ -14,12 +14,6 @@ const OPEN_PATHS = new Set(['/healthz']);
 export function isLoopbackAddress(address: string | undefined): boolean {
   if (!address) return false;
   return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
-}
-
-function sameSecret(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /** The credential in an Authorization header: a Bearer token, or the password of Basic auth. */
@@ -52,7 +46,7 @@ export function checkAdminAccess(request: {
         };
   }
   const credential = credentialOf(request.authorization);
-  return credential !== undefined && sameSecret(credential, request.token)
+  return secretsEqual(request.token, credential)
     ? { allowed: true }
     : { allowed: false, status: 401, message: 'admin token required (Authorization: Bearer <token>)' };
 }
