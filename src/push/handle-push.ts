@@ -18,6 +18,7 @@ import type { Kysely } from 'kysely';
 import { redactUrl, registerSecret } from '../config/redact.ts';
 import { toError } from '../errors.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
+import { secretsEqual } from '../runtime/secrets-equal.ts';
 import type { Database } from '../warehouse/database.ts';
 import { extractPushItems, type PushItem } from './push-items.ts';
 import {
@@ -26,7 +27,7 @@ import {
   storePushNotification,
 } from './push-notification-store.ts';
 import type { PushRateLimit } from './push-rate-limit.ts';
-import { presentedPushSecret, pushSecretMatches, secretInQuery } from './push-secret.ts';
+import { presentedPushSecret, secretInQuery } from './push-secret.ts';
 import {
   checkSignedPush,
   DEFAULT_SIGNATURE_MAX_AGE_MS,
@@ -165,7 +166,7 @@ export function gatePushRequest(request: PushRequest, deps: PushDeps): PushRespo
     if (!check.ok) return unauthorized(deps, request, check.reason);
     return { orgId: check.orgId };
   }
-  if (deps.secret && pushSecretMatches(deps.secret, presentedPushSecret(request.headers))) return {};
+  if (deps.secret && secretsEqual(deps.secret, presentedPushSecret(request.headers))) return {};
   return unauthorized(deps, request, 'no valid X-Validic-Signature or X-Validic-Sync-Secret header');
 }
 

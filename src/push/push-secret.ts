@@ -2,10 +2,9 @@
  * The shared secret (`PUSH_SECRET`) guarding the push endpoint, for senders that cannot sign (a relay of
  * our own, a test client). It is accepted ONLY in a header, `X-Validic-Sync-Secret` or
  * `Authorization: Bearer …`: a secret in the query string would sit in every proxy and access log, so
- * a request carrying one there is refused outright (see `secretInQuery`). Compared in constant time over
- * SHA-256 digests (equal lengths whatever was sent, so neither content nor length leaks through timing).
+ * a request carrying one there is refused outright (see `secretInQuery`). Compared in constant time by
+ * `secretsEqual` (src/runtime/secrets-equal.ts).
  */
-import { secretsEqual } from '../runtime/secrets-equal.ts';
 
 export const PUSH_SECRET_HEADER = 'x-validic-sync-secret';
 
@@ -29,8 +28,4 @@ export function secretInQuery(url: string): boolean {
   } catch {
     return false;
   }
-}
-
-export function pushSecretMatches(expected: string, given: string | undefined): boolean {
-  return secretsEqual(expected, given);
 }
