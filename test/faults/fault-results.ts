@@ -1,7 +1,7 @@
 /**
  * Fault-suite bookkeeping: every scenario run appends its oracle counts for its fault kind to a file in
  * a directory shared by the whole `npm run test:faults` run (made by global-setup.ts); the reporter
- * (fault-counts-reporter.ts) sums them per kind and prints the lines the README quotes.
+ * (fault-counts-reporter.ts) sums them per kind and prints the lines test/faults/README.md quotes.
  */
 import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
