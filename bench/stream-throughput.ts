@@ -19,7 +19,7 @@
  *    best of each side is kept. The bench checks that the baseline copied exactly the tables and row
  *    counts the loader stored (`rows_match`). Target ≥ 0.8.
  * 3. `stream-latency-p99`: frames paced at 1,000 events/s; per frame, commit time − time the frame was
- *    read. p50/p95/p99 printed; target p99 < 1,000 ms (default micro-batch: 500 frames or 250 ms).
+ *    read. p50/p95/p99 printed; target p99 < 1,000 ms (default micro-batch: 1,000 frames or 250 ms).
  */
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
