@@ -37,7 +37,7 @@ import { emptyLoadResult } from './load-counts.ts';
 import { loadLegacy } from './load-legacy-records.ts';
 import { isNewerVersion, loadRecords, probeStatement } from './load-records.ts';
 import { loadUsers } from './load-users.ts';
-import { ensureMonthPartitions } from './month-partitions.ts';
+import { ensureMonthPartitions, forgetMonthPartitions, isMissingMonthPartition } from './month-partitions.ts';
 import type { Warehouse } from './open-warehouse.ts';
 import { checkpointCtes, writeCheckpoint } from './write-checkpoint.ts';
 import { badPointsNote, writeQuarantine } from './write-quarantine.ts';
@@ -156,38 +156,46 @@ async function applyInTransaction(
   const { batch, sorted } = prepared;
   const result: LoadResult = emptyLoadResult();
   const probe = probeStatement(batch.orgId, sorted.records);
+  const startTimes = sorted.records.map((r) => r.record.startTime);
   // Outside the transaction: adding a month briefly locks the tables (month-partitions.ts).
-  await ensureMonthPartitions(
-    warehouse,
-    sorted.records.map((r) => r.record.startTime),
-  );
-
-  await warehouse.transaction(
-    async (tx) => {
-      await writeQuarantine(tx, batch, sorted.quarantine, result);
-      await writeQuarantine(tx, batch, sorted.notes, result, { counted: false });
-      await loadUsers(tx, batch, sorted.users, result);
-      await loadConnectionEvents(tx, batch, sorted.events, result);
-      await loadLegacy(tx, batch, sorted.legacy, result);
-      // Last, so that the checkpoint can ride along with the records' statement (one round trip less).
-      const checkpointSql = checkpointCtes(batch.orgId, checkpoint);
-      const { sentAlso } = await loadRecords(
-        tx,
-        batch,
-        sorted.records,
-        result,
-        checkpointSql,
-        tx.firstRows,
-        prepared.encoded,
-      );
-      if (!sentAlso && checkpointSql.length > 0) await writeCheckpoint(tx, batch.orgId, checkpoint);
-    },
-    {
-      advisoryLocks: loadLocks(batch.orgId, sorted),
-      // The records' probe rides in the BEGIN round trip, after the locks.
-      ...(probe ? { firstQuery: probe } : {}),
-    },
-  );
+  await ensureMonthPartitions(warehouse, startTimes);
+  const write = () =>
+    warehouse.transaction(
+      async (tx) => {
+        await writeQuarantine(tx, batch, sorted.quarantine, result);
+        await writeQuarantine(tx, batch, sorted.notes, result, { counted: false });
+        await loadUsers(tx, batch, sorted.users, result);
+        await loadConnectionEvents(tx, batch, sorted.events, result);
+        await loadLegacy(tx, batch, sorted.legacy, result);
+        // Last, so that the checkpoint can ride along with the records' statement (one round trip less).
+        const checkpointSql = checkpointCtes(batch.orgId, checkpoint);
+        const { sentAlso } = await loadRecords(
+          tx,
+          batch,
+          sorted.records,
+          result,
+          checkpointSql,
+          tx.firstRows,
+          prepared.encoded,
+        );
+        if (!sentAlso && checkpointSql.length > 0) await writeCheckpoint(tx, batch.orgId, checkpoint);
+      },
+      {
+        advisoryLocks: loadLocks(batch.orgId, sorted),
+        // The records' probe rides in the BEGIN round trip, after the locks.
+        ...(probe ? { firstQuery: probe } : {}),
+      },
+    );
+  try {
+    await write();
+  } catch (error) {
+    // A month this process knew was detached or dropped since: look again, add it, write once more.
+    if (!isMissingMonthPartition(error)) throw error;
+    forgetMonthPartitions(warehouse);
+    await ensureMonthPartitions(warehouse, startTimes);
+    Object.assign(result, emptyLoadResult());
+    await write();
+  }
 
   let newest: string | null = null;
   for (const r of sorted.records)
