@@ -6,11 +6,11 @@
  */
 import { sql } from 'kysely';
 import { normalizeItem } from '../../src/normalize/normalize-item.ts';
-import type { RawItem } from '../../src/warehouse/batch.ts';
-import { connectionEventRowValues } from '../../src/warehouse/load-connection-events.ts';
-import { userRowValues } from '../../src/warehouse/load-users.ts';
+import type { RawItem } from '../../src/pipeline/batch.ts';
+import { connectionEventRowValues } from '../../src/warehouse/loader/load-connection-events.ts';
+import { userRowValues } from '../../src/warehouse/loader/load-users.ts';
+import { RECORD_COLUMNS, recordRowValues } from '../../src/warehouse/loader/record-row.ts';
 import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
-import { RECORD_COLUMNS, recordRowValues } from '../../src/warehouse/record-row.ts';
 
 interface CopyTable {
   name: string;

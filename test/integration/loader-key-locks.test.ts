@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { applyBatch, loadLocks, MAX_KEY_LOCKS } from '../../src/warehouse/apply-batch.ts';
-import type { Batch, RawItem } from '../../src/warehouse/batch.ts';
+import type { Batch, RawItem } from '../../src/pipeline/batch.ts';
+import { applyBatch, loadLocks, MAX_KEY_LOCKS } from '../../src/warehouse/loader/apply-batch.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
 let t: TestDatabase;

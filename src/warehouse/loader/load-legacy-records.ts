@@ -4,10 +4,10 @@
  * delete, loaded after it, must not revive it; an edit after it proves the record exists.
  */
 import { sql } from 'kysely';
-import type { LegacyRecordRow } from '../normalize/normalized-types.ts';
-import type { Batch, LoadResult } from './batch.ts';
+import type { LegacyRecordRow } from '../../normalize/normalized-types.ts';
+import type { Batch, LoadResult } from '../../pipeline/batch.ts';
+import type { WarehouseTransaction } from '../open-warehouse.ts';
 import { bump } from './load-counts.ts';
-import type { WarehouseTransaction } from './open-warehouse.ts';
 import { STAGE, stageRows } from './staging-tables.ts';
 
 export async function loadLegacy(

@@ -1,9 +1,9 @@
 /** Connection events keyed (org_id, id): immutable, so an id already stored is never written again. */
 import { sql } from 'kysely';
-import type { ConnectionEventRow } from '../normalize/normalized-types.ts';
-import type { Batch, LoadResult } from './batch.ts';
+import type { ConnectionEventRow } from '../../normalize/normalized-types.ts';
+import type { Batch, LoadResult } from '../../pipeline/batch.ts';
+import type { WarehouseTransaction } from '../open-warehouse.ts';
 import { bump } from './load-counts.ts';
-import type { WarehouseTransaction } from './open-warehouse.ts';
 import { STAGE, stageRows } from './staging-tables.ts';
 
 export async function loadConnectionEvents(

@@ -9,7 +9,7 @@
  * all series in two arrays (times as millisecond deltas, which compress to almost nothing at regular
  * intervals). The views record_metrics, nutrition_* and intraday_series read them back as rows.
  */
-import type { MetricRow, NormalizedRecord } from '../normalize/normalized-types.ts';
+import type { MetricRow, NormalizedRecord } from '../../normalize/normalized-types.ts';
 
 export interface RecordColumn {
   name: string;

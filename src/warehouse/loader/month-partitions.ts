@@ -8,7 +8,7 @@
  * `warehouse.maintain` job and `migrate` create the coming months ahead of time.
  */
 import { sql } from 'kysely';
-import type { Warehouse } from './open-warehouse.ts';
+import type { Warehouse } from '../open-warehouse.ts';
 
 const known = new WeakMap<Warehouse, Set<string>>();
 

@@ -15,11 +15,11 @@
  * phase 2 COPYs only the rows to write into temp tables and applies them set-based.
  */
 import { type RawBuilder, sql } from 'kysely';
-import type { NormalizedRecord } from '../normalize/normalized-types.ts';
-import type { Batch, LoadResult } from './batch.ts';
+import type { NormalizedRecord } from '../../normalize/normalized-types.ts';
+import type { Batch, LoadResult } from '../../pipeline/batch.ts';
+import { sqlLiteral, type WarehouseTransaction } from '../open-warehouse.ts';
 import { insertNewRecords } from './insert-new-records.ts';
 import { bump } from './load-counts.ts';
-import { sqlLiteral, type WarehouseTransaction } from './open-warehouse.ts';
 import { RECORD_COLUMNS, recordRowValues } from './record-row.ts';
 import { STAGE, stageRows } from './staging-tables.ts';
 

@@ -19,24 +19,24 @@
  * constant; nothing is done per row.
  */
 import { setImmediate } from 'node:timers/promises';
-import { type Logger, silentLogger } from '../log/logger.ts';
-import { normalizeItem } from '../normalize/normalize-item.ts';
+import { type Logger, silentLogger } from '../../log/logger.ts';
+import { normalizeItem } from '../../normalize/normalize-item.ts';
 import type {
   ConnectionEventRow,
   LegacyRecordRow,
   NormalizedRecord,
   QuarantineEntry,
   UserRow,
-} from '../normalize/normalized-types.ts';
-import { withSpan } from '../telemetry/tracer.ts';
-import type { Batch, Checkpoint, LoadCounts, LoadResult } from './batch.ts';
+} from '../../normalize/normalized-types.ts';
+import type { Batch, Checkpoint, LoadCounts, LoadResult } from '../../pipeline/batch.ts';
+import { withSpan } from '../../telemetry/tracer.ts';
+import type { Warehouse } from '../open-warehouse.ts';
 import { loadConnectionEvents } from './load-connection-events.ts';
 import { emptyLoadResult } from './load-counts.ts';
 import { loadLegacy } from './load-legacy-records.ts';
 import { isNewerVersion, loadRecords, probeStatement } from './load-records.ts';
 import { loadUsers } from './load-users.ts';
 import { ensureMonthPartitions } from './month-partitions.ts';
-import type { Warehouse } from './open-warehouse.ts';
 import { checkpointCtes, writeCheckpoint } from './write-checkpoint.ts';
 import { badPointsNote, writeQuarantine } from './write-quarantine.ts';
 

@@ -7,7 +7,7 @@
  * system catalogs; a pooled connection keeps its empty tables for the next batch instead.
  */
 import { sql } from 'kysely';
-import type { CopyRows, WarehouseTransaction } from './open-warehouse.ts';
+import type { CopyRows, WarehouseTransaction } from '../open-warehouse.ts';
 import { RECORD_COLUMNS } from './record-row.ts';
 
 export interface StagingTable {

@@ -4,10 +4,10 @@
  * (remove-users.ts) is un-removed, even when nothing else changed.
  */
 import { sql } from 'kysely';
-import type { UserRow } from '../normalize/normalized-types.ts';
-import type { Batch, LoadResult } from './batch.ts';
+import type { UserRow } from '../../normalize/normalized-types.ts';
+import type { Batch, LoadResult } from '../../pipeline/batch.ts';
+import type { WarehouseTransaction } from '../open-warehouse.ts';
 import { bump } from './load-counts.ts';
-import type { WarehouseTransaction } from './open-warehouse.ts';
 import { STAGE, stageRows } from './staging-tables.ts';
 
 export async function loadUsers(
