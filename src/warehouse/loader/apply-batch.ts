@@ -34,13 +34,11 @@ import type { Warehouse } from '../open-warehouse.ts';
 import { loadConnectionEvents } from './load-connection-events.ts';
 import { emptyLoadResult } from './load-counts.ts';
 import { loadLegacy } from './load-legacy-records.ts';
-import { isNewerVersion, loadRecords, probeStatement } from './load-records.ts';
+import { loadRecords, probeStatement } from './load-records.ts';
 import { loadUsers } from './load-users.ts';
 import { ensureMonthPartitions } from './month-partitions.ts';
 import { checkpointCtes, writeCheckpoint } from './write-checkpoint.ts';
 import { badPointsNote, writeQuarantine } from './write-quarantine.ts';
-
-export { isNewerVersion };
 
 export interface ApplyBatchOptions {
   log?: Logger;

@@ -1,52 +1,21 @@
 /**
- * v2 records of every type, keyed (org_id, id), with the dedupe rules of DESIGN.md:
- * - same id and checksum: nothing is written (counted unchanged);
- * - different checksum: the later created_at wins, ties go to the greater checksum (so the outcome never
- *   depends on arrival order); the replaced version goes to record_versions;
- * - an older version arriving late is never applied (counted stale) and is kept in record_versions;
- * - a record's nested parts (metrics, segments, series) live on its own row, so they change with it;
- * - a delete wins even when its checksum equals the stored one (the platform's checksum need not cover
- *   `deleted_at`): a version carrying `deleted_at` replaces the same checksum without it, unless the
- *   stored version is newer (later created_at). The same deleted version again is unchanged.
- * So record_versions = every distinct (id, checksum) ever seen minus the current one, in any order (a
- * delete with the stored checksum replaces the row in place: no second row of that checksum).
+ * v2 records of every type, keyed (org_id, id): the I/O around decideVersions (decide-versions.ts,
+ * which holds the dedupe rules). A record's nested parts (metrics, segments, series) live on its own
+ * row, so they change with it.
  *
  * Phase 1 probes the stored versions with one keys-only query (a redelivered batch costs no more);
- * phase 2 COPYs only the rows to write into temp tables and applies them set-based.
+ * decideVersions decides; phase 2 COPYs only the rows to write into temp tables and applies them
+ * set-based.
  */
 import { type RawBuilder, sql } from 'kysely';
 import type { NormalizedRecord } from '../../normalize/normalized-types.ts';
 import type { Batch, LoadResult } from '../../pipeline/batch.ts';
 import { sqlLiteral, type WarehouseTransaction } from '../open-warehouse.ts';
+import { decideVersions, type StoredVersion, versionKey } from './decide-versions.ts';
 import { insertNewRecords } from './insert-new-records.ts';
 import { bump } from './load-counts.ts';
 import { RECORD_COLUMNS, recordRowValues } from './record-row.ts';
 import { STAGE, stageRows } from './staging-tables.ts';
-
-/** One version of a record as far as ordering goes. */
-export interface VersionOrder {
-  createdAt: string;
-  checksum: string;
-  /** Absent or null: not deleted. */
-  deletedAt?: string | null;
-}
-
-/**
- * Total order of versions of one id: created_at, then checksum (code-unit order), then a deleted
- * version above the same version not deleted (a delete that keeps the checksum and the created_at
- * still wins, whatever order the two arrive in).
- */
-export function isNewerVersion(a: VersionOrder, b: VersionOrder) {
-  const ta = Date.parse(a.createdAt);
-  const tb = Date.parse(b.createdAt);
-  if (ta !== tb) return ta > tb;
-  if (a.checksum !== b.checksum) return a.checksum > b.checksum;
-  return isDeleted(a) && !isDeleted(b);
-}
-
-const isDeleted = (v: VersionOrder) => v.deletedAt !== undefined && v.deletedAt !== null;
-
-type Action = 'insert' | 'update' | 'same' | 'stale';
 
 interface ProbeRow {
   id: string;
@@ -77,15 +46,6 @@ from unnest(${array(list.map((p) => p.id))}, ${array(list.map((p) => p.checksum)
 left join validic.records cur on cur.org_id = ${o} and cur.id = k.id`;
 }
 
-interface StoredVersion {
-  checksum: string;
-  createdAt: string;
-  /** Only whether it is set matters here (see isNewerVersion). */
-  deletedAt: string | null;
-}
-
-const versionKey = (id: string, checksum: string) => `${id}\u0001${checksum}`;
-
 export async function loadRecords(
   tx: WarehouseTransaction,
   batch: Batch,
@@ -99,17 +59,6 @@ export async function loadRecords(
   if (records.length === 0) return { sentAlso: false };
   const org = batch.orgId;
 
-  // Distinct versions per id, and the newest one (the candidate) per id.
-  const versions = new Map<string, NormalizedRecord>();
-  const winners = new Map<string, NormalizedRecord>();
-  for (const r of records) {
-    const key = versionKey(r.record.id, r.record.checksum);
-    if (!versions.has(key)) versions.set(key, r);
-    const best = winners.get(r.record.id);
-    if (!best || isNewerVersion(r.record, best.record)) winners.set(r.record.id, r);
-  }
-
-  const distinct = [...versions.values()];
   // Phase 1, keys only (cheap even when the whole batch is a redelivery): the stored current version
   // of each id, and which of the batch's versions record_versions already holds. Normally already
   // run by the transaction's first round trip (see probeStatement).
@@ -131,41 +80,23 @@ export async function loadRecords(
     if (row.archived) archived.add(versionKey(row.id, row.checksum));
   }
 
-  // Decide per id (the per-org lock makes the probe current for the whole transaction).
-  const actions = new Map<string, Action>();
-  for (const [id, winner] of winners) {
-    const current = stored.get(id) ?? null;
-    let action: Action;
-    if (!current) action = 'insert';
-    else if (current.checksum === winner.record.checksum) {
-      // Same content: only a delete not older than the stored version changes anything.
-      action = isDeleted(winner.record) && isNewerVersion(winner.record, current) ? 'update' : 'same';
-    } else action = isNewerVersion(winner.record, current) ? 'update' : 'stale';
-    actions.set(id, action);
-  }
-  const applied = (id: string) => {
-    const a = actions.get(id);
-    return a === 'insert' || a === 'update';
-  };
-  const toApply = [...winners.values()].filter((w) => applied(w.record.id));
-  // Every version that does not end up current goes to record_versions once: the batch's older or
-  // stale versions here, the stored row being replaced below (straight from validic.records).
-  const toArchive = distinct.filter(({ record: r }) => {
-    if (r.checksum === stored.get(r.id)?.checksum) return false;
-    if (applied(r.id) && winners.get(r.id)?.record.checksum === r.checksum) return false;
-    return !archived.has(versionKey(r.id, r.checksum));
-  });
-  const updatedIds = [...actions].filter(([, a]) => a === 'update').map(([id]) => id);
-  const insertedIds = [...actions].filter(([, a]) => a === 'insert').map(([id]) => id);
-  // The stored rows an update replaces by another checksum; a delete of the same checksum keeps none.
-  const replacedIds = updatedIds.filter(
-    (id) => stored.get(id)?.checksum !== winners.get(id)?.record.checksum,
+  const decision = decideVersions(
+    records.map((n) => n.record),
+    stored,
+    archived,
   );
+  const normalized = new Map(records.map((n) => [n.record, n]));
+  const toApply = decision.toApply.map((r) => normalized.get(r)!);
+  const toArchive = decision.toArchive.map((r) => normalized.get(r)!);
+  const { updatedIds, insertedIds, replacedIds } = decision;
+  const count = () => {
+    for (let i = 0; i < records.length; i += 1) bump(result, records[i]!.record.type, decision.counts[i]!);
+  };
 
   // Phase 2, fast path: only new ids (a first backfill, most stream frames): one statement.
   if (updatedIds.length === 0 && toArchive.length === 0) {
     await insertNewRecords(tx, org, batch.arrivedVia, toApply, also);
-    countRecords(records, winners, actions, stored, result);
+    count();
     return { sentAlso: true };
   }
 
@@ -218,35 +149,6 @@ export async function loadRecords(
       where s.apply and s.id = any(${insertedIds}::text[])`.execute(tx.db);
   }
 
-  countRecords(records, winners, actions, stored, result);
+  count();
   return { sentAlso: false };
-}
-
-/**
- * Per item: the item that became current counts inserted/updated; an item equal to the final current
- * version counts unchanged (a duplicate); anything older counts stale.
- */
-function countRecords(
-  records: NormalizedRecord[],
-  winners: Map<string, NormalizedRecord>,
-  actions: Map<string, Action>,
-  stored: Map<string, StoredVersion | null>,
-  result: LoadResult,
-) {
-  const counted = new Set<string>();
-  for (const { record } of records) {
-    const action = actions.get(record.id);
-    const winner = winners.get(record.id);
-    if (!action || !winner) continue;
-    const finalChecksum = action === 'stale' ? stored.get(record.id)?.checksum : winner.record.checksum;
-    const applied = action === 'insert' || action === 'update';
-    if (applied && record.checksum === winner.record.checksum && !counted.has(record.id)) {
-      counted.add(record.id);
-      bump(result, record.type, action === 'insert' ? 'inserted' : 'updated');
-    } else if (record.checksum === finalChecksum) {
-      bump(result, record.type, 'unchanged');
-    } else {
-      bump(result, record.type, 'stale');
-    }
-  }
 }
