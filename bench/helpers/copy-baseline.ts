@@ -7,9 +7,8 @@
 import { sql } from 'kysely';
 import { normalizeItem } from '../../src/normalize/normalize-item.ts';
 import type { RawItem } from '../../src/pipeline/batch.ts';
-import { connectionEventRowValues } from '../../src/warehouse/loader/load-connection-events.ts';
-import { userRowValues } from '../../src/warehouse/loader/load-users.ts';
-import { RECORD_COLUMNS, recordRowValues } from '../../src/warehouse/loader/record-row.ts';
+import { RECORDS } from '../../src/warehouse/loader/record-row.ts';
+import { CONNECTION_EVENTS, USERS } from '../../src/warehouse/loader/table-columns.ts';
 import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
 
 interface CopyTable {
@@ -18,36 +17,11 @@ interface CopyTable {
   rows: unknown[][];
 }
 
+const names = (t: { columns: readonly { name: string }[] }) => t.columns.map((c) => c.name);
 const TABLES: Record<string, string[]> = {
-  records: ['org_id', ...RECORD_COLUMNS.map((c) => c.name), 'arrived_via'],
-  users: [
-    'org_id',
-    'uid',
-    'user_id',
-    'timezone',
-    'country_code',
-    'status',
-    'marketplace_url',
-    'created_at',
-    'updated_at',
-    'raw',
-  ],
-  connection_events: [
-    'org_id',
-    'id',
-    'action',
-    'uid',
-    'user_id',
-    'source_type',
-    'created_at',
-    'event_time',
-    'deleted_at',
-    'deleted_reason',
-    'profile',
-    'credentials',
-    'raw',
-    'arrived_via',
-  ],
+  records: ['org_id', ...names(RECORDS), 'arrived_via'],
+  users: ['org_id', ...names(USERS)],
+  connection_events: ['org_id', ...names(CONNECTION_EVENTS), 'arrived_via'],
 };
 
 /** Normalized rows of `items`, per warehouse table, in the columns above (one row per distinct key). */
@@ -62,17 +36,17 @@ export function normalizedRows(orgId: string, items: readonly RawItem[]): CopyTa
       const { record: r } = n.value;
       if (seen.has(`r${r.id}`)) continue;
       seen.add(`r${r.id}`);
-      push('records', [orgId, ...recordRowValues(n.value), 'poll']);
+      push('records', [orgId, ...RECORDS.values(n.value), 'poll']);
     } else if (n.kind === 'user') {
       const u = n.value;
       if (seen.has(`u${u.uid}`)) continue;
       seen.add(`u${u.uid}`);
-      push('users', [orgId, ...userRowValues(u)]);
+      push('users', [orgId, ...USERS.values(u)]);
     } else if (n.kind === 'connection_event') {
       const e = n.value;
       if (seen.has(`e${e.id}`)) continue;
       seen.add(`e${e.id}`);
-      push('connection_events', [orgId, ...connectionEventRowValues(e), 'poll']);
+      push('connection_events', [orgId, ...CONNECTION_EVENTS.values(e), 'poll']);
     }
   }
   return [...out]

@@ -14,8 +14,9 @@ import { sqlLiteral, type WarehouseTransaction } from '../open-warehouse.ts';
 import { decideVersions, type StoredVersion, versionKey } from './decide-versions.ts';
 import { insertNewRecords } from './insert-new-records.ts';
 import { bump } from './load-counts.ts';
-import { RECORD_COLUMNS, recordRowValues } from './record-row.ts';
+import { RECORDS } from './record-row.ts';
 import { STAGE, stageRows } from './staging-tables.ts';
+import { columnList, columnsOf, setList } from './table-columns.ts';
 
 interface ProbeRow {
   id: string;
@@ -102,7 +103,7 @@ export async function loadRecords(
 
   // Phase 2: full rows only for what is written.
   if (toApply.length + toArchive.length > 0) {
-    const row = (n: NormalizedRecord, apply: boolean) => [...recordRowValues(n), apply];
+    const row = (n: NormalizedRecord, apply: boolean) => [...RECORDS.values(n), apply];
     await stageRows(tx, STAGE.records, [
       ...toApply.map((r) => row(r, true)),
       ...toArchive.map((r) => row(r, false)),
@@ -126,7 +127,7 @@ export async function loadRecords(
       insert into validic.record_versions
         (org_id, record_id, checksum, type, created_at, deleted_at, raw, arrived_via, start_time)
       select ${org}, s.id, s.checksum, s.type, s.created_at, s.deleted_at, s.raw, ${batch.arrivedVia}, s.start_time
-      from validic_stage_records s
+      from ${sql.table(STAGE.records.name)} s
       where not s.apply
       on conflict do nothing`.execute(tx.db);
   }
@@ -135,17 +136,14 @@ export async function loadRecords(
     // alone (its month is part of every key), and the probe already told new ids from stored ones.
     // An update that changes start_time moves the row to its new month.
     await sql`
-      update validic.records as r set ${sql.join(
-        RECORD_COLUMNS.map((c) => sql`${sql.ref(c.name)} = s.${sql.ref(c.name)}`),
-      )}, arrived_via = ${batch.arrivedVia}, raw_emptied_at = null, updated_at = now()
-      from validic_stage_records s
+      update validic.records as r set ${setList(RECORDS, 's')}, arrived_via = ${batch.arrivedVia},
+        raw_emptied_at = null, updated_at = now()
+      from ${sql.table(STAGE.records.name)} s
       where s.apply and r.org_id = ${org} and r.id = s.id`.execute(tx.db);
-    const names = sql.join(RECORD_COLUMNS.map((c) => sql.ref(c.name)));
-    const values = sql.join(RECORD_COLUMNS.map((c) => sql`s.${sql.ref(c.name)}`));
     await sql`
-      insert into validic.records (org_id, ${names}, arrived_via)
-      select ${org}, ${values}, ${batch.arrivedVia}
-      from validic_stage_records s
+      insert into validic.records (org_id, ${columnList(RECORDS)}, arrived_via)
+      select ${org}, ${columnsOf(RECORDS, 's')}, ${batch.arrivedVia}
+      from ${sql.table(STAGE.records.name)} s
       where s.apply and s.id = any(${insertedIds}::text[])`.execute(tx.db);
   }
 

@@ -8,59 +8,29 @@
  */
 import { sql } from 'kysely';
 import type { CopyRows, WarehouseTransaction } from '../open-warehouse.ts';
-import { RECORD_COLUMNS } from './record-row.ts';
+import { RECORDS } from './record-row.ts';
+import { CONNECTION_EVENTS, LEGACY_RECORDS, type TableColumns, USERS } from './table-columns.ts';
 
 export interface StagingTable {
   name: string;
   columns: readonly (readonly [name: string, type: string])[];
 }
 
-const table = (name: string, columns: StagingTable['columns']): StagingTable => ({ name, columns });
+/** The staging table of a descriptor (table-columns.ts): its columns, then `extra`. */
+const stagingOf = (
+  table: Pick<TableColumns<never>, 'staging' | 'columns'>,
+  extra: StagingTable['columns'] = [],
+): StagingTable => ({
+  name: table.staging,
+  columns: [...table.columns.map(({ name, type }) => [name, type] as const), ...extra],
+});
 
 export const STAGE = {
-  records: table('validic_stage_records', [
-    ...RECORD_COLUMNS.map(({ name, type }) => [name, type] as const),
-    /** true: becomes the current version in records; false: goes to record_versions. */
-    ['apply', 'boolean'],
-  ]),
-  users: table('validic_stage_users', [
-    ['uid', 'text'],
-    ['user_id', 'text'],
-    ['timezone', 'text'],
-    ['country_code', 'text'],
-    ['status', 'text'],
-    ['marketplace_url', 'text'],
-    ['created_at', 'timestamptz'],
-    ['updated_at', 'timestamptz'],
-    ['raw', 'jsonb'],
-  ]),
-  events: table('validic_stage_connection_events', [
-    ['id', 'text'],
-    ['action', 'text'],
-    ['uid', 'text'],
-    ['user_id', 'text'],
-    ['source_type', 'text'],
-    ['created_at', 'timestamptz'],
-    ['event_time', 'timestamptz'],
-    ['deleted_at', 'timestamptz'],
-    ['deleted_reason', 'text'],
-    ['profile', 'jsonb'],
-    ['credentials', 'jsonb'],
-    ['raw', 'jsonb'],
-  ]),
-  legacy: table('validic_stage_legacy', [
-    ['object', 'text'],
-    ['id', 'text'],
-    ['user_id', 'text'],
-    ['timestamp', 'timestamptz'],
-    ['utc_offset', 'text'],
-    ['last_updated', 'timestamptz'],
-    ['source', 'text'],
-    ['source_name', 'text'],
-    ['activity_id', 'text'],
-    ['validated', 'boolean'],
-    ['raw', 'jsonb'],
-  ]),
+  /** apply true: becomes the current version in records; false: goes to record_versions. */
+  records: stagingOf(RECORDS, [['apply', 'boolean']]),
+  users: stagingOf(USERS),
+  events: stagingOf(CONNECTION_EVENTS),
+  legacy: stagingOf(LEGACY_RECORDS),
 } as const satisfies Record<string, StagingTable>;
 
 export async function ensureStagingTable(tx: WarehouseTransaction, stage: StagingTable): Promise<void> {
