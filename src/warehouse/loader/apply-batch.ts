@@ -35,6 +35,7 @@ import { loadConnectionEvents } from './load-connection-events.ts';
 import { emptyLoadResult } from './load-counts.ts';
 import { loadLegacy } from './load-legacy-records.ts';
 import { loadRecords, probeStatement } from './load-records.ts';
+import { type LoadLocks, loadTransaction } from './load-transaction.ts';
 import { loadUsers } from './load-users.ts';
 import { ensureMonthPartitions } from './month-partitions.ts';
 import { checkpointCtes, writeCheckpoint } from './write-checkpoint.ts';
@@ -140,24 +141,18 @@ async function applyInTransaction(
     sorted.records.map((r) => r.record.startTime),
   );
 
-  await warehouse.transaction(
-    async (tx) => {
-      await writeQuarantine(tx, batch, sorted.quarantine, result);
-      await writeQuarantine(tx, batch, sorted.notes, result, { counted: false });
-      await loadUsers(tx, batch, sorted.users, result);
-      await loadConnectionEvents(tx, batch, sorted.events, result);
-      await loadLegacy(tx, batch, sorted.legacy, result);
-      // Last, so that the checkpoint can ride along with the records' statement (one round trip less).
-      const checkpointSql = checkpointCtes(batch.orgId, checkpoint);
-      const { sentAlso } = await loadRecords(tx, batch, sorted.records, result, checkpointSql, tx.firstRows);
-      if (!sentAlso && checkpointSql.length > 0) await writeCheckpoint(tx, batch.orgId, checkpoint);
-    },
-    {
-      advisoryLocks: loadLocks(batch.orgId, sorted),
-      // The records' probe rides in the BEGIN round trip, after the locks.
-      ...(probe ? { firstQuery: probe } : {}),
-    },
-  );
+  // The records' probe rides in the BEGIN round trip, after the locks (load-transaction.ts).
+  await loadTransaction(warehouse, { locks: loadLocks(batch.orgId, sorted), probe }, async (tx, probed) => {
+    await writeQuarantine(tx, batch, sorted.quarantine, result);
+    await writeQuarantine(tx, batch, sorted.notes, result, { counted: false });
+    await loadUsers(tx, batch, sorted.users, result);
+    await loadConnectionEvents(tx, batch, sorted.events, result);
+    await loadLegacy(tx, batch, sorted.legacy, result);
+    // Last, so that the checkpoint can ride along with the records' statement (one round trip less).
+    const checkpointSql = checkpointCtes(batch.orgId, checkpoint);
+    const { sentAlso } = await loadRecords(tx, batch, sorted.records, result, checkpointSql, probed);
+    if (!sentAlso && checkpointSql.length > 0) await writeCheckpoint(tx, batch.orgId, checkpoint);
+  });
 
   let newest: string | null = null;
   for (const r of sorted.records)
@@ -188,7 +183,7 @@ export const MAX_KEY_LOCKS = 256;
  * for every small load of the org and blocks new ones. Connection events (immutable, insert-if-absent)
  * and quarantine (an upsert that only counts) are safe under concurrency without a key lock.
  */
-export function loadLocks(orgId: string, sorted: Pick<Sorted, 'records' | 'users' | 'legacy'>) {
+export function loadLocks(orgId: string, sorted: Pick<Sorted, 'records' | 'users' | 'legacy'>): LoadLocks {
   const org = `validic-sync:load:${orgId}`;
   const keys = new Set<string>();
   for (const r of sorted.records) keys.add(`${org}:record:${r.record.id}`);

@@ -10,10 +10,11 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { NormalizedRecord } from '../../normalize/normalized-types.ts';
 import type { Batch, LoadResult } from '../../pipeline/batch.ts';
-import { sqlLiteral, type WarehouseTransaction } from '../open-warehouse.ts';
+import type { WarehouseTransaction } from '../open-warehouse.ts';
 import { decideVersions, type StoredVersion, versionKey } from './decide-versions.ts';
 import { insertNewRecords } from './insert-new-records.ts';
 import { bump } from './load-counts.ts';
+import { sqlLiteral } from './load-transaction.ts';
 import { RECORDS } from './record-row.ts';
 import { STAGE, stageRows } from './staging-tables.ts';
 import { columnList, columnsOf, setList } from './table-columns.ts';
@@ -29,7 +30,7 @@ interface ProbeRow {
 
 /**
  * The keys-only probe of `records` as one statement with literals only (no parameters), so that it
- * can ride in the transaction's first round trip, right after the locks (TransactionOptions.firstQuery).
+ * can ride in the transaction's first round trip, right after the locks (loadTransaction).
  * Null when there is nothing to probe.
  */
 export function probeStatement(org: string, records: readonly NormalizedRecord[]): string | null {
