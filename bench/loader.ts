@@ -7,7 +7,7 @@
  * Run: `node bench/loader.ts [--quick]`.
  */
 import { sql } from 'kysely';
-import { applyBatch } from '../src/warehouse/apply-batch.ts';
+import { applyBatch } from '../src/warehouse/loader/apply-batch.ts';
 import { createTestDatabase } from '../test/helpers/pg.ts';
 import { normalizedRows, timeCopy } from './helpers/copy-baseline.ts';
 import { loaderInput } from './helpers/loader-data.ts';

@@ -6,7 +6,7 @@
  * Run: `node bench/redelivery.ts [--quick]`.
  */
 import { sql } from 'kysely';
-import { applyBatch } from '../src/warehouse/apply-batch.ts';
+import { applyBatch } from '../src/warehouse/loader/apply-batch.ts';
 import { openWarehouse, type Warehouse } from '../src/warehouse/open-warehouse.ts';
 import { createTestDatabase } from '../test/helpers/pg.ts';
 import { loaderInput } from './helpers/loader-data.ts';

@@ -9,10 +9,10 @@
  * Run: `node bench/storage-per-record.ts [--quick]`.
  */
 import { sql } from 'kysely';
+import type { RawItem } from '../src/pipeline/batch.ts';
 import { startSandbox } from '../src/sandbox/index.ts';
 import { RESOURCE_TYPES } from '../src/sandbox/types.ts';
-import { applyBatch } from '../src/warehouse/apply-batch.ts';
-import type { RawItem } from '../src/warehouse/batch.ts';
+import { applyBatch } from '../src/warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../src/warehouse/open-warehouse.ts';
 import { createTestDatabase } from '../test/helpers/pg.ts';
 import { printFigure, quick, round } from './helpers/report.ts';

@@ -34,7 +34,7 @@ import { readSseFrameBatches } from '../src/sse/read-sse-frames.ts';
 import { consumerOptionsFromConfig } from '../src/stream/consumer-options.ts';
 import { startOrgStream } from '../src/stream/run-org-stream.ts';
 import type { StreamsClient } from '../src/validic/streams-client.ts';
-import { applyBatch } from '../src/warehouse/apply-batch.ts';
+import { applyBatch } from '../src/warehouse/loader/apply-batch.ts';
 import { createTestDatabase } from '../test/helpers/pg.ts';
 import { normalizedRows, rowCountMismatch, storedRowCounts, timeCopy } from './helpers/copy-baseline.ts';
 import { printFigure, quick, round } from './helpers/report.ts';

@@ -14,7 +14,7 @@ import type { SpanExporter } from '@opentelemetry/sdk-trace';
 import { sql } from 'kysely';
 import { startTracing } from '../src/telemetry/start-tracing.ts';
 import { withSpan } from '../src/telemetry/tracer.ts';
-import { applyBatch } from '../src/warehouse/apply-batch.ts';
+import { applyBatch } from '../src/warehouse/loader/apply-batch.ts';
 import { createTestDatabase } from '../test/helpers/pg.ts';
 import { loaderInput } from './helpers/loader-data.ts';
 import { printFigure, quick, round, secondsSince } from './helpers/report.ts';

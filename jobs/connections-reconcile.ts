@@ -4,9 +4,9 @@
  * missed is inserted and counted (`inserted` = events the stream missed).
  */
 import { z } from 'zod';
-import { applyBatch } from '../src/warehouse/apply-batch.ts';
-import { emptyCounts, type LoadCounts } from '../src/warehouse/batch.ts';
+import { emptyCounts, type LoadCounts } from '../src/pipeline/batch.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
+import { applyBatch } from '../src/warehouse/loader/apply-batch.ts';
 import { defineJob } from './job-definition.ts';
 
 const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD');

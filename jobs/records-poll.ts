@@ -24,10 +24,10 @@
 import { z } from 'zod';
 import { PermanentError } from '../src/errors.ts';
 import { httpStatusOf } from '../src/http/http-errors.ts';
-import { applyBatch, MAX_KEY_LOCKS } from '../src/warehouse/apply-batch.ts';
-import type { CursorWrite, LoadResult, RawItem, WindowDone } from '../src/warehouse/batch.ts';
+import type { CursorWrite, LoadResult, RawItem, WindowDone } from '../src/pipeline/batch.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
-import { addLoadResult, emptyLoadResult } from '../src/warehouse/load-counts.ts';
+import { applyBatch, MAX_KEY_LOCKS } from '../src/warehouse/loader/apply-batch.ts';
+import { addLoadResult, emptyLoadResult } from '../src/warehouse/loader/load-counts.ts';
 import { markRecentPollDone } from '../src/warehouse/recent-polls.ts';
 import { markUsersRemoved } from '../src/warehouse/remove-users.ts';
 import { pendingWindowKeys, recordsWindowKey } from '../src/warehouse/window-ledger.ts';

@@ -9,8 +9,8 @@
  * another user is deleted while it reads; such a user is un-removed by the next listing.
  */
 import { z } from 'zod';
-import { applyBatch } from '../src/warehouse/apply-batch.ts';
-import type { LoadCounts } from '../src/warehouse/batch.ts';
+import type { LoadCounts } from '../src/pipeline/batch.ts';
+import { applyBatch } from '../src/warehouse/loader/apply-batch.ts';
 import { markUnlistedUsersRemoved } from '../src/warehouse/remove-users.ts';
 import type { JobContext } from './job-context.ts';
 import { defineJob } from './job-definition.ts';

@@ -11,12 +11,11 @@
  */
 import { sql } from 'kysely';
 import { normalizeItem } from '../../src/normalize/normalize-item.ts';
-import type { ArrivedVia, RawItem } from '../../src/warehouse/batch.ts';
-import { connectionEventRowValues } from '../../src/warehouse/load-connection-events.ts';
-import { userRowValues } from '../../src/warehouse/load-users.ts';
-import { ensureMonthPartitions } from '../../src/warehouse/month-partitions.ts';
+import type { ArrivedVia, RawItem } from '../../src/pipeline/batch.ts';
+import { ensureMonthPartitions } from '../../src/warehouse/loader/month-partitions.ts';
+import { RECORDS } from '../../src/warehouse/loader/record-row.ts';
+import { CONNECTION_EVENTS, USERS } from '../../src/warehouse/loader/table-columns.ts';
 import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
-import { RECORD_COLUMNS, recordRowValues } from '../../src/warehouse/record-row.ts';
 
 interface CopyTable {
   name: string;
@@ -25,36 +24,11 @@ interface CopyTable {
 }
 
 /** Columns of each table the baseline can copy, after `org_id` … in the loader's value order. */
+const names = (t: { columns: readonly { name: string }[] }) => t.columns.map((c) => c.name);
 const COLUMNS: Record<string, string[]> = {
-  records: ['org_id', ...RECORD_COLUMNS.map((c) => c.name), 'arrived_via'],
-  users: [
-    'org_id',
-    'uid',
-    'user_id',
-    'timezone',
-    'country_code',
-    'status',
-    'marketplace_url',
-    'created_at',
-    'updated_at',
-    'raw',
-  ],
-  connection_events: [
-    'org_id',
-    'id',
-    'action',
-    'uid',
-    'user_id',
-    'source_type',
-    'created_at',
-    'event_time',
-    'deleted_at',
-    'deleted_reason',
-    'profile',
-    'credentials',
-    'raw',
-    'arrived_via',
-  ],
+  records: ['org_id', ...names(RECORDS), 'arrived_via'],
+  users: ['org_id', ...names(USERS)],
+  connection_events: ['org_id', ...names(CONNECTION_EVENTS), 'arrived_via'],
 };
 
 /** Every table the baseline copies: what the loader writes for new records, users and connection events. */
@@ -79,17 +53,17 @@ export function normalizedRows(
       const { record: r } = n.value;
       if (seen.has(`r${r.id}`)) continue;
       seen.add(`r${r.id}`);
-      push('records', [orgId, ...recordRowValues(n.value), arrivedVia]);
+      push('records', [orgId, ...RECORDS.values(n.value), arrivedVia]);
     } else if (n.kind === 'user') {
       const u = n.value;
       if (seen.has(`u${u.uid}`)) continue;
       seen.add(`u${u.uid}`);
-      push('users', [orgId, ...userRowValues(u)]);
+      push('users', [orgId, ...USERS.values(u)]);
     } else if (n.kind === 'connection_event') {
       const e = n.value;
       if (seen.has(`e${e.id}`)) continue;
       seen.add(`e${e.id}`);
-      push('connection_events', [orgId, ...connectionEventRowValues(e), arrivedVia]);
+      push('connection_events', [orgId, ...CONNECTION_EVENTS.values(e), arrivedVia]);
     }
   }
   return [...out]

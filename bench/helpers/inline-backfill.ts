@@ -5,8 +5,8 @@
 import { createInlineRunner } from '../../src/cli/run-jobs-inline.ts';
 import { type Config, configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/log/logger.ts';
+import { emptyCounts, type LoadCounts } from '../../src/pipeline/batch.ts';
 import { openRuntime } from '../../src/runtime/runtime.ts';
-import { emptyCounts, type LoadCounts } from '../../src/warehouse/batch.ts';
 import type { SandboxInfo } from './sandbox-thread.ts';
 
 export interface BackfillTarget {

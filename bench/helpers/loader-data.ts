@@ -4,8 +4,9 @@
  * sandbox's seeded record factory and turned into what a pager hands the loader (parsed JSON),
  * cut into batches of about 1,000 records in the order pages would bring them.
  */
+
+import type { Batch, Checkpoint, RawItem } from '../../src/pipeline/batch.ts';
 import { startSandbox } from '../../src/sandbox/index.ts';
-import type { Batch, Checkpoint, RawItem } from '../../src/warehouse/batch.ts';
 
 export const BATCH_SIZE = 1000;
 

@@ -4,9 +4,9 @@
  * Returns the parsed items so the COPY limit can be measured on exactly what was fetched.
  */
 import { Agent, request } from 'undici';
+import type { RawItem } from '../../src/pipeline/batch.ts';
 import { buildUrl } from '../../src/validic/build-url.ts';
 import { resourcePath, toV2Resource } from '../../src/validic/v2-resources.ts';
-import type { RawItem } from '../../src/warehouse/batch.ts';
 import type { SandboxInfo } from './sandbox-thread.ts';
 
 export interface WindowSpec {

@@ -5,9 +5,9 @@
  * page is the last. An empty window still commits its checkpoint (an empty batch).
  */
 import type { Logger } from '../log/logger.ts';
+import { type ArrivedVia, type Checkpoint, emptyCounts, type LoadResult } from '../pipeline/batch.ts';
 import type { SummaryPage } from '../validic/legacy-summary-pager.ts';
-import { applyBatch } from '../warehouse/apply-batch.ts';
-import { type ArrivedVia, type Checkpoint, emptyCounts, type LoadResult } from '../warehouse/batch.ts';
+import { applyBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 
 export interface LoadLegacyPagesInput {

@@ -11,11 +11,11 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { RequestEvent } from '../http/http-client.ts';
+import type { LoadCounts } from '../pipeline/batch.ts';
 import type { BudgetStatus } from '../queue/budget-status.ts';
 import { VERSION } from '../runtime/version.ts';
 import { LEGACY_OBJECTS } from '../validic/legacy-objects.ts';
 import { recordTypeOf, V2_RESOURCES } from '../validic/v2-resources.ts';
-import type { LoadCounts } from '../warehouse/batch.ts';
 
 /** Record types (and load kinds) that are label values as they are; any other becomes `other`. */
 const KNOWN_TYPES = new Set<string>([

@@ -2,7 +2,7 @@
  * One raw item of a batch (batch.ts `RawItem`) → a normalized row of the right kind, or a quarantine
  * entry. Pure; never throws for bad input.
  */
-import type { RawItem } from '../warehouse/batch.ts';
+import type { RawItem } from '../pipeline/batch.ts';
 import { normalizeConnectionEvent } from './connection-event.ts';
 import { normalizeLegacyRecord } from './legacy-record.ts';
 import { normalizeRecord } from './normalize-record.ts';

@@ -19,10 +19,10 @@ import { redactKnownSecrets } from '../config/redact.ts';
 import { PermanentError, RateLimitedError, toError } from '../errors.ts';
 import type { Logger } from '../log/logger.ts';
 import type { WorkerMetrics } from '../metrics/worker-metrics.ts';
+import type { LoadCounts } from '../pipeline/batch.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { bullmqTelemetry } from '../telemetry/start-tracing.ts';
 import { jobAttributes, withSpan } from '../telemetry/tracer.ts';
-import type { LoadCounts } from '../warehouse/batch.ts';
 import { type JobQueue, QUEUE_NAME } from './job-queue.ts';
 import { isTransientInfraError } from './transient-error.ts';
 

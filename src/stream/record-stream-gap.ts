@@ -4,8 +4,8 @@
  * there); the read-modify-write is serialized per process, and the list is bounded.
  */
 import type { GapTooLong } from '../sse/types.ts';
-import { applyBatch } from '../warehouse/apply-batch.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
+import { applyBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { STREAM_GAPS_KEY } from './stream-cursor-keys.ts';
 

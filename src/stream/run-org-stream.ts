@@ -16,6 +16,7 @@ import { redactKnownSecrets } from '../config/redact.ts';
 import { UserFacingError } from '../errors.ts';
 import { httpStatusOf } from '../http/http-errors.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
+import { emptyCounts, type LoadResult } from '../pipeline/batch.ts';
 import type { OrgClients } from '../runtime/org-clients.ts';
 import {
   emptyStreamCounters,
@@ -34,9 +35,8 @@ import type {
 import { describeStream422 } from '../validic/describe-stream-422.ts';
 import type { StreamInfo } from '../validic/streams-client.ts';
 import { MAX_STREAMS } from '../validic/streams-client.ts';
-import { applyPreparedBatch, type PreparedBatch, prepareBatch } from '../warehouse/apply-batch.ts';
-import { emptyCounts, type LoadResult } from '../warehouse/batch.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
+import { applyPreparedBatch, type PreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { eagerBody } from './eager-body.ts';
 import { pipelineWrites } from './pipelined-commit.ts';

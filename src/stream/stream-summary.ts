@@ -2,9 +2,10 @@
  * What an org's stream did, summed over its connections: the consumers' counters plus the loader's
  * counts, and the gaps it handed to REST backfill. The CLI prints it; the worker exports it as metrics.
  */
+
+import { emptyCounts, type LoadCounts } from '../pipeline/batch.ts';
 import { emptyStreamCounters } from '../sse/stream-consumer.ts';
 import type { StreamCounters } from '../sse/types.ts';
-import { emptyCounts, type LoadCounts } from '../warehouse/batch.ts';
 
 export interface OrgStreamSummary {
   orgId: string;

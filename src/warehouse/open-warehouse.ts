@@ -26,8 +26,8 @@ export interface WarehouseTransaction {
   db: Kysely<Database>;
   /** Bulk-loads rows with COPY (text format) into `table`, e.g. a temp staging table, inside the transaction. */
   copyRows: CopyRows;
-  /** The rows of `TransactionOptions.firstQuery`, when one was given. */
-  firstRows?: Record<string, unknown>[];
+  /** The rows of the last statement of `TransactionOptions.begin`, when given. */
+  beginRows?: Record<string, unknown>[];
 }
 
 export interface Warehouse {
@@ -42,41 +42,12 @@ export interface Warehouse {
 
 export interface TransactionOptions {
   /**
-   * Transaction-level advisory locks on `hashtextextended(key, 0)`, taken right after BEGIN and in
-   * the same round trip on PostgreSQL (a small batch is bound by round trips, not by bytes): the
-   * shared ones first, then the exclusive ones in hash order, so two transactions taking overlapping
-   * sets always take them in the same order and cannot deadlock on them.
+   * Statements sent with BEGIN in the same round trip (simple query protocol: literals only, no
+   * parameters; several separated by `;`). The rows of the last one are `tx.beginRows`. Each statement
+   * takes its own snapshot, so a query after a lock sees everything committed before it was granted.
+   * The loader's round-trip savings are built on this (loader/load-transaction.ts).
    */
-  advisoryLocks?: { shared?: readonly string[]; exclusive?: readonly string[] };
-  /**
-   * One statement run right after the locks, in the same round trip (so with literals only, see
-   * `sqlLiteral`; no parameters): its rows are `tx.firstRows`. It sees everything committed before
-   * the locks were granted (each statement of a simple query takes its own snapshot).
-   */
-  firstQuery?: string;
-}
-
-/**
- * A SQL string literal for `firstQuery`, correct whatever standard_conforming_strings says (the same
- * rule as pg's escapeLiteral: quotes doubled; with a backslash, an E'' literal with it doubled).
- */
-export function sqlLiteral(text: string): string {
-  const quoted = text.replaceAll("'", "''");
-  return text.includes('\\') ? `E'${quoted.replaceAll('\\', '\\\\')}'` : `'${quoted}'`;
-}
-
-/** The statements that take `locks` (simple query protocol: literals, no parameters). */
-function advisoryLockSql(locks: TransactionOptions['advisoryLocks']): string {
-  const lockAll = (lockFunction: string, keys: readonly string[] = []) =>
-    keys.length === 0
-      ? []
-      : [
-          `select ${lockFunction}(k) from (select distinct hashtextextended(x, 0) as k from unnest(array[${[...new Set(keys)].map(sqlLiteral).join(',')}]::text[]) as x order by 1) as s`,
-        ];
-  return [
-    ...lockAll('pg_advisory_xact_lock_shared', locks?.shared),
-    ...lockAll('pg_advisory_xact_lock', locks?.exclusive),
-  ].join('; ');
+  begin?: string;
 }
 
 export interface OpenWarehouseOptions {
@@ -218,14 +189,13 @@ async function openPostgres(databaseUrl: string, max: number, log: Logger): Prom
       const trxDb = new Kysely<Database>({ dialect: new PostgresDialect({ pool: single as never }) });
       let broken: unknown;
       try {
-        // Simple query protocol (no parameters), so BEGIN and the lock share one round trip.
-        const locks = advisoryLockSql(options?.advisoryLocks);
-        const first = options?.firstQuery;
-        const begun = (await client.query([`begin`, locks, first].filter(Boolean).join('; '))) as unknown as
+        // Simple query protocol (no parameters), so BEGIN and options.begin share one round trip.
+        const extra = options?.begin;
+        const begun = (await client.query(extra ? `begin; ${extra}` : 'begin')) as unknown as
           | pg.QueryResult
           | pg.QueryResult[];
         const tx: WarehouseTransaction = { db: trxDb, copyRows: copyWith(client) };
-        if (first) tx.firstRows = (Array.isArray(begun) ? begun.at(-1) : begun)?.rows ?? [];
+        if (extra) tx.beginRows = (Array.isArray(begun) ? begun.at(-1) : begun)?.rows ?? [];
         const result = await fn(tx);
         await client.query('commit');
         return result;
@@ -289,11 +259,10 @@ async function openPGlite(dataDir: string, log: Logger): Promise<Warehouse> {
         await pglite.query('begin');
         try {
           // One connection: nothing contends, but the statements are the same as on PostgreSQL.
-          const locks = advisoryLockSql(options?.advisoryLocks);
-          if (locks) await pglite.exec(locks);
           const tx: WarehouseTransaction = { db: conn, copyRows };
-          if (options?.firstQuery) {
-            tx.firstRows = (await pglite.query<Record<string, unknown>>(options.firstQuery)).rows;
+          if (options?.begin) {
+            const results = await pglite.exec(options.begin);
+            tx.beginRows = (results.at(-1)?.rows ?? []) as Record<string, unknown>[];
           }
           const result = await fn(tx);
           await pglite.query('commit');

@@ -27,7 +27,7 @@ import type { BudgetStatus } from '../../src/queue/budget-status.ts';
 import { startWorker } from '../../src/queue/start-worker.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import type { ResourceType } from '../../src/sandbox/types.ts';
-import { applyBatch } from '../../src/warehouse/apply-batch.ts';
+import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { runCli } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';

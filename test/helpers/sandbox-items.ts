@@ -2,8 +2,9 @@
  * A sandbox's truth as one batch's items: every user, record and connection event, and the first 20
  * legacy records, for tests that load a warehouse directly (applyBatch) rather than through a sync.
  */
+
+import type { RawItem } from '../../src/pipeline/batch.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
-import type { RawItem } from '../../src/warehouse/batch.ts';
 
 export function sandboxItems(sandbox: Sandbox): RawItem[] {
   return [

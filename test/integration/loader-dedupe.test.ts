@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyBatch } from '../../src/warehouse/apply-batch.ts';
-import type { Batch, RawItem } from '../../src/warehouse/batch.ts';
+import type { Batch, RawItem } from '../../src/pipeline/batch.ts';
 import { readCursor } from '../../src/warehouse/checkpoints.ts';
+import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
 let t: TestDatabase;

@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { applyBatch, loadLocks, MAX_KEY_LOCKS } from '../../src/warehouse/apply-batch.ts';
-import type { Batch, RawItem } from '../../src/warehouse/batch.ts';
+import type { Batch, RawItem } from '../../src/pipeline/batch.ts';
+import { applyBatch, loadLocks, MAX_KEY_LOCKS } from '../../src/warehouse/loader/apply-batch.ts';
+import { loadTransaction } from '../../src/warehouse/loader/load-transaction.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
 let t: TestDatabase;
@@ -41,12 +42,13 @@ async function holdLocksOf(orgId: string, ids: string[]) {
     held = resolve;
   });
   const records = ids.map((id) => ({ record: { id } }));
-  const done = t.warehouse.transaction(
+  const done = loadTransaction(
+    t.warehouse,
+    { locks: loadLocks(orgId, { records: records as never, users: [], legacy: [] }) },
     async () => {
       held();
       await released;
     },
-    { advisoryLocks: loadLocks(orgId, { records: records as never, users: [], legacy: [] }) },
   );
   await isHeld;
   return async () => {

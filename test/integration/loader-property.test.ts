@@ -6,8 +6,8 @@
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyBatch } from '../../src/warehouse/apply-batch.ts';
-import type { Batch } from '../../src/warehouse/batch.ts';
+import type { Batch } from '../../src/pipeline/batch.ts';
+import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
 let t: TestDatabase;

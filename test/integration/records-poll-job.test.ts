@@ -14,7 +14,7 @@ import { silentLogger } from '../../src/log/logger.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { toV2Resource } from '../../src/validic/v2-resources.ts';
-import { applyBatch, MAX_KEY_LOCKS } from '../../src/warehouse/apply-batch.ts';
+import { applyBatch, MAX_KEY_LOCKS } from '../../src/warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
 import { listWindows, planWindows, recordsWindowKey, startRun } from '../../src/warehouse/window-ledger.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';

@@ -17,8 +17,8 @@ import {
   type StreamCommitEvent,
   startOrgStream,
 } from '../../src/stream/run-org-stream.ts';
-import { applyBatch } from '../../src/warehouse/apply-batch.ts';
 import { listCursors, readCursor } from '../../src/warehouse/checkpoints.ts';
+import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { sandboxOrganization } from '../helpers/sandbox-organization.ts';
 

@@ -5,8 +5,8 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyBatch } from '../../src/warehouse/apply-batch.ts';
-import type { RawItem } from '../../src/warehouse/batch.ts';
+import type { RawItem } from '../../src/pipeline/batch.ts';
+import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { createPartitionsAhead, emptyRawBefore } from '../../src/warehouse/warehouse-upkeep.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 

@@ -14,13 +14,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpClient } from '../../src/http/http-client.ts';
 import { BodyTooLargeError } from '../../src/http/http-errors.ts';
 import { normalizeItem } from '../../src/normalize/normalize-item.ts';
+import type { RawItem } from '../../src/pipeline/batch.ts';
 import { classifyFrame } from '../../src/sse/classify-frame.ts';
 import { readSseFrames } from '../../src/sse/read-sse-frames.ts';
 import { toRawItems } from '../../src/sse/to-raw-items.ts';
 import type { DataFrame } from '../../src/sse/types.ts';
 import { listItems, UnexpectedResponseError } from '../../src/validic/envelopes.ts';
-import { applyBatch } from '../../src/warehouse/apply-batch.ts';
-import type { RawItem } from '../../src/warehouse/batch.ts';
+import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
 const ORG = 'bad-input-org';

@@ -24,7 +24,7 @@ import { createLegacyClient } from '../../src/validic/legacy-client.ts';
 import { UnsafePathSegmentError } from '../../src/validic/path-segment.ts';
 import { createStreamsClient } from '../../src/validic/streams-client.ts';
 import { createV2Client } from '../../src/validic/v2-client.ts';
-import { applyBatch } from '../../src/warehouse/apply-batch.ts';
+import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
 const MiB = 1024 * 1024;

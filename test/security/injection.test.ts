@@ -13,7 +13,7 @@ import { escapeHtml } from '../../src/report/escape-html.ts';
 import { renderReport } from '../../src/report/render-report.ts';
 import { readReportData } from '../../src/report/report-data.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { applyBatch } from '../../src/warehouse/apply-batch.ts';
+import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';

@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { applyBatch } from '../../src/warehouse/apply-batch.ts';
+import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { FolderMigrationProvider, migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/open-warehouse.ts';
 import { ADMIN_URL, asLogin, createEmptyDatabase, type TestDatabase, withClient } from '../helpers/pg.ts';

@@ -10,7 +10,7 @@ import { type Migration, type MigrationProvider, Migrator } from 'kysely/migrati
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { applyBatch } from '../../src/warehouse/apply-batch.ts';
+import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { FolderMigrationProvider, migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/open-warehouse.ts';
 import {

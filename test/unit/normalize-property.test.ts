@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { normalizeItem } from '../../src/normalize/normalize-item.ts';
-import type { RawItem } from '../../src/warehouse/batch.ts';
+import type { RawItem } from '../../src/pipeline/batch.ts';
 
 const metric = fc.record({
   type: fc.constantFrom('body_weight', 'bmi', 'steps', 'energy_consumed'),

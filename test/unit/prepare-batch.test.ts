@@ -4,8 +4,8 @@
  * it while the previous micro-batch's write, on the same thread, needs the loop to make progress.
  */
 import { describe, expect, it } from 'vitest';
-import { prepareBatch } from '../../src/warehouse/apply-batch.ts';
-import type { RawItem } from '../../src/warehouse/batch.ts';
+import type { RawItem } from '../../src/pipeline/batch.ts';
+import { prepareBatch } from '../../src/warehouse/loader/apply-batch.ts';
 
 const record = (i: number) => ({
   version: '1.0',

@@ -6,7 +6,7 @@
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
 import { UsageError } from '../../errors.ts';
-import { emptyCounts, type LoadCounts } from '../../warehouse/batch.ts';
+import { emptyCounts, type LoadCounts } from '../../pipeline/batch.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
 import { finishInlineRun } from '../finish-inline-run.ts';
 import { parseInstantOption, parseList } from '../parse-options.ts';

@@ -51,7 +51,7 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
         const { planDateWindows } = await import('../../validic/date-windows.ts');
         const { openRuntime } = await import('../../runtime/runtime.ts');
         const { createInlineRunner } = await import('../run-jobs-inline.ts');
-        const { applyBatch } = await import('../../warehouse/apply-batch.ts');
+        const { applyBatch } = await import('../../warehouse/loader/apply-batch.ts');
         const windows = planDateWindows(from, range.to, 30);
         const runtime = await openRuntime(config, log);
         let failed = false;

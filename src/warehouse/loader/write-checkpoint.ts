@@ -4,8 +4,8 @@
  * Rows are written in key order, so concurrent loads touching the same cursors cannot deadlock.
  */
 import { type RawBuilder, sql } from 'kysely';
-import type { Checkpoint } from './batch.ts';
-import type { WarehouseTransaction } from './open-warehouse.ts';
+import type { Checkpoint } from '../../pipeline/batch.ts';
+import type { WarehouseTransaction } from '../open-warehouse.ts';
 
 export async function writeCheckpoint(tx: WarehouseTransaction, orgId: string, checkpoint: Checkpoint) {
   const ctes = checkpointCtes(orgId, checkpoint);

@@ -4,11 +4,12 @@
  * (remove-users.ts) is un-removed, even when nothing else changed.
  */
 import { sql } from 'kysely';
-import type { UserRow } from '../normalize/normalized-types.ts';
-import type { Batch, LoadResult } from './batch.ts';
+import type { UserRow } from '../../normalize/normalized-types.ts';
+import type { Batch, LoadResult } from '../../pipeline/batch.ts';
+import type { WarehouseTransaction } from '../open-warehouse.ts';
 import { bump } from './load-counts.ts';
-import type { WarehouseTransaction } from './open-warehouse.ts';
 import { STAGE, stageRows } from './staging-tables.ts';
+import { columnList, columnsOf, setList, USERS, valueRow } from './table-columns.ts';
 
 export async function loadUsers(
   tx: WarehouseTransaction,
@@ -23,44 +24,22 @@ export async function loadUsers(
     const known = byUid.get(u.uid);
     if (!known || (u.updatedAt ?? '') >= (known.updatedAt ?? '')) byUid.set(u.uid, u);
   }
-  await stageRows(tx, STAGE.users, [...byUid.values()].map(userRowValues));
+  await stageRows(tx, STAGE.users, [...byUid.values()].map(USERS.values));
   const written = await sql<{ uid: string; inserted: boolean }>`
-    insert into validic.users as u
-      (org_id, uid, user_id, timezone, country_code, status, marketplace_url, created_at, updated_at, raw)
-    select ${batch.orgId}, s.uid, s.user_id, s.timezone, s.country_code, s.status, s.marketplace_url,
-           s.created_at, s.updated_at, s.raw
-    from validic_stage_users s
+    insert into validic.users as u (org_id, ${columnList(USERS)})
+    select ${batch.orgId}, ${columnsOf(USERS, 's')}
+    from ${sql.table(STAGE.users.name)} s
     left join validic.users cur on cur.org_id = ${batch.orgId} and cur.uid = s.uid
     where cur.uid is null
        or cur.removed_at is not null
        or ((s.updated_at is null or cur.updated_at is null or s.updated_at >= cur.updated_at)
-           and (cur.user_id, cur.timezone, cur.country_code, cur.status, cur.marketplace_url, cur.created_at,
-                cur.updated_at, cur.raw)
-               is distinct from
-               (s.user_id, s.timezone, s.country_code, s.status, s.marketplace_url, s.created_at, s.updated_at, s.raw))
+           and ${valueRow(USERS, 'cur')} is distinct from ${valueRow(USERS, 's')})
     on conflict (org_id, uid) do update set
-      user_id = excluded.user_id, timezone = excluded.timezone, country_code = excluded.country_code,
-      status = excluded.status, marketplace_url = excluded.marketplace_url, created_at = excluded.created_at,
-      updated_at = excluded.updated_at, raw = excluded.raw, synced_at = now(), removed_at = null
+      ${setList(USERS, 'excluded')}, synced_at = now(), removed_at = null
     returning u.uid, (u.xmax = 0) as inserted`.execute(tx.db);
   let inserted = 0;
   for (const row of written.rows) if (row.inserted) inserted += 1;
   bump(result, 'user', 'inserted', inserted);
   bump(result, 'user', 'updated', written.rows.length - inserted);
   bump(result, 'user', 'unchanged', users.length - written.rows.length);
-}
-
-/** The values of one `validic.users` row after org_id, in the staging table's column order (also the COPY baseline's). */
-export function userRowValues(u: UserRow): unknown[] {
-  return [
-    u.uid,
-    u.userId,
-    u.timezone,
-    u.countryCode,
-    u.status,
-    u.marketplaceUrl,
-    u.createdAt,
-    u.updatedAt,
-    u.raw,
-  ];
 }

@@ -1,6 +1,7 @@
 /**
  * One `validic.records` row: its columns (name and PostgreSQL type) and the values of one normalized
- * record in that order. Every write path takes its column list from RECORD_COLUMNS (the staging
+ * record in that order (RECORDS, the records' column descriptor, see table-columns.ts). Every write
+ * path takes its column list from RECORD_COLUMNS (the staging
  * table, the COPY and parameter inserts of new ids, the update of changed ones, the benchmark's COPY
  * baseline), so a column cannot be added to one path and forgotten in another.
  *
@@ -9,18 +10,13 @@
  * all series in two arrays (times as millisecond deltas, which compress to almost nothing at regular
  * intervals). The views record_metrics, nutrition_* and intraday_series read them back as rows.
  */
-import type { MetricRow, NormalizedRecord } from '../normalize/normalized-types.ts';
+import type { MetricRow, NormalizedRecord } from '../../normalize/normalized-types.ts';
+import type { TableColumn, TableColumns } from './table-columns.ts';
 
-export interface RecordColumn {
-  name: string;
-  /** PostgreSQL type of the column. */
-  type: string;
-}
-
-const column = (name: string, type: string): RecordColumn => ({ name, type });
+const column = (name: string, type: string): TableColumn => ({ name, type });
 
 /** The columns the loader writes (org_id and arrived_via come from the batch). */
-export const RECORD_COLUMNS: readonly RecordColumn[] = [
+export const RECORD_COLUMNS: readonly TableColumn[] = [
   column('id', 'text'),
   column('type', 'text'),
   column('version', 'text'),
@@ -146,3 +142,11 @@ export function recordRowValues(n: NormalizedRecord): unknown[] {
     r.raw,
   ];
 }
+
+/** The records' descriptor (table-columns.ts): RECORD_COLUMNS and recordRowValues. */
+export const RECORDS: TableColumns<NormalizedRecord> = {
+  staging: 'validic_stage_records',
+  key: ['id'],
+  columns: RECORD_COLUMNS,
+  values: recordRowValues,
+};

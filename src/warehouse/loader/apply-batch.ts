@@ -19,30 +19,29 @@
  * constant; nothing is done per row.
  */
 import { setImmediate } from 'node:timers/promises';
-import { type Logger, silentLogger } from '../log/logger.ts';
-import { normalizeItem } from '../normalize/normalize-item.ts';
+import { type Logger, silentLogger } from '../../log/logger.ts';
+import { normalizeItem } from '../../normalize/normalize-item.ts';
 import type {
   ConnectionEventRow,
   LegacyRecordRow,
   NormalizedRecord,
   QuarantineEntry,
   UserRow,
-} from '../normalize/normalized-types.ts';
-import { withSpan } from '../telemetry/tracer.ts';
-import type { Batch, Checkpoint, LoadCounts, LoadResult } from './batch.ts';
-import type { EncodedCopyRow } from './copy-text-format.ts';
+} from '../../normalize/normalized-types.ts';
+import type { Batch, Checkpoint, LoadCounts, LoadResult } from '../../pipeline/batch.ts';
+import { withSpan } from '../../telemetry/tracer.ts';
+import type { EncodedCopyRow } from '../copy-text-format.ts';
+import type { Warehouse } from '../open-warehouse.ts';
 import { COPY_FROM_RECORDS, encodeNewRecord } from './insert-new-records.ts';
 import { loadConnectionEvents } from './load-connection-events.ts';
 import { emptyLoadResult } from './load-counts.ts';
 import { loadLegacy } from './load-legacy-records.ts';
-import { isNewerVersion, loadRecords, probeStatement } from './load-records.ts';
+import { loadRecords, probeStatement } from './load-records.ts';
+import { type LoadLocks, loadTransaction } from './load-transaction.ts';
 import { loadUsers } from './load-users.ts';
 import { ensureMonthPartitions, forgetMonthPartitions, isMissingMonthPartition } from './month-partitions.ts';
-import type { Warehouse } from './open-warehouse.ts';
 import { checkpointCtes, writeCheckpoint } from './write-checkpoint.ts';
 import { badPointsNote, writeQuarantine } from './write-quarantine.ts';
-
-export { isNewerVersion };
 
 export interface ApplyBatchOptions {
   log?: Logger;
@@ -159,33 +158,27 @@ async function applyInTransaction(
   const startTimes = sorted.records.map((r) => r.record.startTime);
   // Outside the transaction: adding a month briefly locks the tables (month-partitions.ts).
   await ensureMonthPartitions(warehouse, startTimes);
+  // The records' probe rides in the BEGIN round trip, after the locks (load-transaction.ts).
   const write = () =>
-    warehouse.transaction(
-      async (tx) => {
-        await writeQuarantine(tx, batch, sorted.quarantine, result);
-        await writeQuarantine(tx, batch, sorted.notes, result, { counted: false });
-        await loadUsers(tx, batch, sorted.users, result);
-        await loadConnectionEvents(tx, batch, sorted.events, result);
-        await loadLegacy(tx, batch, sorted.legacy, result);
-        // Last, so that the checkpoint can ride along with the records' statement (one round trip less).
-        const checkpointSql = checkpointCtes(batch.orgId, checkpoint);
-        const { sentAlso } = await loadRecords(
-          tx,
-          batch,
-          sorted.records,
-          result,
-          checkpointSql,
-          tx.firstRows,
-          prepared.encoded,
-        );
-        if (!sentAlso && checkpointSql.length > 0) await writeCheckpoint(tx, batch.orgId, checkpoint);
-      },
-      {
-        advisoryLocks: loadLocks(batch.orgId, sorted),
-        // The records' probe rides in the BEGIN round trip, after the locks.
-        ...(probe ? { firstQuery: probe } : {}),
-      },
-    );
+    loadTransaction(warehouse, { locks: loadLocks(batch.orgId, sorted), probe }, async (tx, probed) => {
+      await writeQuarantine(tx, batch, sorted.quarantine, result);
+      await writeQuarantine(tx, batch, sorted.notes, result, { counted: false });
+      await loadUsers(tx, batch, sorted.users, result);
+      await loadConnectionEvents(tx, batch, sorted.events, result);
+      await loadLegacy(tx, batch, sorted.legacy, result);
+      // Last, so that the checkpoint can ride along with the records' statement (one round trip less).
+      const checkpointSql = checkpointCtes(batch.orgId, checkpoint);
+      const { sentAlso } = await loadRecords(
+        tx,
+        batch,
+        sorted.records,
+        result,
+        checkpointSql,
+        probed,
+        prepared.encoded,
+      );
+      if (!sentAlso && checkpointSql.length > 0) await writeCheckpoint(tx, batch.orgId, checkpoint);
+    });
   try {
     await write();
   } catch (error) {
@@ -226,7 +219,7 @@ export const MAX_KEY_LOCKS = 256;
  * for every small load of the org and blocks new ones. Connection events (immutable, insert-if-absent)
  * and quarantine (an upsert that only counts) are safe under concurrency without a key lock.
  */
-export function loadLocks(orgId: string, sorted: Pick<Sorted, 'records' | 'users' | 'legacy'>) {
+export function loadLocks(orgId: string, sorted: Pick<Sorted, 'records' | 'users' | 'legacy'>): LoadLocks {
   const org = `validic-sync:load:${orgId}`;
   const keys = new Set<string>();
   for (const r of sorted.records) keys.add(`${org}:record:${r.record.id}`);

@@ -5,10 +5,10 @@
  */
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
-import type { NormalizedRecord, QuarantineEntry } from '../normalize/normalized-types.ts';
-import type { Batch, LoadResult } from './batch.ts';
+import type { NormalizedRecord, QuarantineEntry } from '../../normalize/normalized-types.ts';
+import type { Batch, LoadResult } from '../../pipeline/batch.ts';
+import type { WarehouseTransaction } from '../open-warehouse.ts';
 import { bump } from './load-counts.ts';
-import type { WarehouseTransaction } from './open-warehouse.ts';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 

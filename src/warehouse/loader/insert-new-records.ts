@@ -10,9 +10,9 @@
  * of them exists, so a conflict would be a bug and must fail loudly.
  */
 import { type RawBuilder, sql } from 'kysely';
-import type { NormalizedRecord } from '../normalize/normalized-types.ts';
-import { EncodedCopyRow, encodeCopyRow } from './copy-text-format.ts';
-import type { WarehouseTransaction } from './open-warehouse.ts';
+import type { NormalizedRecord } from '../../normalize/normalized-types.ts';
+import { EncodedCopyRow, encodeCopyRow } from '../copy-text-format.ts';
+import type { WarehouseTransaction } from '../open-warehouse.ts';
 import { RECORD_COLUMNS, recordRowValues } from './record-row.ts';
 
 interface Column {

@@ -1,5 +1,5 @@
 /** Counting helpers for LoadResult: totals and the same counts per type. */
-import { emptyCounts, type LoadCounts, type LoadResult } from './batch.ts';
+import { emptyCounts, type LoadCounts, type LoadResult } from '../../pipeline/batch.ts';
 
 export function emptyLoadResult(): LoadResult {
   return { ...emptyCounts(), byType: {}, newestCreatedAt: null };

@@ -8,7 +8,7 @@
  * `warehouse.maintain` job and `migrate` create the coming months ahead of time.
  */
 import { sql } from 'kysely';
-import type { Warehouse } from './open-warehouse.ts';
+import type { Warehouse } from '../open-warehouse.ts';
 
 const known = new WeakMap<Warehouse, Set<string>>();
 
@@ -48,7 +48,7 @@ export async function createMonthPartitions(
  */
 export function isMissingMonthPartition(error: unknown): boolean {
   const e = error as { code?: string; constraint?: string; message?: string } | null;
-  if (!e || e.code !== '23514') return false;
+  if (e?.code !== '23514') return false;
   return (
     e.constraint === 'records_undated_only' ||
     e.constraint === 'record_versions_undated_only' ||

@@ -4,11 +4,12 @@
  * delete, loaded after it, must not revive it; an edit after it proves the record exists.
  */
 import { sql } from 'kysely';
-import type { LegacyRecordRow } from '../normalize/normalized-types.ts';
-import type { Batch, LoadResult } from './batch.ts';
+import type { LegacyRecordRow } from '../../normalize/normalized-types.ts';
+import type { Batch, LoadResult } from '../../pipeline/batch.ts';
+import type { WarehouseTransaction } from '../open-warehouse.ts';
 import { bump } from './load-counts.ts';
-import type { WarehouseTransaction } from './open-warehouse.ts';
 import { STAGE, stageRows } from './staging-tables.ts';
+import { columnList, columnsOf, LEGACY_RECORDS, setList } from './table-columns.ts';
 
 export async function loadLegacy(
   tx: WarehouseTransaction,
@@ -25,30 +26,11 @@ export async function loadLegacy(
     const known = newest.get(key);
     if (!known || rank(r) > rank(known) || (rank(r) === rank(known) && r.raw > known.raw)) newest.set(key, r);
   }
-  await stageRows(
-    tx,
-    STAGE.legacy,
-    [...newest.values()].map((r) => [
-      r.object,
-      r.id,
-      r.userId,
-      r.timestamp,
-      r.utcOffset,
-      r.lastUpdated,
-      r.source,
-      r.sourceName,
-      r.activityId,
-      r.validated,
-      r.raw,
-    ]),
-  );
+  await stageRows(tx, STAGE.legacy, [...newest.values()].map(LEGACY_RECORDS.values));
   const written = await sql<{ object: string; id: string; inserted: boolean }>`
-    insert into validic.legacy_records as l
-      (org_id, object, id, user_id, timestamp, utc_offset, last_updated, source, source_name, activity_id, validated,
-       raw, arrived_via)
-    select ${batch.orgId}, s.object, s.id, s.user_id, s.timestamp, s.utc_offset, s.last_updated, s.source,
-           s.source_name, s.activity_id, s.validated, s.raw, ${batch.arrivedVia}
-    from validic_stage_legacy s
+    insert into validic.legacy_records as l (org_id, ${columnList(LEGACY_RECORDS)}, arrived_via)
+    select ${batch.orgId}, ${columnsOf(LEGACY_RECORDS, 's')}, ${batch.arrivedVia}
+    from ${sql.table(STAGE.legacy.name)} s
     left join validic.legacy_records cur on cur.org_id = ${batch.orgId} and cur.object = s.object and cur.id = s.id
     where cur.id is null
        or (cur.deleted_at is null and cur.raw is distinct from s.raw
@@ -58,10 +40,8 @@ export async function loadLegacy(
        or (cur.deleted_at is not null
            and coalesce(s.last_updated, '-infinity') > coalesce(cur.last_updated, '-infinity'))
     on conflict (org_id, object, id) do update set
-      user_id = excluded.user_id, timestamp = excluded.timestamp, utc_offset = excluded.utc_offset,
-      last_updated = excluded.last_updated, source = excluded.source, source_name = excluded.source_name,
-      activity_id = excluded.activity_id, validated = excluded.validated, raw = excluded.raw,
-      arrived_via = excluded.arrived_via, updated_at = now(), deleted_at = null
+      ${setList(LEGACY_RECORDS, 'excluded')}, arrived_via = excluded.arrived_via, updated_at = now(),
+      deleted_at = null
     returning l.object, l.id, (l.xmax = 0) as inserted`.execute(tx.db);
   const writtenKeys = new Map(written.rows.map((w) => [`${w.object}\u0001${w.id}`, w.inserted]));
   const seen = new Set<string>();
