@@ -5,9 +5,9 @@
  * is inserted and counted in the `reconcile:last` cursor.
  */
 import { z } from 'zod';
+import { defineJob } from '../src/queue/job-definition.ts';
+import { CONNECTION_EVENTS_SINCE } from '../src/validic/connection-events-since.ts';
 import { formatUtcDate, planDateWindows } from '../src/validic/date-windows.ts';
-import { CONNECTION_EVENTS_SINCE } from './connections-reconcile.ts';
-import { defineJob } from './job-definition.ts';
 
 export const connectionsRecentPayload = z.object({
   orgId: z.string().min(1),

@@ -4,15 +4,12 @@
  * missed is inserted and counted (`inserted` = events the stream missed).
  */
 import { z } from 'zod';
+import { defineJob } from '../src/queue/job-definition.ts';
 import { applyBatch } from '../src/warehouse/apply-batch.ts';
 import { emptyCounts, type LoadCounts } from '../src/warehouse/batch.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
-import { defineJob } from './job-definition.ts';
 
 const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD');
-
-/** The platform keeps connection events captured on or after this date only (PLATFORM-FACTS.md). */
-export const CONNECTION_EVENTS_SINCE = '2025-07-01';
 
 export const connectionsReconcilePayload = z.object({
   orgId: z.string().min(1),

@@ -3,9 +3,9 @@
  * run them through the inline runner.
  */
 
+import type { JobDefinition } from '../src/queue/job-definition.ts';
 import { connectionsRecent } from './connections-recent.ts';
 import { connectionsReconcile } from './connections-reconcile.ts';
-import type { JobDefinition } from './job-definition.ts';
 import { legacyFetch } from './legacy-fetch.ts';
 import { legacyLatest } from './legacy-latest.ts';
 import { legacySync } from './legacy-sync.ts';

@@ -20,10 +20,10 @@ import { z } from 'zod';
 import { findLegacyRecord } from '../src/legacy/get-legacy-record.ts';
 import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
 import { type LegacyPagesResult, loadLegacyPages } from '../src/legacy/load-legacy-pages.ts';
+import { defineJob } from '../src/queue/job-definition.ts';
 import { LEGACY_OBJECTS } from '../src/validic/legacy-objects.ts';
 import type { SummaryPage } from '../src/validic/legacy-summary-pager.ts';
 import { markLegacyDeleted } from '../src/warehouse/mark-legacy-deleted.ts';
-import { defineJob } from './job-definition.ts';
 
 export const legacyFetchPayload = z.object({
   orgId: z.string().min(1),

@@ -21,10 +21,10 @@ import {
 } from '../src/legacy/legacy-cursor.ts';
 import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
 import { type LegacyPagesResult, loadLegacyPages } from '../src/legacy/load-legacy-pages.ts';
+import { defineJob } from '../src/queue/job-definition.ts';
 import { LEGACY_OBJECTS } from '../src/validic/legacy-objects.ts';
 import { type InstantWindow, planLegacyWindows } from '../src/validic/legacy-windows.ts';
 import { readCursor } from '../src/warehouse/checkpoints.ts';
-import { defineJob } from './job-definition.ts';
 
 const instant = z.iso.datetime({ offset: true });
 

@@ -11,10 +11,10 @@
 import { z } from 'zod';
 import { legacyCursorKey, parseLegacyCursor } from '../src/legacy/legacy-cursor.ts';
 import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
+import { defineJob } from '../src/queue/job-definition.ts';
 import { LEGACY_OBJECTS, type LegacyObject } from '../src/validic/legacy-objects.ts';
 import { planLegacyWindows } from '../src/validic/legacy-windows.ts';
 import { readCursor } from '../src/warehouse/checkpoints.ts';
-import { defineJob } from './job-definition.ts';
 
 const instant = z.iso.datetime({ offset: true });
 

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { prunePushNotifications } from '../src/push/push-notification-store.ts';
-import { defineJob } from './job-definition.ts';
+import { defineJob } from '../src/queue/job-definition.ts';
 
 export const pushPrunePayload = z.object({});
 

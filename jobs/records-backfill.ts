@@ -6,6 +6,8 @@
  * starts a new run, because fetching the range again is what the user asked for.
  */
 import { z } from 'zod';
+import { defineJob } from '../src/queue/job-definition.ts';
+import { CONNECTION_EVENTS_SINCE } from '../src/validic/connection-events-since.ts';
 import { planDateWindows, planRecordWindows } from '../src/validic/date-windows.ts';
 import { toV2Resource, V2_RESOURCES } from '../src/validic/v2-resources.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
@@ -19,8 +21,6 @@ import {
   recordsWindowKey,
   startRun,
 } from '../src/warehouse/window-ledger.ts';
-import { CONNECTION_EVENTS_SINCE } from './connections-reconcile.ts';
-import { defineJob } from './job-definition.ts';
 import { syncUsers } from './users-sync.ts';
 
 const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD');

@@ -24,6 +24,7 @@
 import { z } from 'zod';
 import { PermanentError } from '../src/errors.ts';
 import { httpStatusOf } from '../src/http/http-errors.ts';
+import { defineJob } from '../src/queue/job-definition.ts';
 import { applyBatch, MAX_KEY_LOCKS } from '../src/warehouse/apply-batch.ts';
 import type { CursorWrite, LoadResult, RawItem, WindowDone } from '../src/warehouse/batch.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
@@ -31,7 +32,6 @@ import { addLoadResult, emptyLoadResult } from '../src/warehouse/load-counts.ts'
 import { markRecentPollDone } from '../src/warehouse/recent-polls.ts';
 import { markUsersRemoved } from '../src/warehouse/remove-users.ts';
 import { pendingWindowKeys, recordsWindowKey } from '../src/warehouse/window-ledger.ts';
-import { defineJob } from './job-definition.ts';
 
 const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD');
 

@@ -17,12 +17,12 @@
  */
 import { z } from 'zod';
 import { budgetWarnings } from '../src/queue/budget-warnings.ts';
+import { defineJob } from '../src/queue/job-definition.ts';
 import { ACTIVE_PRIORITY, DORMANT_PRIORITY, pickRecentPolls } from '../src/queue/pick-recent-polls.ts';
 import { readBudgetPlan } from '../src/queue/read-budget-plan.ts';
 import { recentPollWindows } from '../src/queue/recent-poll-windows.ts';
 import { toV2Resource } from '../src/validic/v2-resources.ts';
 import { markRecentPollsEnqueued } from '../src/warehouse/recent-polls.ts';
-import { defineJob } from './job-definition.ts';
 import { syncUsers } from './users-sync.ts';
 
 export const recordsRecentPayload = z.object({

@@ -5,8 +5,8 @@
  * `warehouse.maintainMinutes` (default daily); idempotent, so a retry or a second replica's run is harmless.
  */
 import { z } from 'zod';
+import { defineJob } from '../src/queue/job-definition.ts';
 import { createPartitionsAhead, emptyRawBefore } from '../src/warehouse/warehouse-upkeep.ts';
-import { defineJob } from './job-definition.ts';
 
 export const warehouseMaintainPayload = z.object({});
 

@@ -3,8 +3,8 @@
  * from the runtime, and whose fan-out (`ctx.enqueue`) lands in the same runner.
  */
 import { jobCatalog } from '../../jobs/index.ts';
-import type { JobDefinition } from '../../jobs/job-definition.ts';
 import { InlineRunner } from '../queue/inline-runner.ts';
+import type { JobDefinition } from '../queue/job-definition.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { jobAttributes, withSpan } from '../telemetry/tracer.ts';
 

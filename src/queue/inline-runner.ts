@@ -5,9 +5,9 @@
  * `PermanentError`s are not retried. Concurrency is bounded; an abort stops new jobs from starting.
  */
 import { EventEmitter } from 'node:events';
-import type { JobDefinition } from '../../jobs/job-definition.ts';
 import { PermanentError, toError } from '../errors.ts';
 import { abortableSleep } from '../http/clock.ts';
+import type { JobDefinition } from './job-definition.ts';
 
 export interface InlineJob {
   id: string;

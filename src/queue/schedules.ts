@@ -16,8 +16,8 @@
  * that the budget plan allows (records-recent.ts); `recentPollMinutes` (0 = off) is the period it aims at.
  */
 import type { Queue } from 'bullmq';
-import type { JobDefinition } from '../../jobs/job-definition.ts';
 import type { Config } from '../config/schema.ts';
+import type { JobDefinition } from './job-definition.ts';
 import { jobOptions, type KeepJobs, toBullJobId } from './job-options.ts';
 
 export interface PlannedSchedule {

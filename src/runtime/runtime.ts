@@ -4,10 +4,10 @@
  * same way and hand jobs a `JobContext` cut from it.
  */
 import type { Redis } from 'ioredis';
-import type { JobContext } from '../../jobs/job-context.ts';
 import type { Config } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import type { Logger } from '../log/logger.ts';
+import type { JobContext } from '../queue/job-context.ts';
 import { migrateToLatest } from '../warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../warehouse/open-warehouse.ts';
 import { connectRedis } from './connect-redis.ts';

@@ -4,11 +4,11 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { JobContext } from '../../jobs/job-context.ts';
 import { pushPrune } from '../../jobs/push-prune.ts';
 import { configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { prunePushNotifications } from '../../src/push/push-notification-store.ts';
+import type { JobContext } from '../../src/queue/job-context.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
 const DAY = 86_400_000;

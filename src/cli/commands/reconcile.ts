@@ -5,9 +5,9 @@
  * what it missed. The totals also go to the `reconcile:last` cursor, which `status` shows.
  */
 import type { Command } from 'commander';
-import { CONNECTION_EVENTS_SINCE } from '../../../jobs/connections-reconcile.ts';
 import { selectOrganizations } from '../../config/require-organizations.ts';
 import { UsageError } from '../../errors.ts';
+import { CONNECTION_EVENTS_SINCE } from '../../validic/connection-events-since.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
 import { finishInlineRun } from '../finish-inline-run.ts';
 import { parseDateRange } from '../parse-options.ts';

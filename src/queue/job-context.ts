@@ -3,10 +3,10 @@
  * A job never talks HTTP or SQL directly: it composes the org's platform clients, normalization (inside
  * the loader) and `applyBatch`.
  */
-import type { Config } from '../src/config/schema.ts';
-import type { Logger } from '../src/log/logger.ts';
-import type { OrgClients } from '../src/runtime/org-clients.ts';
-import type { Warehouse } from '../src/warehouse/open-warehouse.ts';
+import type { Config } from '../config/schema.ts';
+import type { Logger } from '../log/logger.ts';
+import type { OrgClients } from '../runtime/org-clients.ts';
+import type { Warehouse } from '../warehouse/open-warehouse.ts';
 
 export interface JobContext {
   /** pino child bound to the job id. */
