@@ -6,6 +6,8 @@
  */
 import { z } from 'zod';
 import { defineJob } from '../src/queue/job-definition.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { CONNECTION_EVENTS_SINCE } from '../src/validic/connection-events-since.ts';
 import { formatUtcDate, planDateWindows } from '../src/validic/date-windows.ts';
 
@@ -17,7 +19,7 @@ export const connectionsRecentPayload = z.object({
 export const connectionsRecent = defineJob({
   name: 'connections.recent',
   payload: connectionsRecentPayload,
-  options: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, priority: 8 },
+  options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['connections.recent'] },
   jobId: (p) => `connections.recent|${encodeURIComponent(p.orgId)}`,
   async run(ctx, payload): Promise<{ from: string; to: string; enqueued: number }> {
     const days = payload.days ?? ctx.config.schedules.reconcileDays;

@@ -5,6 +5,8 @@
  */
 import { z } from 'zod';
 import { defineJob } from '../src/queue/job-definition.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { applyBatch } from '../src/warehouse/apply-batch.ts';
 import { emptyCounts, type LoadCounts } from '../src/warehouse/batch.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
@@ -27,8 +29,7 @@ export interface ConnectionsReconcileResult extends LoadCounts {
 export const connectionsReconcile = defineJob({
   name: 'connections.reconcile',
   payload: connectionsReconcilePayload,
-  // Reconciliation goes before backfill work (lower number = higher priority in BullMQ).
-  options: { attempts: 5, backoff: { type: 'exponential', delay: 2000 }, priority: 10 },
+  options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['connections.reconcile'] },
   jobId: (p) =>
     ['connections.reconcile', p.orgId, p.startDate, p.endDate, p.runId ?? '']
       .map(encodeURIComponent)

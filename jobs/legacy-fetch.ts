@@ -21,6 +21,8 @@ import { findLegacyRecord } from '../src/legacy/get-legacy-record.ts';
 import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
 import { type LegacyPagesResult, loadLegacyPages } from '../src/legacy/load-legacy-pages.ts';
 import { defineJob } from '../src/queue/job-definition.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { LEGACY_OBJECTS } from '../src/validic/legacy-objects.ts';
 import type { SummaryPage } from '../src/validic/legacy-summary-pager.ts';
 import { markLegacyDeleted } from '../src/warehouse/mark-legacy-deleted.ts';
@@ -88,8 +90,7 @@ async function* onePage(list: SummaryPage['items']): AsyncGenerator<SummaryPage>
 export const legacyFetch = defineJob({
   name: 'legacy.fetch',
   payload: legacyFetchPayload,
-  // Push is about latency: before backfills, after the stream.
-  options: { attempts: 5, backoff: { type: 'exponential', delay: 2000 }, priority: 10 },
+  options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['legacy.fetch'] },
   jobId: legacyFetchJobId,
   async run(ctx, payload): Promise<LegacyFetchResult> {
     const { orgId, object, recordId, userId, lastUpdated, activityDate, source } = payload;

@@ -22,6 +22,8 @@ import {
 import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
 import { type LegacyPagesResult, loadLegacyPages } from '../src/legacy/load-legacy-pages.ts';
 import { defineJob } from '../src/queue/job-definition.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { LEGACY_OBJECTS } from '../src/validic/legacy-objects.ts';
 import { type InstantWindow, planLegacyWindows } from '../src/validic/legacy-windows.ts';
 import { readCursor } from '../src/warehouse/checkpoints.ts';
@@ -71,7 +73,7 @@ export function nextLegacyWindow(
 export const legacyLatest = defineJob({
   name: 'legacy.latest',
   payload: legacyLatestPayload,
-  options: { attempts: 5, backoff: { type: 'exponential', delay: 2000 }, priority: 20 },
+  options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['legacy.latest'] },
   jobId: legacyLatestJobId,
   async run(ctx, payload): Promise<LegacyLatestResult> {
     const { orgId, object } = payload;

@@ -12,6 +12,8 @@ import { z } from 'zod';
 import { legacyCursorKey, parseLegacyCursor } from '../src/legacy/legacy-cursor.ts';
 import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
 import { defineJob } from '../src/queue/job-definition.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { LEGACY_OBJECTS, type LegacyObject } from '../src/validic/legacy-objects.ts';
 import { planLegacyWindows } from '../src/validic/legacy-windows.ts';
 import { readCursor } from '../src/warehouse/checkpoints.ts';
@@ -51,7 +53,7 @@ export interface LegacySyncResult {
 export const legacySync = defineJob({
   name: 'legacy.sync',
   payload: legacySyncPayload,
-  options: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, priority: 25 },
+  options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['legacy.sync'] },
   async run(ctx, payload): Promise<LegacySyncResult> {
     const { orgId } = payload;
     const org = ctx.org(orgId);

@@ -6,13 +6,15 @@
 import { z } from 'zod';
 import { prunePushNotifications } from '../src/push/push-notification-store.ts';
 import { defineJob } from '../src/queue/job-definition.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 
 export const pushPrunePayload = z.object({});
 
 export const pushPrune = defineJob({
   name: 'push.prune',
   payload: pushPrunePayload,
-  options: { attempts: 3, backoff: { type: 'exponential', delay: 60_000 }, priority: 50 },
+  options: { ...JOB_RETRIES.housekeeping, priority: JOB_PRIORITIES['push.prune'] },
   jobId: () => 'push.prune',
   async run(ctx): Promise<{ deleted: number; before: string }> {
     const before = new Date(Date.now() - ctx.config.push.retentionDays * 86_400_000);

@@ -7,6 +7,8 @@
  */
 import { z } from 'zod';
 import { defineJob } from '../src/queue/job-definition.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { CONNECTION_EVENTS_SINCE } from '../src/validic/connection-events-since.ts';
 import { planDateWindows, planRecordWindows } from '../src/validic/date-windows.ts';
 import { toV2Resource, V2_RESOURCES } from '../src/validic/v2-resources.ts';
@@ -55,7 +57,7 @@ export interface RecordsBackfillResult {
 export const recordsBackfill = defineJob({
   name: 'records.backfill',
   payload: recordsBackfillPayload,
-  options: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, priority: 30 },
+  options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['records.backfill'] },
   async run(ctx, payload): Promise<RecordsBackfillResult> {
     const { orgId } = payload;
     const db = ctx.warehouse.db;

@@ -25,6 +25,8 @@ import { z } from 'zod';
 import { PermanentError } from '../src/errors.ts';
 import { httpStatusOf } from '../src/http/http-errors.ts';
 import { defineJob } from '../src/queue/job-definition.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { applyBatch, MAX_KEY_LOCKS } from '../src/warehouse/apply-batch.ts';
 import type { CursorWrite, LoadResult, RawItem, WindowDone } from '../src/warehouse/batch.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
@@ -67,7 +69,7 @@ export interface RecordsPollResult extends LoadResult {
 export const recordsPoll = defineJob({
   name: 'records.poll',
   payload: recordsPollPayload,
-  options: { attempts: 5, backoff: { type: 'exponential', delay: 2000 }, priority: 20 },
+  options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['records.poll'] },
   jobId: (p) =>
     ['records.poll', p.orgId, p.uid, p.resources.join(','), p.startDate, p.endDate, p.runId ?? '']
       .map(encodeURIComponent)

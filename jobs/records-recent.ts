@@ -18,7 +18,9 @@
 import { z } from 'zod';
 import { budgetWarnings } from '../src/queue/budget-warnings.ts';
 import { defineJob } from '../src/queue/job-definition.ts';
-import { ACTIVE_PRIORITY, DORMANT_PRIORITY, pickRecentPolls } from '../src/queue/pick-recent-polls.ts';
+import { FANOUT_PRIORITIES, JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { pickRecentPolls } from '../src/queue/pick-recent-polls.ts';
 import { readBudgetPlan } from '../src/queue/read-budget-plan.ts';
 import { recentPollWindows } from '../src/queue/recent-poll-windows.ts';
 import { toV2Resource } from '../src/validic/v2-resources.ts';
@@ -46,8 +48,7 @@ const warned = new Set<string>();
 export const recordsRecent = defineJob({
   name: 'records.recent',
   payload: recordsRecentPayload,
-  // A tick is one read of the warehouse: it goes before the polls it queues (11, 12), so it runs on time.
-  options: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, priority: 7 },
+  options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['records.recent'] },
   jobId: (p) => `records.recent|${encodeURIComponent(p.orgId)}`,
   async run(ctx, payload): Promise<RecordsRecentResult> {
     const org = ctx.org(payload.orgId);
@@ -75,8 +76,8 @@ export const recordsRecent = defineJob({
     await markRecentPollsEnqueued(db, payload.orgId, [...slice.active, ...slice.dormant], new Date(now));
     let enqueued = 0;
     for (const [uids, priority] of [
-      [slice.active, ACTIVE_PRIORITY],
-      [slice.dormant, DORMANT_PRIORITY],
+      [slice.active, FANOUT_PRIORITIES.activeRecentPoll],
+      [slice.dormant, FANOUT_PRIORITIES.dormantRecentPoll],
     ] as const) {
       for (const uid of uids) {
         for (const window of windows) {

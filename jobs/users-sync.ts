@@ -11,6 +11,8 @@
 import { z } from 'zod';
 import type { JobContext } from '../src/queue/job-context.ts';
 import { defineJob } from '../src/queue/job-definition.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { applyBatch } from '../src/warehouse/apply-batch.ts';
 import type { LoadCounts } from '../src/warehouse/batch.ts';
 import { markUnlistedUsersRemoved } from '../src/warehouse/remove-users.ts';
@@ -79,7 +81,7 @@ export async function syncUsers(ctx: JobContext, orgId: string): Promise<UsersSy
 export const usersSync = defineJob({
   name: 'users.sync',
   payload: usersSyncPayload,
-  options: { attempts: 5, backoff: { type: 'exponential', delay: 2000 }, priority: 5 },
+  options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['users.sync'] },
   jobId: (p) => `users.sync|${encodeURIComponent(p.orgId)}`,
   run: (ctx, payload) => syncUsers(ctx, payload.orgId),
 });

@@ -6,6 +6,8 @@
  */
 import { z } from 'zod';
 import { defineJob } from '../src/queue/job-definition.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { createPartitionsAhead, emptyRawBefore } from '../src/warehouse/warehouse-upkeep.ts';
 
 export const warehouseMaintainPayload = z.object({});
@@ -13,7 +15,7 @@ export const warehouseMaintainPayload = z.object({});
 export const warehouseMaintain = defineJob({
   name: 'warehouse.maintain',
   payload: warehouseMaintainPayload,
-  options: { attempts: 3, backoff: { type: 'exponential', delay: 60_000 }, priority: 50 },
+  options: { ...JOB_RETRIES.housekeeping, priority: JOB_PRIORITIES['warehouse.maintain'] },
   jobId: () => 'warehouse.maintain',
   async run(ctx): Promise<{ partitionsCreated: number; rawEmptied: number; months: string[] }> {
     const now = new Date();

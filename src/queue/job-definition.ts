@@ -5,11 +5,10 @@
  */
 import type { z } from 'zod';
 import type { JobContext } from './job-context.ts';
+import type { RetryOptions } from './job-retries.ts';
 
-export interface JobOptions {
-  /** Total attempts, including the first. */
-  attempts: number;
-  backoff: { type: 'exponential'; delay: number };
+/** A row of JOB_RETRIES (job-retries.ts) and a priority of JOB_PRIORITIES (job-priorities.ts). */
+export interface JobOptions extends RetryOptions {
   /** Lower runs first (BullMQ semantics): stream and reconciliation work go before backfill. */
   priority?: number;
 }
