@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { defineJob } from '../src/queue/job-definition.ts';
+import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { CONNECTION_EVENTS_SINCE } from '../src/validic/connection-events-since.ts';
@@ -20,7 +21,7 @@ export const connectionsRecent = defineJob({
   name: 'connections.recent',
   payload: connectionsRecentPayload,
   options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['connections.recent'] },
-  jobId: (p) => `connections.recent|${encodeURIComponent(p.orgId)}`,
+  jobId: (p) => jobKey('connections.recent', p.orgId),
   async run(ctx, payload): Promise<{ from: string; to: string; enqueued: number }> {
     const days = payload.days ?? ctx.config.schedules.reconcileDays;
     const today = Math.floor(Date.now() / 86_400_000);

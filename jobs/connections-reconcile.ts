@@ -5,13 +5,13 @@
  */
 import { z } from 'zod';
 import { defineJob } from '../src/queue/job-definition.ts';
+import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { isoDate } from '../src/queue/payload-dates.ts';
 import { applyBatch } from '../src/warehouse/apply-batch.ts';
 import { emptyCounts, type LoadCounts } from '../src/warehouse/batch.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
-
-const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD');
 
 export const connectionsReconcilePayload = z.object({
   orgId: z.string().min(1),
@@ -30,10 +30,7 @@ export const connectionsReconcile = defineJob({
   name: 'connections.reconcile',
   payload: connectionsReconcilePayload,
   options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['connections.reconcile'] },
-  jobId: (p) =>
-    ['connections.reconcile', p.orgId, p.startDate, p.endDate, p.runId ?? '']
-      .map(encodeURIComponent)
-      .join('|'),
+  jobId: (p) => jobKey('connections.reconcile', p.orgId, p.startDate, p.endDate, p.runId),
   async run(ctx, payload): Promise<ConnectionsReconcileResult> {
     const { v2 } = ctx.org(payload.orgId);
     const result: ConnectionsReconcileResult = { ...emptyCounts(), events: 0, pages: 0 };

@@ -22,22 +22,22 @@ import {
 import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
 import { type LegacyPagesResult, loadLegacyPages } from '../src/legacy/load-legacy-pages.ts';
 import { defineJob } from '../src/queue/job-definition.ts';
+import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { isoInstant } from '../src/queue/payload-dates.ts';
 import { LEGACY_OBJECTS } from '../src/validic/legacy-objects.ts';
 import { type InstantWindow, planLegacyWindows } from '../src/validic/legacy-windows.ts';
 import { readCursor } from '../src/warehouse/checkpoints.ts';
-
-const instant = z.iso.datetime({ offset: true });
 
 export const legacyLatestPayload = z
   .object({
     orgId: z.string().min(1),
     object: z.enum(LEGACY_OBJECTS),
-    startDate: instant,
-    endDate: instant,
+    startDate: isoInstant,
+    endDate: isoInstant,
     /** End of the whole range: the next window (if any) is enqueued after this one commits. */
-    until: instant.optional(),
+    until: isoInstant.optional(),
   })
   .refine((p) => Date.parse(p.startDate) < Date.parse(p.endDate), {
     message: 'startDate must be before endDate',
@@ -58,7 +58,7 @@ export interface LegacyLatestResult extends LegacyPagesResult {
 }
 
 export const legacyLatestJobId = (p: LegacyLatestPayload) =>
-  ['legacy.latest', p.orgId, p.object, p.startDate, p.endDate].map(encodeURIComponent).join('|');
+  jobKey('legacy.latest', p.orgId, p.object, p.startDate, p.endDate);
 
 /** The window after `window` in the plan up to `until` (the same windows planLegacyWindows gives). */
 export function nextLegacyWindow(

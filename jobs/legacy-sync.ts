@@ -14,11 +14,10 @@ import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
 import { defineJob } from '../src/queue/job-definition.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { isoInstant } from '../src/queue/payload-dates.ts';
 import { LEGACY_OBJECTS, type LegacyObject } from '../src/validic/legacy-objects.ts';
 import { planLegacyWindows } from '../src/validic/legacy-windows.ts';
 import { readCursor } from '../src/warehouse/checkpoints.ts';
-
-const instant = z.iso.datetime({ offset: true });
 
 export const legacySyncPayload = z
   .object({
@@ -26,9 +25,9 @@ export const legacySyncPayload = z
     /** Legacy objects; default: the org's `legacy.objects`. */
     objects: z.array(z.enum(LEGACY_OBJECTS)).min(1).optional(),
     /** Backfill range start; absent: continue from each object's cursor. */
-    from: instant.optional(),
+    from: isoInstant.optional(),
     /** Range end; default: now. */
-    to: instant.optional(),
+    to: isoInstant.optional(),
   })
   .refine((p) => !p.from || !p.to || Date.parse(p.from) < Date.parse(p.to), {
     message: 'from must be before to',

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { prunePushNotifications } from '../src/push/push-notification-store.ts';
 import { defineJob } from '../src/queue/job-definition.ts';
+import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 
@@ -15,7 +16,7 @@ export const pushPrune = defineJob({
   name: 'push.prune',
   payload: pushPrunePayload,
   options: { ...JOB_RETRIES.housekeeping, priority: JOB_PRIORITIES['push.prune'] },
-  jobId: () => 'push.prune',
+  jobId: () => jobKey('push.prune'),
   async run(ctx): Promise<{ deleted: number; before: string }> {
     const before = new Date(Date.now() - ctx.config.push.retentionDays * 86_400_000);
     const deleted = await prunePushNotifications(ctx.warehouse.db, before, { signal: ctx.signal });

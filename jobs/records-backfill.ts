@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { defineJob } from '../src/queue/job-definition.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { isoDate } from '../src/queue/payload-dates.ts';
 import { CONNECTION_EVENTS_SINCE } from '../src/validic/connection-events-since.ts';
 import { planDateWindows, planRecordWindows } from '../src/validic/date-windows.ts';
 import { toV2Resource, V2_RESOURCES } from '../src/validic/v2-resources.ts';
@@ -24,8 +25,6 @@ import {
   startRun,
 } from '../src/warehouse/window-ledger.ts';
 import { syncUsers } from './users-sync.ts';
-
-const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD');
 
 export const recordsBackfillPayload = z
   .object({

@@ -25,8 +25,10 @@ import { z } from 'zod';
 import { PermanentError } from '../src/errors.ts';
 import { httpStatusOf } from '../src/http/http-errors.ts';
 import { defineJob } from '../src/queue/job-definition.ts';
+import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { isoDate } from '../src/queue/payload-dates.ts';
 import { applyBatch, MAX_KEY_LOCKS } from '../src/warehouse/apply-batch.ts';
 import type { CursorWrite, LoadResult, RawItem, WindowDone } from '../src/warehouse/batch.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
@@ -34,8 +36,6 @@ import { addLoadResult, emptyLoadResult } from '../src/warehouse/load-counts.ts'
 import { markRecentPollDone } from '../src/warehouse/recent-polls.ts';
 import { markUsersRemoved } from '../src/warehouse/remove-users.ts';
 import { pendingWindowKeys, recordsWindowKey } from '../src/warehouse/window-ledger.ts';
-
-const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD');
 
 export const recordsPollPayload = z.preprocess(
   // Jobs queued by an earlier version carry one `resource` (and its `windowKey`, which was the same
@@ -71,9 +71,7 @@ export const recordsPoll = defineJob({
   payload: recordsPollPayload,
   options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['records.poll'] },
   jobId: (p) =>
-    ['records.poll', p.orgId, p.uid, p.resources.join(','), p.startDate, p.endDate, p.runId ?? '']
-      .map(encodeURIComponent)
-      .join('|'),
+    jobKey('records.poll', p.orgId, p.uid, p.resources.join(','), p.startDate, p.endDate, p.runId),
   async run(ctx, payload): Promise<RecordsPollResult> {
     const { v2 } = ctx.org(payload.orgId);
     const { uid, startDate, endDate, runId } = payload;

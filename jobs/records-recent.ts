@@ -18,6 +18,7 @@
 import { z } from 'zod';
 import { budgetWarnings } from '../src/queue/budget-warnings.ts';
 import { defineJob } from '../src/queue/job-definition.ts';
+import { jobKey } from '../src/queue/job-key.ts';
 import { FANOUT_PRIORITIES, JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { pickRecentPolls } from '../src/queue/pick-recent-polls.ts';
@@ -49,7 +50,7 @@ export const recordsRecent = defineJob({
   name: 'records.recent',
   payload: recordsRecentPayload,
   options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['records.recent'] },
-  jobId: (p) => `records.recent|${encodeURIComponent(p.orgId)}`,
+  jobId: (p) => jobKey('records.recent', p.orgId),
   async run(ctx, payload): Promise<RecordsRecentResult> {
     const org = ctx.org(payload.orgId);
     const db = ctx.warehouse.db;

@@ -11,6 +11,7 @@
 import { z } from 'zod';
 import type { JobContext } from '../src/queue/job-context.ts';
 import { defineJob } from '../src/queue/job-definition.ts';
+import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { applyBatch } from '../src/warehouse/apply-batch.ts';
@@ -82,6 +83,6 @@ export const usersSync = defineJob({
   name: 'users.sync',
   payload: usersSyncPayload,
   options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['users.sync'] },
-  jobId: (p) => `users.sync|${encodeURIComponent(p.orgId)}`,
+  jobId: (p) => jobKey('users.sync', p.orgId),
   run: (ctx, payload) => syncUsers(ctx, payload.orgId),
 });

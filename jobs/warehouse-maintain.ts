@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { defineJob } from '../src/queue/job-definition.ts';
+import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { createPartitionsAhead, emptyRawBefore } from '../src/warehouse/warehouse-upkeep.ts';
@@ -16,7 +17,7 @@ export const warehouseMaintain = defineJob({
   name: 'warehouse.maintain',
   payload: warehouseMaintainPayload,
   options: { ...JOB_RETRIES.housekeeping, priority: JOB_PRIORITIES['warehouse.maintain'] },
-  jobId: () => 'warehouse.maintain',
+  jobId: () => jobKey('warehouse.maintain'),
   async run(ctx): Promise<{ partitionsCreated: number; rawEmptied: number; months: string[] }> {
     const now = new Date();
     const { partitionMonthsAhead, rawRetentionMonths } = ctx.config.warehouse;
