@@ -5,12 +5,12 @@
  * is inserted and counted in the `reconcile:last` cursor.
  */
 import { z } from 'zod';
-import { defineJob } from '../src/queue/job-definition.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { CONNECTION_EVENTS_SINCE } from '../src/validic/connection-events-since.ts';
 import { formatUtcDate, planDateWindows } from '../src/validic/date-windows.ts';
+import { defineJob } from './define-job.ts';
 
 export const connectionsRecentPayload = z.object({
   orgId: z.string().min(1),

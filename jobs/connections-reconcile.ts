@@ -4,7 +4,6 @@
  * missed is inserted and counted (`inserted` = events the stream missed).
  */
 import { z } from 'zod';
-import { defineJob } from '../src/queue/job-definition.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
@@ -12,6 +11,7 @@ import { isoDate } from '../src/queue/payload-dates.ts';
 import { applyBatch } from '../src/warehouse/apply-batch.ts';
 import { emptyCounts, type LoadCounts } from '../src/warehouse/batch.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
+import { defineJob } from './define-job.ts';
 
 export const connectionsReconcilePayload = z.object({
   orgId: z.string().min(1),

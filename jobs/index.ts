@@ -6,6 +6,7 @@
 import type { JobDefinition } from '../src/queue/job-definition.ts';
 import { connectionsRecent } from './connections-recent.ts';
 import { connectionsReconcile } from './connections-reconcile.ts';
+import type { JobPayloads } from './define-job.ts';
 import { legacyFetch } from './legacy-fetch.ts';
 import { legacyLatest } from './legacy-latest.ts';
 import { legacySync } from './legacy-sync.ts';
@@ -28,6 +29,14 @@ export const jobCatalog = {
   [legacyFetch.name]: legacyFetch,
   [pushPrune.name]: pushPrune,
   [warehouseMaintain.name]: warehouseMaintain,
-} satisfies Record<string, JobDefinition<any, any>>;
+} satisfies {
+  [Name in keyof JobPayloads]: JobDefinition<JobPayloads[Name], any, JobPayloads> & { name: Name };
+};
 
 export type JobName = keyof typeof jobCatalog;
+export type { JobPayloads };
+
+// JobPayloads (define-job.ts, what ctx.enqueue is typed by) names every job of the catalog and no other.
+type SameKeys<A, B> = [keyof A] extends [keyof B] ? ([keyof B] extends [keyof A] ? true : false) : false;
+const catalogMatchesPayloads: SameKeys<typeof jobCatalog, JobPayloads> = true;
+void catalogMatchesPayloads;

@@ -20,7 +20,6 @@ import { z } from 'zod';
 import { findLegacyRecord } from '../src/legacy/get-legacy-record.ts';
 import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
 import { type LegacyPagesResult, loadLegacyPages } from '../src/legacy/load-legacy-pages.ts';
-import { defineJob } from '../src/queue/job-definition.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
@@ -28,6 +27,7 @@ import { isoInstant } from '../src/queue/payload-dates.ts';
 import { LEGACY_OBJECTS } from '../src/validic/legacy-objects.ts';
 import type { SummaryPage } from '../src/validic/legacy-summary-pager.ts';
 import { markLegacyDeleted } from '../src/warehouse/mark-legacy-deleted.ts';
+import { defineJob } from './define-job.ts';
 
 export const legacyFetchPayload = z.object({
   orgId: z.string().min(1),

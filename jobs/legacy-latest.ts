@@ -21,7 +21,6 @@ import {
 } from '../src/legacy/legacy-cursor.ts';
 import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
 import { type LegacyPagesResult, loadLegacyPages } from '../src/legacy/load-legacy-pages.ts';
-import { defineJob } from '../src/queue/job-definition.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
@@ -29,6 +28,7 @@ import { isoInstant } from '../src/queue/payload-dates.ts';
 import { LEGACY_OBJECTS } from '../src/validic/legacy-objects.ts';
 import { type InstantWindow, planLegacyWindows } from '../src/validic/legacy-windows.ts';
 import { readCursor } from '../src/warehouse/checkpoints.ts';
+import { defineJob } from './define-job.ts';
 
 export const legacyLatestPayload = z
   .object({

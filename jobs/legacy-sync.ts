@@ -11,13 +11,13 @@
 import { z } from 'zod';
 import { legacyCursorKey, parseLegacyCursor } from '../src/legacy/legacy-cursor.ts';
 import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
-import { defineJob } from '../src/queue/job-definition.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { isoInstant } from '../src/queue/payload-dates.ts';
 import { LEGACY_OBJECTS, type LegacyObject } from '../src/validic/legacy-objects.ts';
 import { planLegacyWindows } from '../src/validic/legacy-windows.ts';
 import { readCursor } from '../src/warehouse/checkpoints.ts';
+import { defineJob } from './define-job.ts';
 
 export const legacySyncPayload = z
   .object({

@@ -5,10 +5,10 @@
  */
 import { z } from 'zod';
 import { prunePushNotifications } from '../src/push/push-notification-store.ts';
-import { defineJob } from '../src/queue/job-definition.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { defineJob } from './define-job.ts';
 
 export const pushPrunePayload = z.object({});
 

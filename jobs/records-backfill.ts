@@ -6,7 +6,6 @@
  * starts a new run, because fetching the range again is what the user asked for.
  */
 import { z } from 'zod';
-import { defineJob } from '../src/queue/job-definition.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { isoDate } from '../src/queue/payload-dates.ts';
@@ -24,6 +23,7 @@ import {
   recordsWindowKey,
   startRun,
 } from '../src/warehouse/window-ledger.ts';
+import { defineJob } from './define-job.ts';
 import { syncUsers } from './users-sync.ts';
 
 export const recordsBackfillPayload = z

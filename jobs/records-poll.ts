@@ -24,7 +24,6 @@
 import { z } from 'zod';
 import { PermanentError } from '../src/errors.ts';
 import { httpStatusOf } from '../src/http/http-errors.ts';
-import { defineJob } from '../src/queue/job-definition.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
@@ -36,6 +35,7 @@ import { addLoadResult, emptyLoadResult } from '../src/warehouse/load-counts.ts'
 import { markRecentPollDone } from '../src/warehouse/recent-polls.ts';
 import { markUsersRemoved } from '../src/warehouse/remove-users.ts';
 import { pendingWindowKeys, recordsWindowKey } from '../src/warehouse/window-ledger.ts';
+import { defineJob } from './define-job.ts';
 
 export const recordsPollPayload = z.preprocess(
   // Jobs queued by an earlier version carry one `resource` (and its `windowKey`, which was the same

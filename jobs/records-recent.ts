@@ -17,7 +17,6 @@
  */
 import { z } from 'zod';
 import { budgetWarnings } from '../src/queue/budget-warnings.ts';
-import { defineJob } from '../src/queue/job-definition.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { FANOUT_PRIORITIES, JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
@@ -26,6 +25,7 @@ import { readBudgetPlan } from '../src/queue/read-budget-plan.ts';
 import { recentPollWindows } from '../src/queue/recent-poll-windows.ts';
 import { toV2Resource } from '../src/validic/v2-resources.ts';
 import { markRecentPollsEnqueued } from '../src/warehouse/recent-polls.ts';
+import { defineJob } from './define-job.ts';
 import { syncUsers } from './users-sync.ts';
 
 export const recordsRecentPayload = z.object({

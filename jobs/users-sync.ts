@@ -9,14 +9,14 @@
  * another user is deleted while it reads; such a user is un-removed by the next listing.
  */
 import { z } from 'zod';
-import type { JobContext } from '../src/queue/job-context.ts';
-import { defineJob } from '../src/queue/job-definition.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { applyBatch } from '../src/warehouse/apply-batch.ts';
 import type { LoadCounts } from '../src/warehouse/batch.ts';
 import { markUnlistedUsersRemoved } from '../src/warehouse/remove-users.ts';
+import type { JobContext } from './define-job.ts';
+import { defineJob } from './define-job.ts';
 
 export const usersSyncPayload = z.object({ orgId: z.string().min(1) });
 

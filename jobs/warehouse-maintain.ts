@@ -5,11 +5,11 @@
  * `warehouse.maintainMinutes` (default daily); idempotent, so a retry or a second replica's run is harmless.
  */
 import { z } from 'zod';
-import { defineJob } from '../src/queue/job-definition.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { createPartitionsAhead, emptyRawBefore } from '../src/warehouse/warehouse-upkeep.ts';
+import { defineJob } from './define-job.ts';
 
 export const warehouseMaintainPayload = z.object({});
 
