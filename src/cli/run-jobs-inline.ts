@@ -8,12 +8,15 @@ import type { JobDefinition } from '../queue/job-definition.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { jobAttributes, withSpan } from '../telemetry/tracer.ts';
 
+/** An inline runner of this catalog: `enqueue(name, payload)` takes the payload type of the job it names. */
+export type CatalogRunner = InlineRunner<JobPayloads>;
+
 export function createInlineRunner(
   runtime: Runtime,
   signal: AbortSignal,
   concurrency: number,
-): InlineRunner<JobPayloads> {
-  const runner: InlineRunner<JobPayloads> = new InlineRunner<JobPayloads>({
+): CatalogRunner {
+  const runner: CatalogRunner = new InlineRunner<JobPayloads>({
     catalog: jobCatalog as Record<string, JobDefinition>,
     concurrency,
     signal,
