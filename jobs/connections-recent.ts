@@ -23,7 +23,7 @@ export const connectionsRecent = defineJob({
   options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['connections.recent'] },
   jobId: (p) => jobKey('connections.recent', p.orgId),
   async run(ctx, payload): Promise<{ from: string; to: string; enqueued: number }> {
-    const days = payload.days ?? ctx.config.schedules.reconcileDays;
+    const days = payload.days ?? ctx.settings.reconcileDays;
     const today = Math.floor(Date.now() / 86_400_000);
     const to = formatUtcDate(today);
     let from = formatUtcDate(today - (days - 1));

@@ -18,7 +18,6 @@
  */
 import { z } from 'zod';
 import { findLegacyRecord } from '../src/legacy/get-legacy-record.ts';
-import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
 import { type LegacyPagesResult, loadLegacyPages } from '../src/legacy/load-legacy-pages.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
@@ -112,7 +111,7 @@ export const legacyFetch = defineJob({
         : org.legacy.pageOrgList(object, range);
       return { ...(await loadLegacyPages({ ...common, pages, log: ctx.log })), mode: 'activity' };
     }
-    const settings = legacyWindowSettings(ctx.config);
+    const settings = ctx.settings.legacyWindow;
     const margin = Math.max(settings.overlapMs, 60_000);
     const now = Date.now();
     const range = lastUpdated

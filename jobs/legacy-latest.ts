@@ -19,7 +19,6 @@ import {
   nextLegacyCursor,
   parseLegacyCursor,
 } from '../src/legacy/legacy-cursor.ts';
-import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
 import { type LegacyPagesResult, loadLegacyPages } from '../src/legacy/load-legacy-pages.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
@@ -111,7 +110,7 @@ export const legacyLatest = defineJob({
 
     let next: LegacyLatestResult['next'] = null;
     if (payload.until) {
-      const following = nextLegacyWindow(window, new Date(payload.until), legacyWindowSettings(ctx.config));
+      const following = nextLegacyWindow(window, new Date(payload.until), ctx.settings.legacyWindow);
       if (following) {
         next = { startDate: following.start.toISOString(), endDate: following.end.toISOString() };
         await ctx.enqueue('legacy.latest', { orgId, object, ...next, until: payload.until });

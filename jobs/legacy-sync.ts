@@ -10,7 +10,6 @@
  */
 import { z } from 'zod';
 import { legacyCursorKey, parseLegacyCursor } from '../src/legacy/legacy-cursor.ts';
-import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { isoInstant } from '../src/queue/payload-dates.ts';
@@ -56,10 +55,10 @@ export const legacySync = defineJob({
   async run(ctx, payload): Promise<LegacySyncResult> {
     const { orgId } = payload;
     const org = ctx.org(orgId);
-    const settings = legacyWindowSettings(ctx.config);
+    const settings = ctx.settings.legacyWindow;
     const objects = [...new Set(payload.objects ?? org.config.legacy.objects)];
     const to = payload.to ? new Date(payload.to) : new Date();
-    const lookbackMs = Math.max(1, ctx.config.sync.lookbackDays) * 86_400_000;
+    const lookbackMs = Math.max(1, ctx.settings.lookbackDays) * 86_400_000;
 
     const plans: LegacySyncPlan[] = [];
     for (const object of objects) {

@@ -18,7 +18,7 @@ export const pushPrune = defineJob({
   options: { ...JOB_RETRIES.housekeeping, priority: JOB_PRIORITIES['push.prune'] },
   jobId: () => jobKey('push.prune'),
   async run(ctx): Promise<{ deleted: number; before: string }> {
-    const before = new Date(Date.now() - ctx.config.push.retentionDays * 86_400_000);
+    const before = new Date(Date.now() - ctx.settings.pushRetentionDays * 86_400_000);
     const deleted = await prunePushNotifications(ctx.warehouse.db, before, { signal: ctx.signal });
     ctx.log.info({ deleted, before: before.toISOString() }, 'old push notifications pruned');
     return { deleted, before: before.toISOString() };

@@ -21,7 +21,6 @@ import { jobKey } from '../src/queue/job-key.ts';
 import { FANOUT_PRIORITIES, JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { pickRecentPolls } from '../src/queue/pick-recent-polls.ts';
-import { readBudgetPlan } from '../src/queue/read-budget-plan.ts';
 import { recentPollWindows } from '../src/queue/recent-poll-windows.ts';
 import { toV2Resource } from '../src/validic/v2-resources.ts';
 import { markRecentPollsEnqueued } from '../src/warehouse/recent-polls.ts';
@@ -54,16 +53,16 @@ export const recordsRecent = defineJob({
   async run(ctx, payload): Promise<RecordsRecentResult> {
     const org = ctx.org(payload.orgId);
     const db = ctx.warehouse.db;
-    const days = payload.lookbackDays ?? ctx.config.sync.lookbackDays;
+    const days = payload.lookbackDays ?? ctx.settings.lookbackDays;
     const now = Date.now();
     const windows = recentPollWindows(days, now);
-    let budget = await readBudgetPlan(db, ctx.config, org.config, now);
+    let budget = await ctx.readBudgetPlan(payload.orgId, now);
     // First tick of a fresh warehouse (the users schedule may not have run yet): read the users first.
     if (budget.users.length === 0) {
       await syncUsers(ctx, payload.orgId);
-      budget = await readBudgetPlan(db, ctx.config, org.config, now);
+      budget = await ctx.readBudgetPlan(payload.orgId, now);
     }
-    for (const warning of budgetWarnings(budget.plan, ctx.config.sync.lookbackDays)) {
+    for (const warning of budgetWarnings(budget.plan, ctx.settings.lookbackDays)) {
       const key = `${payload.orgId}|${warning.kind}`;
       if (warned.has(key)) continue;
       warned.add(key);
@@ -71,7 +70,7 @@ export const recordsRecent = defineJob({
     }
     const slice = pickRecentPolls(budget.users, budget.plan, {
       now,
-      tickMs: ctx.config.budget.tickSeconds * 1000,
+      tickMs: ctx.settings.tickMs,
     });
     const resources = [...new Set(org.config.resources.map(toV2Resource))];
     await markRecentPollsEnqueued(db, payload.orgId, [...slice.active, ...slice.dormant], new Date(now));

@@ -20,7 +20,7 @@ export const warehouseMaintain = defineJob({
   jobId: () => jobKey('warehouse.maintain'),
   async run(ctx): Promise<{ partitionsCreated: number; rawEmptied: number; months: string[] }> {
     const now = new Date();
-    const { partitionMonthsAhead, rawRetentionMonths } = ctx.config.warehouse;
+    const { partitionMonthsAhead, rawRetentionMonths } = ctx.settings;
     const partitionsCreated = await createPartitionsAhead(ctx.warehouse, now, partitionMonthsAhead);
     let rawEmptied = 0;
     let months: string[] = [];

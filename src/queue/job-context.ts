@@ -1,13 +1,16 @@
 /**
- * What a job may touch (CONVENTIONS.md): `{ log, warehouse, org(), signal, attempt, jobId, enqueue }`.
- * A job never talks HTTP or SQL directly: it composes the org's platform clients, normalization (inside
- * the loader) and `applyBatch`.
+ * What a job may touch: `{ log, warehouse, org(), signal, attempt, jobId, enqueue, settings,
+ * readBudgetPlan() }`, built by `runtime.jobContext` (src/runtime/runtime.ts). Not the whole config: the
+ * few values jobs read are `settings` (job-settings.ts). A job never talks HTTP or SQL directly: it
+ * composes the org's platform clients, normalization (inside the loader), `applyBatch` and the
+ * warehouse's functions. (`warehouse` still carries the raw kysely `db` those functions take.)
  */
 import type { z } from 'zod';
-import type { Config } from '../config/schema.ts';
 import type { Logger } from '../log/logger.ts';
 import type { OrgClients } from '../runtime/org-clients.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
+import type { JobSettings } from './job-settings.ts';
+import type { OrgBudget } from './read-budget-plan.ts';
 
 /**
  * Job name → payload schema: what `enqueue` needs to know of the catalog. jobs/define-job.ts declares the
@@ -61,5 +64,8 @@ export interface JobContext<Payloads extends PayloadSchemas = any> {
    * `priority` overrides the one inherited from this job (BullMQ; the inline runner has no priorities).
    */
   enqueue: EnqueueJob<Payloads>;
-  config: Config;
+  /** The few config values jobs read (job-settings.ts); never the whole config. */
+  settings: JobSettings;
+  /** The org's request budget plan as of `now` (read-budget-plan.ts, which reads the config jobs do not see). */
+  readBudgetPlan(orgId: string, now: number): Promise<OrgBudget>;
 }

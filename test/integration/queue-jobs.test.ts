@@ -58,7 +58,10 @@ function fakeRuntime(): Pick<Runtime, 'jobContext' | 'log'> {
         org: () => {
           throw new Error('no orgs in this test');
         },
-        config: undefined as never,
+        settings: undefined as never,
+        readBudgetPlan: () => {
+          throw new Error('no orgs in this test');
+        },
       }) as JobContext,
   };
 }
