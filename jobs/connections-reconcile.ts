@@ -8,6 +8,7 @@ import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { isoDate } from '../src/queue/payload-dates.ts';
+import { reconcileCursor } from '../src/queue/reconcile-cursor.ts';
 import { applyBatch } from '../src/warehouse/apply-batch.ts';
 import { emptyCounts, type LoadCounts } from '../src/warehouse/batch.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
@@ -70,16 +71,12 @@ export const connectionsReconcile = defineJob({
             },
           ]
         : [];
-    const cursor = {
-      key: 'reconcile:last',
-      value: {
-        at: new Date().toISOString(),
-        startDate: payload.startDate,
-        endDate: payload.endDate,
-        events: result.events,
-        missed: result.inserted,
-      },
-    };
+    const cursor = reconcileCursor({
+      startDate: payload.startDate,
+      endDate: payload.endDate,
+      events: result.events,
+      missed: result.inserted,
+    });
     await applyBatch(
       ctx.warehouse,
       { orgId: payload.orgId, arrivedVia: 'poll', items: [] },

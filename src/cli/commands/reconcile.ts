@@ -7,6 +7,7 @@
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
 import { UsageError } from '../../errors.ts';
+import { reconcileCursor } from '../../queue/reconcile-cursor.ts';
 import { CONNECTION_EVENTS_SINCE } from '../../validic/connection-events-since.ts';
 import { parseDateRange } from '../parse-options.ts';
 import type { CommandRunner } from '../run-command.ts';
@@ -16,17 +17,6 @@ interface ReconcileOptions {
   from: string;
   to: string;
   org?: string;
-}
-
-/** The `reconcile:last` cursor (same shape the job writes per window; here the totals of the command). */
-export interface ReconcileCursor {
-  at: string;
-  startDate: string;
-  endDate: string;
-  /** Events the platform listed. */
-  events: number;
-  /** Of those, events that were not in the warehouse yet (the stream missed them). */
-  missed: number;
 }
 
 export function registerReconcile(program: Command, run: CommandRunner): void {
@@ -73,17 +63,12 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
             return async ({ state, seconds }) => {
               if (state === 'done') {
                 // Each window's job wrote its own `reconcile:last`; the command's totals replace them.
-                const value: ReconcileCursor = {
-                  at: new Date().toISOString(),
-                  startDate: from,
-                  endDate: range.to,
-                  events: totals.events,
-                  missed: totals.missed,
-                };
+                const { events, missed } = totals;
+                const cursor = reconcileCursor({ startDate: from, endDate: range.to, events, missed });
                 await applyBatch(
                   runtime.warehouse,
                   { orgId: org.orgId, arrivedVia: 'poll', items: [] },
-                  { cursors: [{ key: 'reconcile:last', value }] },
+                  { cursors: [cursor] },
                 );
               }
               print(`reconcile ${org.orgId} ${from}..${range.to}: ${state} in ${seconds} s`);
