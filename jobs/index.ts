@@ -29,14 +29,10 @@ export const jobCatalog = {
   [legacyFetch.name]: legacyFetch,
   [pushPrune.name]: pushPrune,
   [warehouseMaintain.name]: warehouseMaintain,
+  // Exactly the jobs of JobPayloads (define-job.ts, what ctx.enqueue is typed by), each with its schema.
 } satisfies {
   [Name in keyof JobPayloads]: JobDefinition<JobPayloads[Name], any, JobPayloads> & { name: Name };
 };
 
 export type JobName = keyof typeof jobCatalog;
 export type { JobPayloads };
-
-// JobPayloads (define-job.ts, what ctx.enqueue is typed by) names every job of the catalog and no other.
-type SameKeys<A, B> = [keyof A] extends [keyof B] ? ([keyof B] extends [keyof A] ? true : false) : false;
-const catalogMatchesPayloads: SameKeys<typeof jobCatalog, JobPayloads> = true;
-void catalogMatchesPayloads;
