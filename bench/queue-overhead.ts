@@ -9,8 +9,8 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { jobCatalog } from '../jobs/index.ts';
-import type { JobDefinition } from '../jobs/job-definition.ts';
 import { silentLogger } from '../src/log/logger.ts';
+import type { JobDefinition } from '../src/queue/job-definition.ts';
 import { openJobQueue } from '../src/queue/job-queue.ts';
 import { startQueueWorker } from '../src/queue/queue-worker.ts';
 import { openRuntime } from '../src/runtime/runtime.ts';

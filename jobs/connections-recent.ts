@@ -5,9 +5,12 @@
  * is inserted and counted in the `reconcile:last` cursor.
  */
 import { z } from 'zod';
+import { jobKey } from '../src/queue/job-key.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { CONNECTION_EVENTS_SINCE } from '../src/validic/connection-events-since.ts';
 import { formatUtcDate, planDateWindows } from '../src/validic/date-windows.ts';
-import { CONNECTION_EVENTS_SINCE } from './connections-reconcile.ts';
-import { defineJob } from './job-definition.ts';
+import { defineJob } from './define-job.ts';
 
 export const connectionsRecentPayload = z.object({
   orgId: z.string().min(1),
@@ -17,10 +20,10 @@ export const connectionsRecentPayload = z.object({
 export const connectionsRecent = defineJob({
   name: 'connections.recent',
   payload: connectionsRecentPayload,
-  options: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, priority: 8 },
-  jobId: (p) => `connections.recent|${encodeURIComponent(p.orgId)}`,
+  options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['connections.recent'] },
+  jobId: (p) => jobKey('connections.recent', p.orgId),
   async run(ctx, payload): Promise<{ from: string; to: string; enqueued: number }> {
-    const days = payload.days ?? ctx.config.schedules.reconcileDays;
+    const days = payload.days ?? ctx.settings.reconcileDays;
     const today = Math.floor(Date.now() / 86_400_000);
     const to = formatUtcDate(today);
     let from = formatUtcDate(today - (days - 1));

@@ -5,14 +5,14 @@
  */
 import { z } from 'zod';
 import { emptyCounts, type LoadCounts } from '../src/pipeline/batch.ts';
+import { jobKey } from '../src/queue/job-key.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { isoDate } from '../src/queue/payload-dates.ts';
+import { reconcileCursor } from '../src/queue/reconcile-cursor.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
 import { applyBatch } from '../src/warehouse/loader/apply-batch.ts';
-import { defineJob } from './job-definition.ts';
-
-const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD');
-
-/** The platform keeps connection events captured on or after this date only (PLATFORM-FACTS.md). */
-export const CONNECTION_EVENTS_SINCE = '2025-07-01';
+import { defineJob } from './define-job.ts';
 
 export const connectionsReconcilePayload = z.object({
   orgId: z.string().min(1),
@@ -30,12 +30,8 @@ export interface ConnectionsReconcileResult extends LoadCounts {
 export const connectionsReconcile = defineJob({
   name: 'connections.reconcile',
   payload: connectionsReconcilePayload,
-  // Reconciliation goes before backfill work (lower number = higher priority in BullMQ).
-  options: { attempts: 5, backoff: { type: 'exponential', delay: 2000 }, priority: 10 },
-  jobId: (p) =>
-    ['connections.reconcile', p.orgId, p.startDate, p.endDate, p.runId ?? '']
-      .map(encodeURIComponent)
-      .join('|'),
+  options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['connections.reconcile'] },
+  jobId: (p) => jobKey('connections.reconcile', p.orgId, p.startDate, p.endDate, p.runId),
   async run(ctx, payload): Promise<ConnectionsReconcileResult> {
     const { v2 } = ctx.org(payload.orgId);
     const result: ConnectionsReconcileResult = { ...emptyCounts(), events: 0, pages: 0 };
@@ -75,16 +71,12 @@ export const connectionsReconcile = defineJob({
             },
           ]
         : [];
-    const cursor = {
-      key: 'reconcile:last',
-      value: {
-        at: new Date().toISOString(),
-        startDate: payload.startDate,
-        endDate: payload.endDate,
-        events: result.events,
-        missed: result.inserted,
-      },
-    };
+    const cursor = reconcileCursor({
+      startDate: payload.startDate,
+      endDate: payload.endDate,
+      events: result.events,
+      missed: result.inserted,
+    });
     await applyBatch(
       ctx.warehouse,
       { orgId: payload.orgId, arrivedVia: 'poll', items: [] },

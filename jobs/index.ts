@@ -3,9 +3,10 @@
  * run them through the inline runner.
  */
 
+import type { JobDefinition } from '../src/queue/job-definition.ts';
 import { connectionsRecent } from './connections-recent.ts';
 import { connectionsReconcile } from './connections-reconcile.ts';
-import type { JobDefinition } from './job-definition.ts';
+import type { JobPayloads } from './define-job.ts';
 import { legacyFetch } from './legacy-fetch.ts';
 import { legacyLatest } from './legacy-latest.ts';
 import { legacySync } from './legacy-sync.ts';
@@ -28,6 +29,10 @@ export const jobCatalog = {
   [legacyFetch.name]: legacyFetch,
   [pushPrune.name]: pushPrune,
   [warehouseMaintain.name]: warehouseMaintain,
-} satisfies Record<string, JobDefinition<any, any>>;
+  // Exactly the jobs of JobPayloads (define-job.ts, what ctx.enqueue is typed by), each with its schema.
+} satisfies {
+  [Name in keyof JobPayloads]: JobDefinition<JobPayloads[Name], any, JobPayloads> & { name: Name };
+};
 
 export type JobName = keyof typeof jobCatalog;
+export type { JobPayloads };

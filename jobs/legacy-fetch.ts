@@ -18,12 +18,15 @@
  */
 import { z } from 'zod';
 import { findLegacyRecord } from '../src/legacy/get-legacy-record.ts';
-import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
 import { type LegacyPagesResult, loadLegacyPages } from '../src/legacy/load-legacy-pages.ts';
+import { jobKey } from '../src/queue/job-key.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { isoInstant } from '../src/queue/payload-dates.ts';
 import { LEGACY_OBJECTS } from '../src/validic/legacy-objects.ts';
 import type { SummaryPage } from '../src/validic/legacy-summary-pager.ts';
 import { markLegacyDeleted } from '../src/warehouse/mark-legacy-deleted.ts';
-import { defineJob } from './job-definition.ts';
+import { defineJob } from './define-job.ts';
 
 export const legacyFetchPayload = z.object({
   orgId: z.string().min(1),
@@ -33,11 +36,11 @@ export const legacyFetchPayload = z.object({
   /** The service user `_id` the record belongs to. */
   userId: z.string().min(1).optional(),
   /** The announced `last_updated` (ISO instant). */
-  lastUpdated: z.iso.datetime({ offset: true }).optional(),
+  lastUpdated: isoInstant.optional(),
   /** Row of validic_sync.push_notifications that announced it (tells apart repeats without last_updated). */
   notificationId: z.string().optional(),
   /** The documented item's `activity_date` (ISO instant): the measurement set's timestamp. */
-  activityDate: z.iso.datetime({ offset: true }).optional(),
+  activityDate: isoInstant.optional(),
   /** The documented item's `source` (the app's short name): filters the retrieval. */
   source: z.string().min(1).optional(),
   /** Coalescing window the announcement fell in: repeats within one window share the job id. */
@@ -57,29 +60,16 @@ export const ACTIVITY_MARGIN_MS = 24 * 3_600_000;
 export const legacyFetchJobId = (p: LegacyFetchPayload) =>
   p.activityDate
     ? // The same (user, object, activity date, source) announced again within one window: one job.
-      [
+      jobKey('legacy.fetch', p.orgId, p.object, 'activity', p.userId, p.activityDate, p.source, p.window)
+    : jobKey(
         'legacy.fetch',
         p.orgId,
         p.object,
-        'activity',
-        p.userId ?? '',
-        p.activityDate,
-        p.source ?? '',
-        p.window ?? '',
-      ]
-        .map(encodeURIComponent)
-        .join('|')
-    : [
-        'legacy.fetch',
-        p.orgId,
-        p.object,
-        p.recordId ?? '',
-        p.userId ?? '',
+        p.recordId,
+        p.userId,
         // The same record announced again after a later update is new work; a repeat of one announcement is not.
         p.lastUpdated ?? `n${p.notificationId ?? ''}`,
-      ]
-        .map(encodeURIComponent)
-        .join('|');
+      );
 
 async function* onePage(list: SummaryPage['items']): AsyncGenerator<SummaryPage> {
   if (list.length > 0) yield { items: list, rejected: [], summary: {}, offset: 0 };
@@ -88,8 +78,7 @@ async function* onePage(list: SummaryPage['items']): AsyncGenerator<SummaryPage>
 export const legacyFetch = defineJob({
   name: 'legacy.fetch',
   payload: legacyFetchPayload,
-  // Push is about latency: before backfills, after the stream.
-  options: { attempts: 5, backoff: { type: 'exponential', delay: 2000 }, priority: 10 },
+  options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['legacy.fetch'] },
   jobId: legacyFetchJobId,
   async run(ctx, payload): Promise<LegacyFetchResult> {
     const { orgId, object, recordId, userId, lastUpdated, activityDate, source } = payload;
@@ -122,7 +111,7 @@ export const legacyFetch = defineJob({
         : org.legacy.pageOrgList(object, range);
       return { ...(await loadLegacyPages({ ...common, pages, log: ctx.log })), mode: 'activity' };
     }
-    const settings = legacyWindowSettings(ctx.config);
+    const settings = ctx.settings.legacyWindow;
     const margin = Math.max(settings.overlapMs, 60_000);
     const now = Date.now();
     const range = lastUpdated

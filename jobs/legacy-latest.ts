@@ -19,23 +19,24 @@ import {
   nextLegacyCursor,
   parseLegacyCursor,
 } from '../src/legacy/legacy-cursor.ts';
-import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
 import { type LegacyPagesResult, loadLegacyPages } from '../src/legacy/load-legacy-pages.ts';
+import { jobKey } from '../src/queue/job-key.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { isoInstant } from '../src/queue/payload-dates.ts';
 import { LEGACY_OBJECTS } from '../src/validic/legacy-objects.ts';
 import { type InstantWindow, planLegacyWindows } from '../src/validic/legacy-windows.ts';
 import { readCursor } from '../src/warehouse/checkpoints.ts';
-import { defineJob } from './job-definition.ts';
-
-const instant = z.iso.datetime({ offset: true });
+import { defineJob } from './define-job.ts';
 
 export const legacyLatestPayload = z
   .object({
     orgId: z.string().min(1),
     object: z.enum(LEGACY_OBJECTS),
-    startDate: instant,
-    endDate: instant,
+    startDate: isoInstant,
+    endDate: isoInstant,
     /** End of the whole range: the next window (if any) is enqueued after this one commits. */
-    until: instant.optional(),
+    until: isoInstant.optional(),
   })
   .refine((p) => Date.parse(p.startDate) < Date.parse(p.endDate), {
     message: 'startDate must be before endDate',
@@ -56,7 +57,7 @@ export interface LegacyLatestResult extends LegacyPagesResult {
 }
 
 export const legacyLatestJobId = (p: LegacyLatestPayload) =>
-  ['legacy.latest', p.orgId, p.object, p.startDate, p.endDate].map(encodeURIComponent).join('|');
+  jobKey('legacy.latest', p.orgId, p.object, p.startDate, p.endDate);
 
 /** The window after `window` in the plan up to `until` (the same windows planLegacyWindows gives). */
 export function nextLegacyWindow(
@@ -71,7 +72,7 @@ export function nextLegacyWindow(
 export const legacyLatest = defineJob({
   name: 'legacy.latest',
   payload: legacyLatestPayload,
-  options: { attempts: 5, backoff: { type: 'exponential', delay: 2000 }, priority: 20 },
+  options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['legacy.latest'] },
   jobId: legacyLatestJobId,
   async run(ctx, payload): Promise<LegacyLatestResult> {
     const { orgId, object } = payload;
@@ -109,7 +110,7 @@ export const legacyLatest = defineJob({
 
     let next: LegacyLatestResult['next'] = null;
     if (payload.until) {
-      const following = nextLegacyWindow(window, new Date(payload.until), legacyWindowSettings(ctx.config));
+      const following = nextLegacyWindow(window, new Date(payload.until), ctx.settings.legacyWindow);
       if (following) {
         next = { startDate: following.start.toISOString(), endDate: following.end.toISOString() };
         await ctx.enqueue('legacy.latest', { orgId, object, ...next, until: payload.until });

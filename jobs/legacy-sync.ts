@@ -10,13 +10,13 @@
  */
 import { z } from 'zod';
 import { legacyCursorKey, parseLegacyCursor } from '../src/legacy/legacy-cursor.ts';
-import { legacyWindowSettings } from '../src/legacy/legacy-window-settings.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { isoInstant } from '../src/queue/payload-dates.ts';
 import { LEGACY_OBJECTS, type LegacyObject } from '../src/validic/legacy-objects.ts';
 import { planLegacyWindows } from '../src/validic/legacy-windows.ts';
 import { readCursor } from '../src/warehouse/checkpoints.ts';
-import { defineJob } from './job-definition.ts';
-
-const instant = z.iso.datetime({ offset: true });
+import { defineJob } from './define-job.ts';
 
 export const legacySyncPayload = z
   .object({
@@ -24,9 +24,9 @@ export const legacySyncPayload = z
     /** Legacy objects; default: the org's `legacy.objects`. */
     objects: z.array(z.enum(LEGACY_OBJECTS)).min(1).optional(),
     /** Backfill range start; absent: continue from each object's cursor. */
-    from: instant.optional(),
+    from: isoInstant.optional(),
     /** Range end; default: now. */
-    to: instant.optional(),
+    to: isoInstant.optional(),
   })
   .refine((p) => !p.from || !p.to || Date.parse(p.from) < Date.parse(p.to), {
     message: 'from must be before to',
@@ -51,14 +51,14 @@ export interface LegacySyncResult {
 export const legacySync = defineJob({
   name: 'legacy.sync',
   payload: legacySyncPayload,
-  options: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, priority: 25 },
+  options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['legacy.sync'] },
   async run(ctx, payload): Promise<LegacySyncResult> {
     const { orgId } = payload;
     const org = ctx.org(orgId);
-    const settings = legacyWindowSettings(ctx.config);
+    const settings = ctx.settings.legacyWindow;
     const objects = [...new Set(payload.objects ?? org.config.legacy.objects)];
     const to = payload.to ? new Date(payload.to) : new Date();
-    const lookbackMs = Math.max(1, ctx.config.sync.lookbackDays) * 86_400_000;
+    const lookbackMs = Math.max(1, ctx.settings.lookbackDays) * 86_400_000;
 
     const plans: LegacySyncPlan[] = [];
     for (const object of objects) {

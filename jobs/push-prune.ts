@@ -5,17 +5,20 @@
  */
 import { z } from 'zod';
 import { prunePushNotifications } from '../src/push/push-notification-store.ts';
-import { defineJob } from './job-definition.ts';
+import { jobKey } from '../src/queue/job-key.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { defineJob } from './define-job.ts';
 
 export const pushPrunePayload = z.object({});
 
 export const pushPrune = defineJob({
   name: 'push.prune',
   payload: pushPrunePayload,
-  options: { attempts: 3, backoff: { type: 'exponential', delay: 60_000 }, priority: 50 },
-  jobId: () => 'push.prune',
+  options: { ...JOB_RETRIES.housekeeping, priority: JOB_PRIORITIES['push.prune'] },
+  jobId: () => jobKey('push.prune'),
   async run(ctx): Promise<{ deleted: number; before: string }> {
-    const before = new Date(Date.now() - ctx.config.push.retentionDays * 86_400_000);
+    const before = new Date(Date.now() - ctx.settings.pushRetentionDays * 86_400_000);
     const deleted = await prunePushNotifications(ctx.warehouse.db, before, { signal: ctx.signal });
     ctx.log.info({ deleted, before: before.toISOString() }, 'old push notifications pruned');
     return { deleted, before: before.toISOString() };

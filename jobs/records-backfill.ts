@@ -6,6 +6,10 @@
  * starts a new run, because fetching the range again is what the user asked for.
  */
 import { z } from 'zod';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { isoDate } from '../src/queue/payload-dates.ts';
+import { CONNECTION_EVENTS_SINCE } from '../src/validic/connection-events-since.ts';
 import { planDateWindows, planRecordWindows } from '../src/validic/date-windows.ts';
 import { toV2Resource, V2_RESOURCES } from '../src/validic/v2-resources.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
@@ -19,11 +23,8 @@ import {
   recordsWindowKey,
   startRun,
 } from '../src/warehouse/window-ledger.ts';
-import { CONNECTION_EVENTS_SINCE } from './connections-reconcile.ts';
-import { defineJob } from './job-definition.ts';
+import { defineJob } from './define-job.ts';
 import { syncUsers } from './users-sync.ts';
-
-const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD');
 
 export const recordsBackfillPayload = z
   .object({
@@ -55,7 +56,7 @@ export interface RecordsBackfillResult {
 export const recordsBackfill = defineJob({
   name: 'records.backfill',
   payload: recordsBackfillPayload,
-  options: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, priority: 30 },
+  options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['records.backfill'] },
   async run(ctx, payload): Promise<RecordsBackfillResult> {
     const { orgId } = payload;
     const db = ctx.warehouse.db;

@@ -25,15 +25,17 @@ import { z } from 'zod';
 import { PermanentError } from '../src/errors.ts';
 import { httpStatusOf } from '../src/http/http-errors.ts';
 import type { CursorWrite, LoadResult, RawItem, WindowDone } from '../src/pipeline/batch.ts';
+import { jobKey } from '../src/queue/job-key.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { isoDate } from '../src/queue/payload-dates.ts';
 import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
 import { applyBatch, MAX_KEY_LOCKS } from '../src/warehouse/loader/apply-batch.ts';
 import { addLoadResult, emptyLoadResult } from '../src/warehouse/loader/load-counts.ts';
 import { markRecentPollDone } from '../src/warehouse/recent-polls.ts';
 import { markUsersRemoved } from '../src/warehouse/remove-users.ts';
 import { pendingWindowKeys, recordsWindowKey } from '../src/warehouse/window-ledger.ts';
-import { defineJob } from './job-definition.ts';
-
-const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD');
+import { defineJob } from './define-job.ts';
 
 export const recordsPollPayload = z.preprocess(
   // Jobs queued by an earlier version carry one `resource` (and its `windowKey`, which was the same
@@ -67,11 +69,9 @@ export interface RecordsPollResult extends LoadResult {
 export const recordsPoll = defineJob({
   name: 'records.poll',
   payload: recordsPollPayload,
-  options: { attempts: 5, backoff: { type: 'exponential', delay: 2000 }, priority: 20 },
+  options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['records.poll'] },
   jobId: (p) =>
-    ['records.poll', p.orgId, p.uid, p.resources.join(','), p.startDate, p.endDate, p.runId ?? '']
-      .map(encodeURIComponent)
-      .join('|'),
+    jobKey('records.poll', p.orgId, p.uid, p.resources.join(','), p.startDate, p.endDate, p.runId),
   async run(ctx, payload): Promise<RecordsPollResult> {
     const { v2 } = ctx.org(payload.orgId);
     const { uid, startDate, endDate, runId } = payload;

@@ -17,12 +17,14 @@
  */
 import { z } from 'zod';
 import { budgetWarnings } from '../src/queue/budget-warnings.ts';
-import { ACTIVE_PRIORITY, DORMANT_PRIORITY, pickRecentPolls } from '../src/queue/pick-recent-polls.ts';
-import { readBudgetPlan } from '../src/queue/read-budget-plan.ts';
+import { jobKey } from '../src/queue/job-key.ts';
+import { FANOUT_PRIORITIES, JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { pickRecentPolls } from '../src/queue/pick-recent-polls.ts';
 import { recentPollWindows } from '../src/queue/recent-poll-windows.ts';
 import { toV2Resource } from '../src/validic/v2-resources.ts';
 import { markRecentPollsEnqueued } from '../src/warehouse/recent-polls.ts';
-import { defineJob } from './job-definition.ts';
+import { defineJob } from './define-job.ts';
 import { syncUsers } from './users-sync.ts';
 
 export const recordsRecentPayload = z.object({
@@ -46,22 +48,21 @@ const warned = new Set<string>();
 export const recordsRecent = defineJob({
   name: 'records.recent',
   payload: recordsRecentPayload,
-  // A tick is one read of the warehouse: it goes before the polls it queues (11, 12), so it runs on time.
-  options: { attempts: 3, backoff: { type: 'exponential', delay: 5000 }, priority: 7 },
-  jobId: (p) => `records.recent|${encodeURIComponent(p.orgId)}`,
+  options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['records.recent'] },
+  jobId: (p) => jobKey('records.recent', p.orgId),
   async run(ctx, payload): Promise<RecordsRecentResult> {
     const org = ctx.org(payload.orgId);
     const db = ctx.warehouse.db;
-    const days = payload.lookbackDays ?? ctx.config.sync.lookbackDays;
+    const days = payload.lookbackDays ?? ctx.settings.lookbackDays;
     const now = Date.now();
     const windows = recentPollWindows(days, now);
-    let budget = await readBudgetPlan(db, ctx.config, org.config, now);
+    let budget = await ctx.readBudgetPlan(payload.orgId, now);
     // First tick of a fresh warehouse (the users schedule may not have run yet): read the users first.
     if (budget.users.length === 0) {
       await syncUsers(ctx, payload.orgId);
-      budget = await readBudgetPlan(db, ctx.config, org.config, now);
+      budget = await ctx.readBudgetPlan(payload.orgId, now);
     }
-    for (const warning of budgetWarnings(budget.plan, ctx.config.sync.lookbackDays)) {
+    for (const warning of budgetWarnings(budget.plan, ctx.settings.lookbackDays)) {
       const key = `${payload.orgId}|${warning.kind}`;
       if (warned.has(key)) continue;
       warned.add(key);
@@ -69,14 +70,14 @@ export const recordsRecent = defineJob({
     }
     const slice = pickRecentPolls(budget.users, budget.plan, {
       now,
-      tickMs: ctx.config.budget.tickSeconds * 1000,
+      tickMs: ctx.settings.tickMs,
     });
     const resources = [...new Set(org.config.resources.map(toV2Resource))];
     await markRecentPollsEnqueued(db, payload.orgId, [...slice.active, ...slice.dormant], new Date(now));
     let enqueued = 0;
     for (const [uids, priority] of [
-      [slice.active, ACTIVE_PRIORITY],
-      [slice.dormant, DORMANT_PRIORITY],
+      [slice.active, FANOUT_PRIORITIES.activeRecentPoll],
+      [slice.dormant, FANOUT_PRIORITIES.dormantRecentPoll],
     ] as const) {
       for (const uid of uids) {
         for (const window of windows) {

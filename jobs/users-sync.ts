@@ -10,10 +10,13 @@
  */
 import { z } from 'zod';
 import type { LoadCounts } from '../src/pipeline/batch.ts';
+import { jobKey } from '../src/queue/job-key.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { applyBatch } from '../src/warehouse/loader/apply-batch.ts';
 import { markUnlistedUsersRemoved } from '../src/warehouse/remove-users.ts';
-import type { JobContext } from './job-context.ts';
-import { defineJob } from './job-definition.ts';
+import type { JobContext } from './define-job.ts';
+import { defineJob } from './define-job.ts';
 
 export const usersSyncPayload = z.object({ orgId: z.string().min(1) });
 
@@ -79,7 +82,7 @@ export async function syncUsers(ctx: JobContext, orgId: string): Promise<UsersSy
 export const usersSync = defineJob({
   name: 'users.sync',
   payload: usersSyncPayload,
-  options: { attempts: 5, backoff: { type: 'exponential', delay: 2000 }, priority: 5 },
-  jobId: (p) => `users.sync|${encodeURIComponent(p.orgId)}`,
+  options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['users.sync'] },
+  jobId: (p) => jobKey('users.sync', p.orgId),
   run: (ctx, payload) => syncUsers(ctx, payload.orgId),
 });

@@ -2,14 +2,21 @@
  * Runs job modules in this process for a one-shot command: an InlineRunner whose jobs get contexts cut
  * from the runtime, and whose fan-out (`ctx.enqueue`) lands in the same runner.
  */
-import { jobCatalog } from '../../jobs/index.ts';
-import type { JobDefinition } from '../../jobs/job-definition.ts';
+import { type JobPayloads, jobCatalog } from '../../jobs/index.ts';
 import { InlineRunner } from '../queue/inline-runner.ts';
+import type { JobDefinition } from '../queue/job-definition.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { jobAttributes, withSpan } from '../telemetry/tracer.ts';
 
-export function createInlineRunner(runtime: Runtime, signal: AbortSignal, concurrency: number): InlineRunner {
-  const runner: InlineRunner = new InlineRunner({
+/** An inline runner of this catalog: `enqueue(name, payload)` takes the payload type of the job it names. */
+export type CatalogRunner = InlineRunner<JobPayloads>;
+
+export function createInlineRunner(
+  runtime: Runtime,
+  signal: AbortSignal,
+  concurrency: number,
+): CatalogRunner {
+  const runner: CatalogRunner = new InlineRunner<JobPayloads>({
     catalog: jobCatalog as Record<string, JobDefinition>,
     concurrency,
     signal,
@@ -20,7 +27,8 @@ export function createInlineRunner(runtime: Runtime, signal: AbortSignal, concur
             jobId: job.id,
             attempt: job.attempt,
             signal: jobSignal,
-            enqueue: async (name, payload) => runner.enqueue(name, payload),
+            // The runtime's contexts know no catalog; the runner checks name and payload when they arrive.
+            enqueue: async (name, payload) => (runner as InlineRunner).enqueue(name, payload),
           }),
           job.payload,
         ),

@@ -14,6 +14,7 @@ import { registerSecret } from '../config/redact.ts';
 import { type Config, configSchema } from '../config/schema.ts';
 import { EXAMPLE_QUERIES } from '../docs/example-queries.ts';
 import type { Logger } from '../log/logger.ts';
+import type { InlineRunner } from '../queue/inline-runner.ts';
 import { openRuntime, type Runtime } from '../runtime/runtime.ts';
 import { type Sandbox, startSandbox } from '../sandbox/index.ts';
 import { consumerOptionsFromConfig } from '../stream/consumer-options.ts';
@@ -140,7 +141,8 @@ async function runJobs(
   name: string,
   payload: unknown,
 ): Promise<{ count: number; results: unknown[] }> {
-  const runner = createInlineRunner(runtime, signal, runtime.config.sync.concurrency);
+  // Any job by name: the runner checks the name and the payload when they arrive.
+  const runner: InlineRunner = createInlineRunner(runtime, signal, runtime.config.sync.concurrency);
   const results: unknown[] = [];
   runner.on('completed', (_job, result) => results.push(result));
   runner.enqueue(name, payload);

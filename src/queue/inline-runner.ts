@@ -5,9 +5,10 @@
  * `PermanentError`s are not retried. Concurrency is bounded; an abort stops new jobs from starting.
  */
 import { EventEmitter } from 'node:events';
-import type { JobDefinition } from '../../jobs/job-definition.ts';
 import { PermanentError, toError } from '../errors.ts';
 import { abortableSleep } from '../http/clock.ts';
+import type { EnqueuePayload, PayloadSchemas } from './job-context.ts';
+import type { JobDefinition } from './job-definition.ts';
 
 export interface InlineJob {
   id: string;
@@ -32,7 +33,8 @@ export interface InlineRunnerOptions {
   maxBackoffMs?: number;
 }
 
-export class InlineRunner extends EventEmitter<InlineRunnerEvents> {
+/** `Payloads`: the catalog `enqueue` is typed by (run-jobs-inline.ts passes the real one). */
+export class InlineRunner<Payloads extends PayloadSchemas = any> extends EventEmitter<InlineRunnerEvents> {
   readonly #options: InlineRunnerOptions;
   readonly #pending: InlineJob[] = [];
   readonly #seen = new Set<string>();
@@ -47,7 +49,10 @@ export class InlineRunner extends EventEmitter<InlineRunnerEvents> {
   }
 
   /** Queues a job; returns false when a job with the same deterministic id was queued before. */
-  enqueue(name: string, payload: unknown): boolean {
+  enqueue<Name extends keyof Payloads & string>(
+    name: Name,
+    payload: EnqueuePayload<Payloads[Name]>,
+  ): boolean {
     const definition = this.#definition(name);
     const parsed = definition.payload.parse(payload);
     const id = definition.jobId ? definition.jobId(parsed) : `${name}:${++this.#sequence}`;

@@ -5,7 +5,7 @@
  * schedule tick must be able to queue the same window again.
  */
 import type { JobsOptions } from 'bullmq';
-import type { JobDefinition } from '../../jobs/job-definition.ts';
+import type { JobDefinition } from './job-definition.ts';
 
 export interface KeepJobs {
   /** Completed jobs without a deterministic id kept for inspection. */

@@ -5,9 +5,9 @@
  */
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { JobDefinition } from '../../jobs/job-definition.ts';
 import { PermanentError } from '../errors.ts';
 import { bullmqTelemetry } from '../telemetry/start-tracing.ts';
+import type { JobDefinition } from './job-definition.ts';
 import { jobOptions, type KeepJobs } from './job-options.ts';
 
 export const QUEUE_NAME = 'jobs';

@@ -21,15 +21,9 @@ import type { PollableUser } from '../warehouse/select-users-to-poll.ts';
 import { type BudgetPlan, HOUR_MS } from './plan-request-budget.ts';
 
 export const WINDOW_TICKS = 10;
-/**
- * BullMQ priorities of the recent polls: an active user's waits for no dormant one's; both go before
- * backfill polls (20). The tick itself (records.recent) runs at 7, so it is not held up by the polls.
- */
-export const ACTIVE_PRIORITY = 11;
-export const DORMANT_PRIORITY = 12;
 
 export interface RecentSlice {
-  /** Active users to enqueue (queued at ACTIVE_PRIORITY, before the dormant ones). */
+  /** Active users to enqueue (queued at FANOUT_PRIORITIES.activeRecentPoll, job-priorities.ts, before the dormant ones). */
   active: string[];
   dormant: string[];
   due: { active: number; dormant: number };

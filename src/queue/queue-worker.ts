@@ -14,7 +14,6 @@
  */
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { JobDefinition } from '../../jobs/job-definition.ts';
 import { redactKnownSecrets } from '../config/redact.ts';
 import { PermanentError, RateLimitedError, toError } from '../errors.ts';
 import type { Logger } from '../log/logger.ts';
@@ -23,6 +22,7 @@ import type { LoadCounts } from '../pipeline/batch.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { bullmqTelemetry } from '../telemetry/start-tracing.ts';
 import { jobAttributes, withSpan } from '../telemetry/tracer.ts';
+import type { JobDefinition } from './job-definition.ts';
 import { type JobQueue, QUEUE_NAME } from './job-queue.ts';
 import { isTransientInfraError } from './transient-error.ts';
 

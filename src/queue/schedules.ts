@@ -16,8 +16,9 @@
  * that the budget plan allows (records-recent.ts); `recentPollMinutes` (0 = off) is the period it aims at.
  */
 import type { Queue } from 'bullmq';
-import type { JobDefinition } from '../../jobs/job-definition.ts';
 import type { Config } from '../config/schema.ts';
+import type { JobDefinition } from './job-definition.ts';
+import { jobKey } from './job-key.ts';
 import { jobOptions, type KeepJobs, toBullJobId } from './job-options.ts';
 
 export interface PlannedSchedule {
@@ -43,7 +44,7 @@ export function planSchedules(config: Config, catalog: Record<string, JobDefinit
     const definition = catalog[name];
     if (!definition || minutes <= 0) return;
     out.push({
-      id: toBullJobId(`${name}|${encodeURIComponent(orgId)}`),
+      id: toBullJobId(jobKey(name, orgId)),
       everyMs: Math.max(1, Math.round(everyMs)),
       name,
       payload: definition.payload.parse(payload),
@@ -69,7 +70,7 @@ export function planSchedules(config: Config, catalog: Record<string, JobDefinit
   for (const [name, minutes] of fleetWide) {
     const definition = catalog[name];
     if (!definition || minutes <= 0) continue;
-    out.push({ id: name, everyMs: minutes * 60_000, name, payload: definition.payload.parse({}) });
+    out.push({ id: jobKey(name), everyMs: minutes * 60_000, name, payload: definition.payload.parse({}) });
   }
   return out;
 }

@@ -12,7 +12,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { jobCatalog } from '../../jobs/index.ts';
-import type { JobDefinition } from '../../jobs/job-definition.ts';
 import type { Config } from '../config/schema.ts';
 import { ConfigError, UserFacingError } from '../errors.ts';
 import type { Logger } from '../log/logger.ts';
@@ -29,6 +28,7 @@ import { withSpan } from '../telemetry/tracer.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
 import { countQuarantineByKind } from '../warehouse/quarantine.ts';
 import { describeBudget } from './budget-status.ts';
+import type { JobDefinition } from './job-definition.ts';
 import type { KeepJobs } from './job-options.ts';
 import { type JobQueue, openJobQueue } from './job-queue.ts';
 import { type QueueWorker, startQueueWorker } from './queue-worker.ts';

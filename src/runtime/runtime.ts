@@ -4,10 +4,12 @@
  * same way and hand jobs a `JobContext` cut from it.
  */
 import type { Redis } from 'ioredis';
-import type { JobContext } from '../../jobs/job-context.ts';
 import type { Config } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import type { Logger } from '../log/logger.ts';
+import type { JobContext } from '../queue/job-context.ts';
+import { jobSettings } from '../queue/job-settings.ts';
+import { readBudgetPlan } from '../queue/read-budget-plan.ts';
 import { migrateToLatest } from '../warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../warehouse/open-warehouse.ts';
 import { connectRedis } from './connect-redis.ts';
@@ -78,6 +80,7 @@ export async function openRuntime(
       },
     ]);
   };
+  const settings = jobSettings(config);
   return {
     config,
     log,
@@ -93,7 +96,8 @@ export async function openRuntime(
       attempt,
       jobId,
       enqueue,
-      config,
+      settings,
+      readBudgetPlan: (orgId, now) => readBudgetPlan(warehouse.db, config, org(orgId).config, now),
     }),
     async close() {
       await Promise.all([...clients.values()].map((c) => c.close()));

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInlineRunner } from '../../src/cli/run-jobs-inline.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { silentLogger } from '../../src/log/logger.ts';
+import type { InlineRunner } from '../../src/queue/inline-runner.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
@@ -58,7 +59,7 @@ describe('deletes of every kind reach the warehouse', () => {
 
   /** Runs `name` and every job it enqueues inline; returns the completed jobs with their results. */
   async function runJobs(name: string, payload: unknown) {
-    const runner = createInlineRunner(runtime, new AbortController().signal, 2);
+    const runner: InlineRunner = createInlineRunner(runtime, new AbortController().signal, 2);
     const completed: { name: string; payload: any; result: any }[] = [];
     runner.on('completed', (job, result) => completed.push({ name: job.name, payload: job.payload, result }));
     runner.enqueue(name, payload);

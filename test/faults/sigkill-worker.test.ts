@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { jobCatalog } from '../../jobs/index.ts';
-import type { JobDefinition } from '../../jobs/job-definition.ts';
+import type { JobDefinition } from '../../src/queue/job-definition.ts';
 import { openJobQueue } from '../../src/queue/job-queue.ts';
 import { startSandbox } from '../../src/sandbox/index.ts';
 import { sandboxEnv } from '../helpers/cli.ts';

@@ -4,11 +4,12 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { JobContext } from '../../jobs/job-context.ts';
 import { pushPrune } from '../../jobs/push-prune.ts';
 import { configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { prunePushNotifications } from '../../src/push/push-notification-store.ts';
+import type { JobContext } from '../../src/queue/job-context.ts';
+import { jobSettings } from '../../src/queue/job-settings.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
 const DAY = 86_400_000;
@@ -47,16 +48,17 @@ describe('push.prune', () => {
     await sql`truncate validic_sync.push_notifications`.execute(db.warehouse.db);
     await insert([31, 2]);
     const config = configSchema.parse({});
+    const settings = jobSettings(config);
     const ctx = {
       warehouse: db.warehouse,
-      config,
+      settings,
       log: silentLogger,
       signal: new AbortController().signal,
     } as unknown as JobContext;
     expect(await pushPrune.run(ctx, {})).toMatchObject({ deleted: 1 });
     expect(await ages()).toEqual([2]);
     expect(
-      await pushPrune.run({ ...ctx, config: { ...config, push: { ...config.push, retentionDays: 1 } } }, {}),
+      await pushPrune.run({ ...ctx, settings: { ...settings, pushRetentionDays: 1 } }, {}),
     ).toMatchObject({ deleted: 1 });
     expect(await ages()).toEqual([]);
   });

@@ -7,10 +7,10 @@
 import type { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import type { JobContext } from '../../jobs/job-context.ts';
-import { defineJob, type JobDefinition } from '../../jobs/job-definition.ts';
 import { PermanentError, RateLimitedError } from '../../src/errors.ts';
 import { silentLogger } from '../../src/log/logger.ts';
+import type { JobContext } from '../../src/queue/job-context.ts';
+import { defineJob, type JobDefinition } from '../../src/queue/job-definition.ts';
 import { type JobQueue, openJobQueue } from '../../src/queue/job-queue.ts';
 import { type QueueWorker, startQueueWorker } from '../../src/queue/queue-worker.ts';
 import type { Runtime } from '../../src/runtime/runtime.ts';
@@ -58,7 +58,10 @@ function fakeRuntime(): Pick<Runtime, 'jobContext' | 'log'> {
         org: () => {
           throw new Error('no orgs in this test');
         },
-        config: undefined as never,
+        settings: undefined as never,
+        readBudgetPlan: () => {
+          throw new Error('no orgs in this test');
+        },
       }) as JobContext,
   };
 }

@@ -5,8 +5,8 @@
 import type { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { jobCatalog } from '../../jobs/index.ts';
-import type { JobDefinition } from '../../jobs/job-definition.ts';
 import { configSchema } from '../../src/config/schema.ts';
+import type { JobDefinition } from '../../src/queue/job-definition.ts';
 import { type JobQueue, openJobQueue } from '../../src/queue/job-queue.ts';
 import { applySchedules, planSchedules } from '../../src/queue/schedules.ts';
 import { createTestRedis, type TestRedis } from '../helpers/redis.ts';

@@ -5,11 +5,10 @@
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
 import { emptyCounts, type LoadCounts } from '../../pipeline/batch.ts';
-import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
-import { finishInlineRun } from '../finish-inline-run.ts';
 import { parseDateRange, parseList } from '../parse-options.ts';
 import { createProgress } from '../progress.ts';
 import type { CommandRunner } from '../run-command.ts';
+import { runInlineCommand } from '../run-inline-command.ts';
 
 interface BackfillOptions {
   from: string;
@@ -33,19 +32,18 @@ export function registerBackfill(program: Command, run: CommandRunner): void {
     .option('--restart', 'start over instead of resuming an unfinished run with the same arguments')
     .option('--org <id>', 'only this organization (default: every configured one)')
     .action((options: BackfillOptions) =>
-      run(async ({ config, log, signal, print }) => {
+      run(async (ctx) => {
+        const { config, log, print } = ctx;
         const range = parseDateRange(options.from, options.to);
         const orgs = selectOrganizations(config, options.org);
         const { toV2Resource } = await import('../../validic/v2-resources.ts');
         const resources = parseList(options.resources)?.map(toV2Resource);
-        const { openRuntime } = await import('../../runtime/runtime.ts');
-        const { createInlineRunner } = await import('../run-jobs-inline.ts');
-        const runtime = await openRuntime(config, log);
-        let failed = false;
-        try {
-          for (const org of orgs) {
-            const started = Date.now();
-            const runner = createInlineRunner(runtime, signal, config.sync.concurrency);
+        return runInlineCommand(ctx, {
+          orgs,
+          interrupted: 'backfill interrupted; committed windows are kept',
+          resumeFix: 'run the same command again to resume where it stopped',
+          retryHint: 'run the same command again to retry the windows that failed (finished ones are kept)',
+          startOrg({ org, runner, runtime }) {
             const progress = createProgress({ label: `backfill ${org.orgId}` });
             const counts: LoadCounts = emptyCounts();
             let plan:
@@ -79,36 +77,21 @@ export function registerBackfill(program: Command, run: CommandRunner): void {
               restart: options.restart === true,
               connections: options.connections,
             });
-            const failures = await runner.drain();
-            progress.stop();
-            const stats = runtime.requestStats;
-            const seconds = ((Date.now() - started) / 1000).toFixed(1);
-            print(
-              `backfill ${org.orgId} ${range.from}..${range.to}: ${signal.aborted ? 'interrupted' : failures.length ? 'incomplete' : 'done'} in ${seconds} s`,
-            );
-            if (plan) {
+            return ({ state, seconds }) => {
+              progress.stop();
+              const stats = runtime.requestStats;
+              print(`backfill ${org.orgId} ${range.from}..${range.to}: ${state} in ${seconds} s`);
+              if (plan) {
+                print(
+                  `  users ${plan.users} | windows ${plan.windows}${plan.resumed ? ` (resumed run: ${plan.alreadyDone} were already done)` : ''} | requests ${stats.requests} (retries ${stats.retries})`,
+                );
+              }
               print(
-                `  users ${plan.users} | windows ${plan.windows}${plan.resumed ? ` (resumed run: ${plan.alreadyDone} were already done)` : ''} | requests ${stats.requests} (retries ${stats.retries})`,
+                `  records: inserted ${counts.inserted}, updated ${counts.updated}, unchanged ${counts.unchanged}, stale ${counts.stale}, quarantined ${counts.quarantined}`,
               );
-            }
-            print(
-              `  records: inserted ${counts.inserted}, updated ${counts.updated}, unchanged ${counts.unchanged}, stale ${counts.stale}, quarantined ${counts.quarantined}`,
-            );
-            const orgFailed = finishInlineRun({
-              print,
-              signal,
-              failures,
-              interrupted: 'backfill interrupted; committed windows are kept',
-              resumeFix: 'run the same command again to resume where it stopped',
-              retryHint:
-                'run the same command again to retry the windows that failed (finished ones are kept)',
-            });
-            failed ||= orgFailed;
-          }
-        } finally {
-          await runtime.close();
-        }
-        return failed ? EXIT_FAILED : EXIT_OK;
+            };
+          },
+        });
       }),
     );
 }

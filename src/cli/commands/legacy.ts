@@ -7,11 +7,10 @@ import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
 import { UsageError } from '../../errors.ts';
 import { emptyCounts, type LoadCounts } from '../../pipeline/batch.ts';
-import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
-import { finishInlineRun } from '../finish-inline-run.ts';
 import { parseInstantOption, parseList } from '../parse-options.ts';
 import { createProgress } from '../progress.ts';
 import type { CommandRunner } from '../run-command.ts';
+import { runInlineCommand } from '../run-inline-command.ts';
 
 interface LegacyOptions {
   from: string;
@@ -29,7 +28,8 @@ export function registerLegacy(program: Command, run: CommandRunner): void {
     .option('--objects <list>', "comma-separated legacy objects (default: the org's legacy.objects)")
     .option('--org <id>', 'only this organization (default: every configured one)')
     .action((options: LegacyOptions) =>
-      run(async ({ config, log, signal, print }) => {
+      run(async (ctx) => {
+        const { config, print } = ctx;
         const from = parseInstantOption('from', options.from);
         const to = parseInstantOption('to', options.to);
         if (from.getTime() >= to.getTime()) {
@@ -41,17 +41,15 @@ export function registerLegacy(program: Command, run: CommandRunner): void {
         const { toLegacyObject } = await import('../../validic/legacy-objects.ts');
         const objects = parseList(options.objects)?.map(toLegacyObject);
         const orgs = selectOrganizations(config, options.org);
-        const { openRuntime } = await import('../../runtime/runtime.ts');
-        const { createInlineRunner } = await import('../run-jobs-inline.ts');
-        const runtime = await openRuntime(config, log);
-        let failed = false;
-        try {
-          for (const org of orgs) {
-            const started = Date.now();
+        return runInlineCommand(ctx, {
+          orgs,
+          interrupted: 'legacy sync interrupted; committed windows are kept',
+          resumeFix: 'run the same command again (records already loaded are not rewritten)',
+          retryHint: 'run the same command again to fetch the windows that failed (loaded records are kept)',
+          startOrg({ org, runner, runtime }) {
             const stats = runtime.requestStats;
             const requestsBefore = stats.requests;
             const retriesBefore = stats.retries;
-            const runner = createInlineRunner(runtime, signal, config.sync.concurrency);
             const progress = createProgress({ label: `legacy ${org.orgId}` });
             const counts: LoadCounts = emptyCounts();
             let records = 0;
@@ -78,34 +76,22 @@ export function registerLegacy(program: Command, run: CommandRunner): void {
               from: from.toISOString(),
               to: to.toISOString(),
             });
-            const failures = await runner.drain();
-            progress.stop();
-            const seconds = ((Date.now() - started) / 1000).toFixed(1);
-            const state = signal.aborted ? 'interrupted' : failures.length ? 'incomplete' : 'done';
-            print(`legacy ${org.orgId} ${from.toISOString()}..${to.toISOString()}: ${state} in ${seconds} s`);
-            if (planned) {
+            return ({ state, seconds }) => {
+              progress.stop();
               print(
-                `  objects ${planned.objects.map((o) => o.object).join(',')} | windows ${windowsDone}/${planned.windows} | requests ${stats.requests - requestsBefore} (retries ${stats.retries - retriesBefore})`,
+                `legacy ${org.orgId} ${from.toISOString()}..${to.toISOString()}: ${state} in ${seconds} s`,
               );
-            }
-            print(
-              `  records ${records}: inserted ${counts.inserted}, updated ${counts.updated}, unchanged ${counts.unchanged}, quarantined ${counts.quarantined}`,
-            );
-            const orgFailed = finishInlineRun({
-              print,
-              signal,
-              failures,
-              interrupted: 'legacy sync interrupted; committed windows are kept',
-              resumeFix: 'run the same command again (records already loaded are not rewritten)',
-              retryHint:
-                'run the same command again to fetch the windows that failed (loaded records are kept)',
-            });
-            failed ||= orgFailed;
-          }
-        } finally {
-          await runtime.close();
-        }
-        return failed ? EXIT_FAILED : EXIT_OK;
+              if (planned) {
+                print(
+                  `  objects ${planned.objects.map((o) => o.object).join(',')} | windows ${windowsDone}/${planned.windows} | requests ${stats.requests - requestsBefore} (retries ${stats.retries - retriesBefore})`,
+                );
+              }
+              print(
+                `  records ${records}: inserted ${counts.inserted}, updated ${counts.updated}, unchanged ${counts.unchanged}, quarantined ${counts.quarantined}`,
+              );
+            };
+          },
+        });
       }),
     );
 }

@@ -5,29 +5,18 @@
  * what it missed. The totals also go to the `reconcile:last` cursor, which `status` shows.
  */
 import type { Command } from 'commander';
-import { CONNECTION_EVENTS_SINCE } from '../../../jobs/connections-reconcile.ts';
 import { selectOrganizations } from '../../config/require-organizations.ts';
 import { UsageError } from '../../errors.ts';
-import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
-import { finishInlineRun } from '../finish-inline-run.ts';
+import { reconcileCursor } from '../../queue/reconcile-cursor.ts';
+import { CONNECTION_EVENTS_SINCE } from '../../validic/connection-events-since.ts';
 import { parseDateRange } from '../parse-options.ts';
 import type { CommandRunner } from '../run-command.ts';
+import { runInlineCommand } from '../run-inline-command.ts';
 
 interface ReconcileOptions {
   from: string;
   to: string;
   org?: string;
-}
-
-/** The `reconcile:last` cursor (same shape the job writes per window; here the totals of the command). */
-export interface ReconcileCursor {
-  at: string;
-  startDate: string;
-  endDate: string;
-  /** Events the platform listed. */
-  events: number;
-  /** Of those, events that were not in the warehouse yet (the stream missed them). */
-  missed: number;
 }
 
 export function registerReconcile(program: Command, run: CommandRunner): void {
@@ -38,7 +27,8 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
     .requiredOption('--to <date>', 'last day (inclusive)')
     .option('--org <id>', 'only this organization (default: every configured one)')
     .action((options: ReconcileOptions) =>
-      run(async ({ config, log, signal, print }) => {
+      run(async (ctx) => {
+        const { config, print } = ctx;
         const range = parseDateRange(options.from, options.to);
         const orgs = selectOrganizations(config, options.org);
         if (range.to < CONNECTION_EVENTS_SINCE) {
@@ -49,16 +39,14 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
         }
         const from = [range.from, CONNECTION_EVENTS_SINCE].sort().at(-1)!;
         const { planDateWindows } = await import('../../validic/date-windows.ts');
-        const { openRuntime } = await import('../../runtime/runtime.ts');
-        const { createInlineRunner } = await import('../run-jobs-inline.ts');
         const { applyBatch } = await import('../../warehouse/loader/apply-batch.ts');
         const windows = planDateWindows(from, range.to, 30);
-        const runtime = await openRuntime(config, log);
-        let failed = false;
-        try {
-          for (const org of orgs) {
-            const started = Date.now();
-            const runner = createInlineRunner(runtime, signal, config.sync.concurrency);
+        return runInlineCommand(ctx, {
+          orgs,
+          interrupted: 'reconcile interrupted; committed pages are kept',
+          resumeFix: 'run the same command again (events already stored are not added twice)',
+          retryHint: 'run the same command again to retry (events already stored are not added twice)',
+          startOrg({ org, runner, runtime }) {
             const totals = { events: 0, missed: 0, pages: 0, quarantined: 0 };
             runner.on('completed', (_job, result: any) => {
               totals.events += result.events ?? 0;
@@ -72,44 +60,24 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
                 startDate: w.startDate,
                 endDate: w.endDate,
               });
-            const failures = await runner.drain();
-            const complete = failures.length === 0 && !signal.aborted;
-            if (complete) {
-              // Each window's job wrote its own `reconcile:last`; the command's totals replace them.
-              const value: ReconcileCursor = {
-                at: new Date().toISOString(),
-                startDate: from,
-                endDate: range.to,
-                events: totals.events,
-                missed: totals.missed,
-              };
-              await applyBatch(
-                runtime.warehouse,
-                { orgId: org.orgId, arrivedVia: 'poll', items: [] },
-                { cursors: [{ key: 'reconcile:last', value }] },
+            return async ({ state, seconds }) => {
+              if (state === 'done') {
+                // Each window's job wrote its own `reconcile:last`; the command's totals replace them.
+                const { events, missed } = totals;
+                const cursor = reconcileCursor({ startDate: from, endDate: range.to, events, missed });
+                await applyBatch(
+                  runtime.warehouse,
+                  { orgId: org.orgId, arrivedVia: 'poll', items: [] },
+                  { cursors: [cursor] },
+                );
+              }
+              print(`reconcile ${org.orgId} ${from}..${range.to}: ${state} in ${seconds} s`);
+              print(
+                `  windows ${windows.length} | pages ${totals.pages} | connection events seen ${totals.events}, added ${totals.missed} (missed by the stream)${totals.quarantined ? `, quarantined ${totals.quarantined}` : ''}`,
               );
-            }
-            const seconds = ((Date.now() - started) / 1000).toFixed(1);
-            print(
-              `reconcile ${org.orgId} ${from}..${range.to}: ${signal.aborted ? 'interrupted' : complete ? 'done' : 'incomplete'} in ${seconds} s`,
-            );
-            print(
-              `  windows ${windows.length} | pages ${totals.pages} | connection events seen ${totals.events}, added ${totals.missed} (missed by the stream)${totals.quarantined ? `, quarantined ${totals.quarantined}` : ''}`,
-            );
-            const orgFailed = finishInlineRun({
-              print,
-              signal,
-              failures,
-              interrupted: 'reconcile interrupted; committed pages are kept',
-              resumeFix: 'run the same command again (events already stored are not added twice)',
-              retryHint: 'run the same command again to retry (events already stored are not added twice)',
-            });
-            failed ||= orgFailed;
-          }
-        } finally {
-          await runtime.close();
-        }
-        return failed ? EXIT_FAILED : EXIT_OK;
+            };
+          },
+        });
       }),
     );
 }

@@ -1,0 +1,35 @@
+/**
+ * The few config values jobs read, cut from the config once per process (`runtime.jobContext`): a job
+ * sees these and not the whole config (no URLs, tokens or other jobs' settings). A job that needs
+ * another value gets a field here, with the config key it comes from.
+ */
+import type { Config } from '../config/schema.ts';
+import { type LegacyWindowSettings, legacyWindowSettings } from '../legacy/legacy-window-settings.ts';
+
+export interface JobSettings {
+  /** `sync.lookbackDays`: days the recent poll and legacy.sync (without a cursor) look back. */
+  lookbackDays: number;
+  /** `schedules.reconcileDays`: days connections.recent reconciles. */
+  reconcileDays: number;
+  /** `sync.legacyWindowHours` / `sync.legacyOverlapMinutes`: legacy latest windows. */
+  legacyWindow: LegacyWindowSettings;
+  /** `budget.tickSeconds` in ms: the records.recent tick. */
+  tickMs: number;
+  /** `push.retentionDays`: push.prune deletes stored push bodies older than this. */
+  pushRetentionDays: number;
+  /** `warehouse.partitionMonthsAhead` and `warehouse.rawRetentionMonths`: warehouse.maintain. */
+  partitionMonthsAhead: number;
+  rawRetentionMonths: number;
+}
+
+export function jobSettings(config: Config): JobSettings {
+  return {
+    lookbackDays: config.sync.lookbackDays,
+    reconcileDays: config.schedules.reconcileDays,
+    legacyWindow: legacyWindowSettings(config),
+    tickMs: config.budget.tickSeconds * 1000,
+    pushRetentionDays: config.push.retentionDays,
+    partitionMonthsAhead: config.warehouse.partitionMonthsAhead,
+    rawRetentionMonths: config.warehouse.rawRetentionMonths,
+  };
+}
