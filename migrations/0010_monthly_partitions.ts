@@ -76,6 +76,8 @@ const CREATE_PARTITIONS = `create or replace function validic_sync.create_month_
     m date := date_trunc('month', first_month)::date;
     t text;
     part text;
+    lo text;
+    hi text;
     created integer := 0;
   begin
     if first_month is null or last_month is null then return 0; end if;
@@ -85,12 +87,18 @@ const CREATE_PARTITIONS = `create or replace function validic_sync.create_month_
       foreach t in array array['records', 'record_versions'] loop
         part := format('%s_%s', t, to_char(m, 'YYYY_MM'));
         if to_regclass(format('validic_partitions.%I', part)) is null then
-          execute format('create table validic_partitions.%I partition of validic.%I for values from (%L) to (%L)',
-            part, t, to_char(m, 'YYYY-MM-DD') || ' 00:00:00+00', to_char(m + interval '1 month', 'YYYY-MM-DD') || ' 00:00:00+00');
-          begin
-            execute format('alter table validic_partitions.%I alter column raw set compression lz4', part);
-          exception when feature_not_supported then null;
-          end;
+          lo := to_char(m, 'YYYY-MM-DD') || ' 00:00:00+00';
+          hi := to_char(m + interval '1 month', 'YYYY-MM-DD') || ' 00:00:00+00';
+          -- Created apart and ATTACHed: ATTACH takes only SHARE UPDATE EXCLUSIVE on the parent, so loads
+          -- and analysts' queries go on (CREATE … PARTITION OF would lock the whole table). The CHECK
+          -- spares ATTACH a scan; the undated partition's own CHECK spares it that one.
+          execute format('create table validic_partitions.%I (like validic.%I including defaults including constraints
+                          including storage including compression)', part, t);
+          execute format('alter table validic_partitions.%I add constraint %I check (start_time >= %L and start_time < %L)',
+            part, part || '_month', lo, hi);
+          execute format('alter table validic.%I attach partition validic_partitions.%I for values from (%L) to (%L)',
+            t, part, lo, hi);
+          execute format('alter table validic_partitions.%I drop constraint %I', part, part || '_month');
           created := created + 1;
         end if;
       end loop;

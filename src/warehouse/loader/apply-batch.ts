@@ -156,7 +156,7 @@ async function applyInTransaction(
   const result: LoadResult = emptyLoadResult();
   const probe = probeStatement(batch.orgId, sorted.records);
   const startTimes = sorted.records.map((r) => r.record.startTime);
-  // Outside the transaction: adding a month briefly locks the tables (month-partitions.ts).
+  // Outside the transaction: adding a month locks the parents (SHARE UPDATE EXCLUSIVE, month-partitions.ts).
   await ensureMonthPartitions(warehouse, startTimes);
   // The records' probe rides in the BEGIN round trip, after the locks (load-transaction.ts).
   const write = () =>

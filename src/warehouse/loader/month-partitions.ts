@@ -1,8 +1,9 @@
 /**
  * The monthly partitions of `validic.records` and `validic.record_versions` (migration 0010). A row
  * whose month has no partition cannot be inserted, so the loader makes sure every month of a batch
- * exists BEFORE its transaction: `validic_sync.create_month_partitions` takes a brief exclusive lock
- * on both tables, which inside a long load transaction would block every reader until it commits.
+ * exists BEFORE its transaction: `validic_sync.create_month_partitions` creates the month's tables
+ * apart and ATTACHes them (SHARE UPDATE EXCLUSIVE on the parents: loads and queries go on), and the
+ * load transaction itself then never holds those locks.
  * The months already created are remembered per warehouse, so this costs one catalog query per
  * process and a round trip only when a batch reaches a new month. The worker's daily
  * `warehouse.maintain` job and `migrate` create the coming months ahead of time.
