@@ -3,9 +3,11 @@
  * runs every one of them against a warehouse filled from the sandbox: an example that stops working
  * fails CI. bench/query-scaling.ts times them on a small and a large warehouse.
  *
- * Examples bounded to one user or one month are written for the literal user `EXAMPLE_UID` and month
- * `EXAMPLE_MONTH`, as an analyst would type them; the test and the bench put real ones in with
- * `bindExample`.
+ * Examples bounded to one user or one month are written for the literal organization `EXAMPLE_ORG_ID`,
+ * user `EXAMPLE_UID` and month `EXAMPLE_MONTH`, as an analyst would type them; the test and the bench
+ * put real ones in with `bindExample`. A user is named by `(org_id, uid)` (a uid is unique within its
+ * organization only), and that is also what the warehouse's index of a user's records starts with: a
+ * filter on `uid` alone reads the whole index.
  */
 export interface ExampleQuery {
   /** Short name (benches print it: `query-scaling-<name>`). */
@@ -21,6 +23,8 @@ export interface ExampleQuery {
   bound?: 'user' | 'month' | 'user and month';
 }
 
+/** The organization the bounded examples are written for (replace it with yours). */
+export const EXAMPLE_ORG_ID = 'your-org-id';
 /** The user id the bounded examples are written for (replace it with one of yours). */
 export const EXAMPLE_UID = 'uid-3f9c2a71d0e4';
 /** The first day of the month the bounded examples are written for. */
@@ -28,9 +32,13 @@ export const EXAMPLE_MONTH = '2026-03-01';
 
 const quoted = (value: string) => `'${value.replaceAll("'", "''")}'`;
 
-/** The example's SQL for another user and month (`month`: its first day, `YYYY-MM-01`). */
-export function bindExample(query: ExampleQuery, values: { uid: string; month: string }): string {
+/** The example's SQL for another organization, user and month (`month`: its first day, `YYYY-MM-01`). */
+export function bindExample(
+  query: ExampleQuery,
+  values: { orgId: string; uid: string; month: string },
+): string {
   return query.sql
+    .replaceAll(quoted(EXAMPLE_ORG_ID), quoted(values.orgId))
     .replaceAll(quoted(EXAMPLE_UID), quoted(values.uid))
     .replaceAll(quoted(EXAMPLE_MONTH), quoted(values.month));
 }
@@ -172,10 +180,10 @@ limit 100;`,
     name: 'user-daily-steps',
     title: "One user's daily steps in a month",
     description:
-      'The daily steps of one user for one month (local dates), from the `daily_intraday_totals` view: the uid and the month are the parts to change.',
+      "The daily steps of one user for one month (local dates), from the `daily_intraday_totals` view. A user is `(org_id, uid)`: filter on both (a uid is unique within its organization only, and the index of a user's records starts with `org_id`: `uid` alone reads all of it).",
     sql: `select local_date, total as steps, points
 from validic.daily_intraday_totals
-where uid = '${EXAMPLE_UID}' and metric_type = 'steps'
+where org_id = '${EXAMPLE_ORG_ID}' and uid = '${EXAMPLE_UID}' and metric_type = 'steps'
   and local_date >= date '${EXAMPLE_MONTH}' and local_date < date '${EXAMPLE_MONTH}' + interval '1 month'
 order by local_date;`,
     bound: 'user and month',
@@ -190,7 +198,8 @@ order by local_date;`,
        count(distinct r.id) as readings
 from validic.records r
 join validic.record_metrics m on m.org_id = r.org_id and m.record_id = r.id
-where r.uid = '${EXAMPLE_UID}' and r.type = 'measurement' and r.deleted_at is null
+where r.org_id = '${EXAMPLE_ORG_ID}' and r.uid = '${EXAMPLE_UID}'
+  and r.type = 'measurement' and r.deleted_at is null
   and m.type in ('systolic', 'diastolic')
 group by week
 order by week;`,
@@ -202,7 +211,7 @@ order by week;`,
     description: 'The `latest_blood_pressure` view for one user.',
     sql: `select measured_at, measured_at_local, systolic, diastolic, pulse, unit, source_type
 from validic.latest_blood_pressure
-where uid = '${EXAMPLE_UID}';`,
+where org_id = '${EXAMPLE_ORG_ID}' and uid = '${EXAMPLE_UID}';`,
     bound: 'user',
   },
   {
@@ -217,7 +226,8 @@ where uid = '${EXAMPLE_UID}';`,
        sum(m.value) filter (where m.type = 'protein') as protein
 from validic.records r
 join validic.record_metrics m on m.org_id = r.org_id and m.record_id = r.id
-where r.uid = '${EXAMPLE_UID}' and r.type = 'nutrition' and r.deleted_at is null
+where r.org_id = '${EXAMPLE_ORG_ID}' and r.uid = '${EXAMPLE_UID}'
+  and r.type = 'nutrition' and r.deleted_at is null
   and r.start_time >= date '${EXAMPLE_MONTH}' and r.start_time < date '${EXAMPLE_MONTH}' + interval '1 month'
 group by r.org_id, r.id, r.start_time, r.name, r.category
 order by r.start_time;`,
@@ -231,7 +241,8 @@ order by r.start_time;`,
     sql: `select type, source_type, count(*) as records,
        count(*) filter (where deleted_at is not null) as deleted
 from validic.records
-where start_time >= date '${EXAMPLE_MONTH}' and start_time < date '${EXAMPLE_MONTH}' + interval '1 month'
+where org_id = '${EXAMPLE_ORG_ID}'
+  and start_time >= date '${EXAMPLE_MONTH}' and start_time < date '${EXAMPLE_MONTH}' + interval '1 month'
 group by type, source_type
 order by type, source_type;`,
     bound: 'month',
