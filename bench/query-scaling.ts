@@ -12,8 +12,8 @@
  * - Loaded through the real loader only (`applyBatch`, batches of 4,000 items, two in flight), then
  *   VACUUM ANALYZE; read only through the public relations (records, record_metrics, the views), so the
  *   bench measures whatever the schema of the day is.
- * - Each query is run once on each warehouse (discarded), then timed alternately: the median of 5 runs
- *   (3 for a query that reads the whole warehouse). Bounded examples (`bound`: one user and/or one
+ * - Each query is run once on each warehouse (discarded), then timed alternately: the median of 9 runs
+ *   (3 for a query that reads the whole warehouse; the best of each is printed too). Bounded examples (`bound`: one user and/or one
  *   month) run for a user who has steps, blood pressure and meals, and the month 2026-02.
  * - `query-scaling-<name>` of a bounded query: target ≤ 1.5 (issue "The warehouse at a year of a large
  *   population"). The same figure of a query over the whole warehouse is information (it reads 10× the
@@ -58,7 +58,8 @@ const RECENT_DAY = startOfUtcDay(Date.now());
 const MONTH = '2026-02-01';
 const BATCH_ITEMS = 4_000;
 const IN_FLIGHT = 2;
-const BOUNDED_RUNS = 5;
+/** Bounded queries take milliseconds, where one burst of other work on the shared machine moves a median of 5. */
+const BOUNDED_RUNS = 9;
 const UNBOUNDED_RUNS = 3;
 /** Bounds a query that goes wrong on the large warehouse (the full run must end). */
 const STATEMENT_TIMEOUT = '10min';
@@ -387,6 +388,7 @@ try {
         title: c.title,
         bound: c.bound,
         median_ms: [round(ms0, 2), round(ms1, 2)],
+        best_ms: timings.map((t) => round(Math.min(...t.ms), 2)),
         runs_ms: timings.map((t) => t.ms.map((ms) => round(ms, 1))),
         rows: timings.map((t) => t.rows),
         ...(bounded ? { plan_large: (await planNodes(clients[1]!, c.text)).join(' | ') } : {}),
