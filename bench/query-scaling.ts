@@ -17,7 +17,7 @@
  *   month) run for a user who has steps, blood pressure and meals, and the month 2026-02.
  * - `query-scaling-<name>` of a bounded query: target ≤ 1.5 (issue "The warehouse at a year of a large
  *   population"). The same figure of a query over the whole warehouse is information (it reads 10× the
- *   rows by nature). The scan nodes of the large warehouse's plan are printed for the bounded ones.
+ *   rows by nature). The scan and join nodes of both plans are printed for the bounded ones.
  *
  * - Printed for information too: each user-bounded example filtered on `uid` alone (`…-uid-only`: the
  *   index of a user's records starts with `org_id`), and the warehouses themselves.
@@ -391,7 +391,12 @@ try {
         best_ms: timings.map((t) => round(Math.min(...t.ms), 2)),
         runs_ms: timings.map((t) => t.ms.map((ms) => round(ms, 1))),
         rows: timings.map((t) => t.rows),
-        ...(bounded ? { plan_large: (await planNodes(clients[1]!, c.text)).join(' | ') } : {}),
+        ...(bounded
+          ? {
+              plan_small: (await planNodes(clients[0]!, c.text)).join(' | '),
+              plan_large: (await planNodes(clients[1]!, c.text)).join(' | '),
+            }
+          : {}),
       },
     });
   }
