@@ -1,5 +1,6 @@
 /**
- * Storage per record: warehouse bytes of schema `validic` (tables, TOAST and indexes, from
+ * Storage per record: warehouse bytes of schema `validic` and its monthly partitions (schema
+ * `validic_partitions`; tables, TOAST and indexes, from
  * `pg_total_relation_size`, less the same for the empty migrated schema) per loaded record, as a ratio to
  * the bytes of the JSON the platform sent for them. Target ≤ 1.0 (issue "The warehouse at a year of a
  * large population"). Records of every type in the sandbox's default mix (30 days, one user's intraday
@@ -23,7 +24,7 @@ async function relationBytes(warehouse: Warehouse): Promise<Record<string, numbe
   const { rows } = await sql<{ name: string; bytes: string }>`
     select c.relname as name, pg_total_relation_size(c.oid)::text as bytes
     from pg_class c join pg_namespace n on n.oid = c.relnamespace
-    where n.nspname = 'validic' and c.relkind in ('r', 'p', 'm')`.execute(warehouse.db);
+    where n.nspname in ('validic', 'validic_partitions') and c.relkind in ('r', 'm')`.execute(warehouse.db);
   return Object.fromEntries(rows.map((r) => [r.name, Number(r.bytes)]));
 }
 

@@ -14,6 +14,7 @@ import { recordsBackfill } from './records-backfill.ts';
 import { recordsPoll } from './records-poll.ts';
 import { recordsRecent } from './records-recent.ts';
 import { usersSync } from './users-sync.ts';
+import { warehouseMaintain } from './warehouse-maintain.ts';
 
 export const jobCatalog = {
   [usersSync.name]: usersSync,
@@ -26,6 +27,7 @@ export const jobCatalog = {
   [legacyLatest.name]: legacyLatest,
   [legacyFetch.name]: legacyFetch,
   [pushPrune.name]: pushPrune,
+  [warehouseMaintain.name]: warehouseMaintain,
 } satisfies Record<string, JobDefinition<any, any>>;
 
 export type JobName = keyof typeof jobCatalog;

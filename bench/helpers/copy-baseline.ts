@@ -10,7 +10,7 @@ import type { RawItem } from '../../src/warehouse/batch.ts';
 import { connectionEventRowValues } from '../../src/warehouse/load-connection-events.ts';
 import { userRowValues } from '../../src/warehouse/load-users.ts';
 import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
-import { recordChildRows, recordRowValues } from '../../src/warehouse/record-row.ts';
+import { RECORD_COLUMNS, recordRowValues } from '../../src/warehouse/record-row.ts';
 
 interface CopyTable {
   name: string;
@@ -19,76 +19,7 @@ interface CopyTable {
 }
 
 const TABLES: Record<string, string[]> = {
-  records: [
-    'org_id',
-    'id',
-    'type',
-    'version',
-    'checksum',
-    'uid',
-    'user_id',
-    'source_type',
-    'source_device',
-    'log_id',
-    'start_time',
-    'end_time',
-    'utc_offset',
-    'offset_origin',
-    'created_at',
-    'deleted_at',
-    'tags',
-    'user_notes',
-    'name',
-    'category',
-    'granularity_interval',
-    'granularity_unit',
-    'raw',
-    'arrived_via',
-  ],
-  record_metrics: ['org_id', 'record_id', 'metric_index', 'type', 'origin', 'unit', 'value'],
-  nutrition_segments: ['org_id', 'record_id', 'segment_index', 'name'],
-  nutrition_segment_metrics: [
-    'org_id',
-    'record_id',
-    'segment_index',
-    'metric_index',
-    'type',
-    'origin',
-    'unit',
-    'value',
-  ],
-  nutrition_food: [
-    'org_id',
-    'record_id',
-    'segment_index',
-    'food_index',
-    'name',
-    'brand',
-    'serving_amount',
-    'serving_unit_name',
-  ],
-  nutrition_food_metrics: [
-    'org_id',
-    'record_id',
-    'segment_index',
-    'food_index',
-    'metric_index',
-    'type',
-    'origin',
-    'unit',
-    'value',
-  ],
-  intraday_series: [
-    'org_id',
-    'record_id',
-    'metric_index',
-    'metric_type',
-    'unit',
-    'origin',
-    'time',
-    'value',
-    'bad_points',
-  ],
+  records: ['org_id', ...RECORD_COLUMNS.map((c) => c.name), 'arrived_via'],
   users: [
     'org_id',
     'uid',
@@ -131,11 +62,7 @@ export function normalizedRows(orgId: string, items: readonly RawItem[]): CopyTa
       const { record: r } = n.value;
       if (seen.has(`r${r.id}`)) continue;
       seen.add(`r${r.id}`);
-      push('records', [orgId, ...recordRowValues(r), 'poll']);
-      const children = recordChildRows(n.value);
-      for (const table of Object.keys(children) as (keyof typeof children)[]) {
-        for (const row of children[table]) push(table, [orgId, ...row]);
-      }
+      push('records', [orgId, ...recordRowValues(n.value), 'poll']);
     } else if (n.kind === 'user') {
       const u = n.value;
       if (seen.has(`u${u.uid}`)) continue;

@@ -53,6 +53,8 @@ const ENV_TO_KEY: Record<string, string> = {
   PUSH_COALESCE_SECONDS: 'push.coalesceSeconds',
   PUSH_RETENTION_DAYS: 'push.retentionDays',
   // --- end push ---
+  RAW_RETENTION_MONTHS: 'warehouse.rawRetentionMonths',
+  PARTITION_MONTHS_AHEAD: 'warehouse.partitionMonthsAhead',
 };
 const KEY_TO_ENV = Object.fromEntries(Object.entries(ENV_TO_KEY).map(([env, key]) => [key, env]));
 

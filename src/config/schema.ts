@@ -291,6 +291,21 @@ export const configSchema = z.object({
     })
     .prefault({}),
   // --- end push ---
+  /** Upkeep of the warehouse's monthly partitions (jobs/warehouse-maintain.ts, docs/warehouse.md). */
+  warehouse: z
+    .object({
+      /**
+       * Records whose start_time is older than this many whole months (before the first day of the
+       * month that many months back, UTC) have `raw` emptied; their normalized columns, every view and
+       * record_versions stay (`RAW_RETENTION_MONTHS`; 0 = keep raw for ever, the default).
+       */
+      rawRetentionMonths: z.coerce.number().int().min(0).default(0),
+      /** Months after the current one whose partitions the worker creates ahead (`PARTITION_MONTHS_AHEAD`). */
+      partitionMonthsAhead: z.coerce.number().int().min(1).max(24).default(2),
+      /** How often the worker runs warehouse.maintain, minutes (0 = never). */
+      maintainMinutes: z.coerce.number().int().min(0).default(1440),
+    })
+    .prefault({}),
   /** The organizations to sync. Environment variables describe (and override) the first one. */
   organizations: z.array(organizationSchema).default([]),
 });

@@ -10,6 +10,7 @@
  * | connections.recent|<org>      | connections.recent | reconcileMinutes (1 day)   |
  * | legacy.sync|<org> (legacy on)  | legacy.sync        | legacyLatestMinutes (15)   |
  * | push.prune                     | push.prune         | push.pruneMinutes (1 day)  |
+ * | warehouse.maintain             | warehouse.maintain | warehouse.maintainMinutes (1 day) |
  * Streams are not scheduled: the worker keeps them running itself (stream-supervisor.ts).
  * records.recent is a frequent tick, not an hourly sweep: each tick enqueues the next slice of users
  * that the budget plan allows (records-recent.ts); `recentPollMinutes` (0 = off) is the period it aims at.
@@ -60,15 +61,15 @@ export function planSchedules(config: Config, catalog: Record<string, JobDefinit
     add('connections.recent', org.orgId, s.reconcileMinutes, { orgId: org.orgId, days: s.reconcileDays });
     if (org.legacy.enabled) add('legacy.sync', org.orgId, s.legacyLatestMinutes, { orgId: org.orgId });
   }
-  // Not per org: one table for the whole process.
-  const prune = catalog['push.prune'];
-  if (prune && config.push.pruneMinutes > 0) {
-    out.push({
-      id: 'push.prune',
-      everyMs: config.push.pruneMinutes * 60_000,
-      name: 'push.prune',
-      payload: prune.payload.parse({}),
-    });
+  // Not per org: one table (or schema) for the whole process.
+  const fleetWide: [name: string, minutes: number][] = [
+    ['push.prune', config.push.pruneMinutes],
+    ['warehouse.maintain', config.warehouse.maintainMinutes],
+  ];
+  for (const [name, minutes] of fleetWide) {
+    const definition = catalog[name];
+    if (!definition || minutes <= 0) continue;
+    out.push({ id: name, everyMs: minutes * 60_000, name, payload: definition.payload.parse({}) });
   }
   return out;
 }

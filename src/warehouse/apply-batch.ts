@@ -9,7 +9,8 @@
  *    interleave, so the decisions below cannot race; see loadLocks): probe the stored versions with ONE keys-only query (a redelivered
  *    batch costs no more than that), decide per id (insert / update / same / stale), then COPY only the
  *    rows to write into session temp tables and apply them set-based: archive replaced and older
- *    versions, upsert records, replace child rows of inserted/updated records only. Users, connection
+ *    versions, update changed records and insert new ones (a record's metrics, segments and series are
+ *    columns of its own row). Users, connection
  *    events and legacy records are staged and upserted the same way; quarantine is written, cursors
  *    move and ledger windows are marked done in the same transaction.
  *
@@ -34,6 +35,7 @@ import { emptyLoadResult } from './load-counts.ts';
 import { loadLegacy } from './load-legacy-records.ts';
 import { isNewerVersion, loadRecords, probeStatement } from './load-records.ts';
 import { loadUsers } from './load-users.ts';
+import { ensureMonthPartitions } from './month-partitions.ts';
 import type { Warehouse } from './open-warehouse.ts';
 import { checkpointCtes, writeCheckpoint } from './write-checkpoint.ts';
 import { badPointsNote, writeQuarantine } from './write-quarantine.ts';
@@ -134,6 +136,11 @@ async function applyInTransaction(
   const { batch, sorted } = prepared;
   const result: LoadResult = emptyLoadResult();
   const probe = probeStatement(batch.orgId, sorted.records);
+  // Outside the transaction: adding a month briefly locks the tables (month-partitions.ts).
+  await ensureMonthPartitions(
+    warehouse,
+    sorted.records.map((r) => r.record.startTime),
+  );
 
   await warehouse.transaction(
     async (tx) => {

@@ -50,7 +50,15 @@ export interface RecordsTable {
   category: string | null;
   granularity_interval: number | null;
   granularity_unit: string | null;
-  raw: Json;
+  /** Normalized nested parts (migration 0010); read them as rows through the views below. */
+  metrics: Json | null;
+  segments: Json | null;
+  series: Json | null;
+  series_time_deltas: string[] | null;
+  series_values: number[] | null;
+  /** Null once emptied by the raw retention (raw_emptied_at). */
+  raw: Json | null;
+  raw_emptied_at: Timestamp | null;
   arrived_via: ArrivedVia;
   ingested_at: TimestampDefault;
   updated_at: TimestampDefault;
@@ -63,6 +71,7 @@ interface MetricColumns {
   value: number | null;
 }
 
+/** Views since migration 0010 (over the normalized columns of records): read-only. */
 export interface RecordMetricsTable extends MetricColumns {
   org_id: string;
   record_id: string;
@@ -217,9 +226,12 @@ export interface RecordVersionsTable {
   type: string;
   created_at: Timestamp;
   deleted_at: Timestamp | null;
-  raw: Json;
+  /** Null when the replaced version's raw had been emptied by the retention. */
+  raw: Json | null;
   arrived_via: ArrivedVia;
   archived_at: TimestampDefault;
+  /** The version's start_time: the month partition it lives in. */
+  start_time: Timestamp | null;
 }
 
 export interface CheckpointsTable {

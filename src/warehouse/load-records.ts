@@ -4,7 +4,7 @@
  * - different checksum: the later created_at wins, ties go to the greater checksum (so the outcome never
  *   depends on arrival order); the replaced version goes to record_versions;
  * - an older version arriving late is never applied (counted stale) and is kept in record_versions;
- * - child rows (metrics, segments, food, intraday series) are replaced only for changed records;
+ * - a record's nested parts (metrics, segments, series) live on its own row, so they change with it;
  * - a delete wins even when its checksum equals the stored one (the platform's checksum need not cover
  *   `deleted_at`): a version carrying `deleted_at` replaces the same checksum without it, unless the
  *   stored version is newer (later created_at). The same deleted version again is unchanged.
@@ -20,7 +20,7 @@ import type { Batch, LoadResult } from './batch.ts';
 import { insertNewRecords } from './insert-new-records.ts';
 import { bump } from './load-counts.ts';
 import { sqlLiteral, type WarehouseTransaction } from './open-warehouse.ts';
-import { recordChildRows, recordRowValues } from './record-row.ts';
+import { RECORD_COLUMNS, recordRowValues } from './record-row.ts';
 import { STAGE, stageRows } from './staging-tables.ts';
 
 /** One version of a record as far as ordering goes. */
@@ -156,6 +156,7 @@ export async function loadRecords(
     return !archived.has(versionKey(r.id, r.checksum));
   });
   const updatedIds = [...actions].filter(([, a]) => a === 'update').map(([id]) => id);
+  const insertedIds = [...actions].filter(([, a]) => a === 'insert').map(([id]) => id);
   // The stored rows an update replaces by another checksum; a delete of the same checksum keeps none.
   const replacedIds = updatedIds.filter(
     (id) => stored.get(id)?.checksum !== winners.get(id)?.record.checksum,
@@ -170,7 +171,7 @@ export async function loadRecords(
 
   // Phase 2: full rows only for what is written.
   if (toApply.length + toArchive.length > 0) {
-    const row = ({ record: r }: NormalizedRecord, apply: boolean) => [...recordRowValues(r), apply];
+    const row = (n: NormalizedRecord, apply: boolean) => [...recordRowValues(n), apply];
     await stageRows(tx, STAGE.records, [
       ...toApply.map((r) => row(r, true)),
       ...toArchive.map((r) => row(r, false)),
@@ -179,8 +180,10 @@ export async function loadRecords(
 
   if (replacedIds.length > 0) {
     await sql`
-      insert into validic.record_versions (org_id, record_id, checksum, type, created_at, deleted_at, raw, arrived_via)
-      select cur.org_id, cur.id, cur.checksum, cur.type, cur.created_at, cur.deleted_at, cur.raw, cur.arrived_via
+      insert into validic.record_versions
+        (org_id, record_id, checksum, type, created_at, deleted_at, raw, arrived_via, start_time)
+      select cur.org_id, cur.id, cur.checksum, cur.type, cur.created_at, cur.deleted_at, cur.raw, cur.arrived_via,
+             cur.start_time
       from validic.records cur
       where cur.org_id = ${org} and cur.id = any(${replacedIds}::text[])
         and not exists (select 1 from validic.record_versions v
@@ -189,119 +192,34 @@ export async function loadRecords(
   }
   if (toArchive.length > 0) {
     await sql`
-      insert into validic.record_versions (org_id, record_id, checksum, type, created_at, deleted_at, raw, arrived_via)
-      select ${org}, s.id, s.checksum, s.type, s.created_at, s.deleted_at, s.raw, ${batch.arrivedVia}
+      insert into validic.record_versions
+        (org_id, record_id, checksum, type, created_at, deleted_at, raw, arrived_via, start_time)
+      select ${org}, s.id, s.checksum, s.type, s.created_at, s.deleted_at, s.raw, ${batch.arrivedVia}, s.start_time
       from validic_stage_records s
       where not s.apply
       on conflict do nothing`.execute(tx.db);
   }
   if (toApply.length > 0) {
+    // Two statements rather than an upsert: a partitioned table has no unique index on (org_id, id)
+    // alone (its month is part of every key), and the probe already told new ids from stored ones.
+    // An update that changes start_time moves the row to its new month.
     await sql`
-      insert into validic.records as r
-        (org_id, id, type, version, checksum, uid, user_id, source_type, source_device, log_id, start_time, end_time,
-         utc_offset, offset_origin, created_at, deleted_at, tags, user_notes, name, category, granularity_interval,
-         granularity_unit, raw, arrived_via)
-      select ${org}, s.id, s.type, s.version, s.checksum, s.uid, s.user_id, s.source_type, s.source_device, s.log_id,
-             s.start_time, s.end_time, s.utc_offset, s.offset_origin, s.created_at, s.deleted_at, s.tags, s.user_notes,
-             s.name, s.category, s.granularity_interval, s.granularity_unit, s.raw, ${batch.arrivedVia}
+      update validic.records as r set ${sql.join(
+        RECORD_COLUMNS.map((c) => sql`${sql.ref(c.name)} = s.${sql.ref(c.name)}`),
+      )}, arrived_via = ${batch.arrivedVia}, raw_emptied_at = null, updated_at = now()
       from validic_stage_records s
-      where s.apply
-      on conflict (org_id, id) do update set
-        type = excluded.type, version = excluded.version, checksum = excluded.checksum, uid = excluded.uid,
-        user_id = excluded.user_id, source_type = excluded.source_type, source_device = excluded.source_device,
-        log_id = excluded.log_id, start_time = excluded.start_time, end_time = excluded.end_time,
-        utc_offset = excluded.utc_offset, offset_origin = excluded.offset_origin, created_at = excluded.created_at,
-        deleted_at = excluded.deleted_at, tags = excluded.tags, user_notes = excluded.user_notes, name = excluded.name,
-        category = excluded.category, granularity_interval = excluded.granularity_interval,
-        granularity_unit = excluded.granularity_unit, raw = excluded.raw, arrived_via = excluded.arrived_via,
-        updated_at = now()`.execute(tx.db);
-    await replaceChildren(tx, org, toApply, updatedIds);
+      where s.apply and r.org_id = ${org} and r.id = s.id`.execute(tx.db);
+    const names = sql.join(RECORD_COLUMNS.map((c) => sql.ref(c.name)));
+    const values = sql.join(RECORD_COLUMNS.map((c) => sql`s.${sql.ref(c.name)}`));
+    await sql`
+      insert into validic.records (org_id, ${names}, arrived_via)
+      select ${org}, ${values}, ${batch.arrivedVia}
+      from validic_stage_records s
+      where s.apply and s.id = any(${insertedIds}::text[])`.execute(tx.db);
   }
 
   countRecords(records, winners, actions, stored, result);
   return { sentAlso: false };
-}
-
-const CHILD_TABLES = [
-  'validic.record_metrics',
-  'validic.nutrition_segments',
-  'validic.nutrition_segment_metrics',
-  'validic.nutrition_food',
-  'validic.nutrition_food_metrics',
-  'validic.intraday_series',
-] as const;
-
-/** Child rows of changed records only: delete the old ones (updates), insert the new ones. */
-async function replaceChildren(
-  tx: WarehouseTransaction,
-  org: string,
-  changed: NormalizedRecord[],
-  updatedIds: string[],
-) {
-  const metrics: unknown[][] = [];
-  const segments: unknown[][] = [];
-  const food: unknown[][] = [];
-  const intraday: unknown[][] = [];
-  // The staging table of metrics holds all three scopes: (record_id, scope, segment_index, food_index, …).
-  for (const n of changed) {
-    const rows = recordChildRows(n);
-    for (const [id, ...rest] of rows.record_metrics) metrics.push([id, 'record', null, null, ...rest]);
-    for (const [id, segment, ...rest] of rows.nutrition_segment_metrics) {
-      metrics.push([id, 'segment', segment, null, ...rest]);
-    }
-    for (const [id, ...rest] of rows.nutrition_food_metrics) metrics.push([id, 'food', ...rest]);
-    segments.push(...rows.nutrition_segments);
-    food.push(...rows.nutrition_food);
-    intraday.push(...rows.intraday_series);
-  }
-
-  if (updatedIds.length > 0) {
-    for (const target of CHILD_TABLES) {
-      await sql`
-        delete from ${sql.table(target)}
-        where org_id = ${org} and record_id = any(${updatedIds}::text[])`.execute(tx.db);
-    }
-  }
-
-  if (metrics.length > 0) {
-    await stageRows(tx, STAGE.metrics, metrics);
-    await sql`
-      insert into validic.record_metrics (org_id, record_id, metric_index, type, origin, unit, value)
-      select ${org}, record_id, metric_index, type, origin, unit, value from validic_stage_metrics
-      where scope = 'record'`.execute(tx.db);
-    await sql`
-      insert into validic.nutrition_segment_metrics
-        (org_id, record_id, segment_index, metric_index, type, origin, unit, value)
-      select ${org}, record_id, segment_index, metric_index, type, origin, unit, value from validic_stage_metrics
-      where scope = 'segment'`.execute(tx.db);
-    await sql`
-      insert into validic.nutrition_food_metrics
-        (org_id, record_id, segment_index, food_index, metric_index, type, origin, unit, value)
-      select ${org}, record_id, segment_index, food_index, metric_index, type, origin, unit, value
-      from validic_stage_metrics where scope = 'food'`.execute(tx.db);
-  }
-  if (segments.length > 0) {
-    await stageRows(tx, STAGE.segments, segments);
-    await sql`
-      insert into validic.nutrition_segments (org_id, record_id, segment_index, name)
-      select ${org}, record_id, segment_index, name from validic_stage_segments`.execute(tx.db);
-  }
-  if (food.length > 0) {
-    await stageRows(tx, STAGE.food, food);
-    await sql`
-      insert into validic.nutrition_food
-        (org_id, record_id, segment_index, food_index, name, brand, serving_amount, serving_unit_name)
-      select ${org}, record_id, segment_index, food_index, name, brand, serving_amount, serving_unit_name
-      from validic_stage_food`.execute(tx.db);
-  }
-  if (intraday.length > 0) {
-    await stageRows(tx, STAGE.intraday, intraday);
-    await sql`
-      insert into validic.intraday_series
-        (org_id, record_id, metric_index, metric_type, unit, origin, time, value, bad_points)
-      select ${org}, record_id, metric_index, metric_type, unit, origin, time, value, bad_points
-      from validic_stage_intraday`.execute(tx.db);
-  }
 }
 
 /**

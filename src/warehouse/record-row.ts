@@ -1,11 +1,121 @@
 /**
- * The values of one `validic.records` row and of its child rows, in the column order of both write
- * paths (the staging tables in staging-tables.ts and the column lists of the direct insert of new ids):
- * one list of values, so a field cannot be added to one path and forgotten in the other.
+ * One `validic.records` row: its columns (name and PostgreSQL type) and the values of one normalized
+ * record in that order. Every write path takes its column list from RECORD_COLUMNS (the staging
+ * table, the COPY and parameter inserts of new ids, the update of changed ones, the benchmark's COPY
+ * baseline), so a column cannot be added to one path and forgotten in another.
+ *
+ * The nested parts of a record are stored on its own row, normalized and compact (migration 0010):
+ * `metrics` and `segments` as JSON arrays of arrays, series as `series` metadata plus the points of
+ * all series in two arrays (times as millisecond deltas, which compress to almost nothing at regular
+ * intervals). The views record_metrics, nutrition_* and intraday_series read them back as rows.
  */
-import type { NormalizedRecord } from '../normalize/normalized-types.ts';
+import type { MetricRow, NormalizedRecord } from '../normalize/normalized-types.ts';
 
-export function recordRowValues(r: NormalizedRecord['record']): unknown[] {
+export interface RecordColumn {
+  name: string;
+  /** PostgreSQL type of the column. */
+  type: string;
+}
+
+const column = (name: string, type: string): RecordColumn => ({ name, type });
+
+/** The columns the loader writes (org_id and arrived_via come from the batch). */
+export const RECORD_COLUMNS: readonly RecordColumn[] = [
+  column('id', 'text'),
+  column('type', 'text'),
+  column('version', 'text'),
+  column('checksum', 'text'),
+  column('uid', 'text'),
+  column('user_id', 'text'),
+  column('source_type', 'text'),
+  column('source_device', 'jsonb'),
+  column('log_id', 'text'),
+  column('start_time', 'timestamptz'),
+  column('end_time', 'timestamptz'),
+  column('utc_offset', 'integer'),
+  column('offset_origin', 'text'),
+  column('created_at', 'timestamptz'),
+  column('deleted_at', 'timestamptz'),
+  column('tags', 'jsonb'),
+  column('user_notes', 'jsonb'),
+  column('name', 'text'),
+  column('category', 'text'),
+  column('granularity_interval', 'integer'),
+  column('granularity_unit', 'text'),
+  column('metrics', 'jsonb'),
+  column('segments', 'jsonb'),
+  column('series', 'jsonb'),
+  column('series_time_deltas', 'bigint[]'),
+  column('series_values', 'double precision[]'),
+  column('raw', 'jsonb'),
+];
+
+const metricArray = (m: MetricRow) => [m.metricIndex, m.type, m.origin, m.unit, m.value];
+
+/** `[[metric_index, type, origin, unit, value], …]` as JSON text, or null when there are none. */
+function metricsJson(metrics: readonly MetricRow[]): string | null {
+  return metrics.length === 0 ? null : JSON.stringify(metrics.map(metricArray));
+}
+
+/** `[[segment_index, name, metrics, food], …]`, food `[food_index, name, brand, amount, unit, metrics]`. */
+function segmentsJson(n: NormalizedRecord): string | null {
+  if (n.segments.length === 0) return null;
+  return JSON.stringify(
+    n.segments.map((s) => [
+      s.segmentIndex,
+      s.name,
+      n.segmentMetrics.filter((m) => m.segmentIndex === s.segmentIndex).map(metricArray),
+      n.food
+        .filter((f) => f.segmentIndex === s.segmentIndex)
+        .map((f) => [
+          f.foodIndex,
+          f.name,
+          f.brand,
+          f.servingAmount,
+          f.servingUnitName,
+          n.foodMetrics
+            .filter((m) => m.segmentIndex === s.segmentIndex && m.foodIndex === f.foodIndex)
+            .map(metricArray),
+        ]),
+    ]),
+  );
+}
+
+interface SeriesColumns {
+  series: string | null;
+  deltas: number[] | null;
+  values: number[] | null;
+}
+
+/** The series' metadata and the points of all of them, times as ms after the previous point. */
+function seriesColumns(n: NormalizedRecord): SeriesColumns {
+  if (n.intraday.length === 0) return { series: null, deltas: null, values: null };
+  const deltas: number[] = [];
+  const values: number[] = [];
+  let previous = 0;
+  for (const s of n.intraday) {
+    for (let i = 0; i < s.times.length; i += 1) {
+      const ms = Date.parse(s.times[i]!);
+      deltas.push(ms - previous);
+      previous = ms;
+      values.push(s.values[i]!);
+    }
+  }
+  const series = n.intraday.map((s) => [
+    s.metricIndex,
+    s.metricType,
+    s.unit,
+    s.origin,
+    s.badPoints,
+    s.times.length,
+  ]);
+  return { series: JSON.stringify(series), deltas, values };
+}
+
+/** The values of RECORD_COLUMNS for one normalized record, in that order. */
+export function recordRowValues(n: NormalizedRecord): unknown[] {
+  const r = n.record;
+  const { series, deltas, values } = seriesColumns(n);
   return [
     r.id,
     r.type,
@@ -28,66 +138,11 @@ export function recordRowValues(r: NormalizedRecord['record']): unknown[] {
     r.category,
     r.granularityInterval,
     r.granularityUnit,
+    metricsJson(n.metrics),
+    segmentsJson(n),
+    series,
+    deltas,
+    values,
     r.raw,
   ];
-}
-
-/**
- * The child rows of one record, per child table, each row in that table's column order after org_id
- * (record_id first). Intraday `time` and `value` stay arrays; each write path encodes them its way.
- * One list for the loader's two write paths and the benchmark's COPY baseline, like recordRowValues.
- */
-export interface RecordChildRows {
-  record_metrics: unknown[][];
-  nutrition_segments: unknown[][];
-  nutrition_segment_metrics: unknown[][];
-  nutrition_food: unknown[][];
-  nutrition_food_metrics: unknown[][];
-  intraday_series: unknown[][];
-}
-
-export function recordChildRows(n: NormalizedRecord): RecordChildRows {
-  const id = n.record.id;
-  return {
-    record_metrics: n.metrics.map((m) => [id, m.metricIndex, m.type, m.origin, m.unit, m.value]),
-    nutrition_segments: n.segments.map((s) => [id, s.segmentIndex, s.name]),
-    nutrition_segment_metrics: n.segmentMetrics.map((m) => [
-      id,
-      m.segmentIndex,
-      m.metricIndex,
-      m.type,
-      m.origin,
-      m.unit,
-      m.value,
-    ]),
-    nutrition_food: n.food.map((f) => [
-      id,
-      f.segmentIndex,
-      f.foodIndex,
-      f.name,
-      f.brand,
-      f.servingAmount,
-      f.servingUnitName,
-    ]),
-    nutrition_food_metrics: n.foodMetrics.map((m) => [
-      id,
-      m.segmentIndex,
-      m.foodIndex,
-      m.metricIndex,
-      m.type,
-      m.origin,
-      m.unit,
-      m.value,
-    ]),
-    intraday_series: n.intraday.map((s) => [
-      id,
-      s.metricIndex,
-      s.metricType,
-      s.unit,
-      s.origin,
-      s.times,
-      s.values,
-      s.badPoints,
-    ]),
-  };
 }

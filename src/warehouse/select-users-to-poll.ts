@@ -5,7 +5,7 @@
  * condition `pollableUser` of pollable-users.ts, shared with the backfill's selection.
  *
  * Active: a record whose start_time is within the window (`activeSince`); `exists` on the
- * (org_id, uid, start_time) index stops at the first such record, so this stays cheap per tick.
+ * (uid, start_time) index stops at the first such record, so this stays cheap per tick.
  */
 import { type Kysely, sql } from 'kysely';
 import type { Database } from './database.ts';

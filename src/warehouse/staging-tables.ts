@@ -3,11 +3,12 @@
  *
  * Only rows that will be written are staged (the loader first probes keys), so COPY volume follows
  * the changes, not the deliveries. They are `ON COMMIT DELETE ROWS` and created `IF NOT EXISTS` rather than `ON COMMIT DROP`: the
- * stream loads many tiny batches, and creating and dropping eight tables per batch would churn the
+ * stream loads many tiny batches, and creating and dropping the tables per batch would churn the
  * system catalogs; a pooled connection keeps its empty tables for the next batch instead.
  */
 import { sql } from 'kysely';
 import type { CopyRows, WarehouseTransaction } from './open-warehouse.ts';
+import { RECORD_COLUMNS } from './record-row.ts';
 
 export interface StagingTable {
   name: string;
@@ -18,66 +19,9 @@ const table = (name: string, columns: StagingTable['columns']): StagingTable => 
 
 export const STAGE = {
   records: table('validic_stage_records', [
-    ['id', 'text'],
-    ['type', 'text'],
-    ['version', 'text'],
-    ['checksum', 'text'],
-    ['uid', 'text'],
-    ['user_id', 'text'],
-    ['source_type', 'text'],
-    ['source_device', 'jsonb'],
-    ['log_id', 'text'],
-    ['start_time', 'timestamptz'],
-    ['end_time', 'timestamptz'],
-    ['utc_offset', 'integer'],
-    ['offset_origin', 'text'],
-    ['created_at', 'timestamptz'],
-    ['deleted_at', 'timestamptz'],
-    ['tags', 'jsonb'],
-    ['user_notes', 'jsonb'],
-    ['name', 'text'],
-    ['category', 'text'],
-    ['granularity_interval', 'integer'],
-    ['granularity_unit', 'text'],
-    ['raw', 'jsonb'],
+    ...RECORD_COLUMNS.map(({ name, type }) => [name, type] as const),
     /** true: becomes the current version in records; false: goes to record_versions. */
     ['apply', 'boolean'],
-  ]),
-  /** Metrics of the winning versions: scope record, segment or food. */
-  metrics: table('validic_stage_metrics', [
-    ['record_id', 'text'],
-    ['scope', 'text'],
-    ['segment_index', 'integer'],
-    ['food_index', 'integer'],
-    ['metric_index', 'integer'],
-    ['type', 'text'],
-    ['origin', 'text'],
-    ['unit', 'text'],
-    ['value', 'double precision'],
-  ]),
-  segments: table('validic_stage_segments', [
-    ['record_id', 'text'],
-    ['segment_index', 'integer'],
-    ['name', 'text'],
-  ]),
-  food: table('validic_stage_food', [
-    ['record_id', 'text'],
-    ['segment_index', 'integer'],
-    ['food_index', 'integer'],
-    ['name', 'text'],
-    ['brand', 'text'],
-    ['serving_amount', 'double precision'],
-    ['serving_unit_name', 'text'],
-  ]),
-  intraday: table('validic_stage_intraday', [
-    ['record_id', 'text'],
-    ['metric_index', 'integer'],
-    ['metric_type', 'text'],
-    ['unit', 'text'],
-    ['origin', 'text'],
-    ['time', 'timestamptz[]'],
-    ['value', 'double precision[]'],
-    ['bad_points', 'integer'],
   ]),
   users: table('validic_stage_users', [
     ['uid', 'text'],

@@ -269,7 +269,7 @@ describe('applyBatch dedupe rules', () => {
     });
   });
 
-  it('changes only the child rows of changed records', async () => {
+  it('rewrites only changed records (their metrics are columns of the same row)', async () => {
     const org = newOrg();
     await applyBatch(
       t.warehouse,
@@ -279,9 +279,10 @@ describe('applyBatch dedupe rules', () => {
       ]),
     );
     const ctidBefore = await sql<{ ctid: string }>`
-      select ctid::text from validic.record_metrics where org_id = ${org} and record_id = 'r2' order by metric_index`.execute(
+      select ctid::text, metrics::text from validic.records where org_id = ${org} and id = 'r2'`.execute(
       t.warehouse.db,
     );
+    expect(ctidBefore.rows).toHaveLength(1);
     await applyBatch(
       t.warehouse,
       records(org, [
@@ -290,11 +291,49 @@ describe('applyBatch dedupe rules', () => {
       ]),
     );
     const ctidAfter = await sql<{ ctid: string }>`
-      select ctid::text from validic.record_metrics where org_id = ${org} and record_id = 'r2' order by metric_index`.execute(
+      select ctid::text, metrics::text from validic.records where org_id = ${org} and id = 'r2'`.execute(
       t.warehouse.db,
     );
     expect(ctidAfter.rows).toEqual(ctidBefore.rows);
     expect(await metricValues(org, 'r1')).toEqual(['body_weight=71', 'bmi=22.5']);
+  });
+
+  it('moves a record whose new version starts in another month to that month, keeping one row', async () => {
+    const org = newOrg();
+    await applyBatch(t.warehouse, records(org, [measurement('r1', 'c1', '2024-03-01T09:00:00Z', 70)]));
+    await applyBatch(
+      t.warehouse,
+      records(org, [
+        measurement('r1', 'c2', '2024-03-02T09:00:00Z', 71, { start_time: '2024-04-30T23:00:00Z' }),
+      ]),
+    );
+    const rows = await sql<{ partition: string; checksum: string }>`
+      select tableoid::regclass::text as partition, checksum from validic.records where org_id = ${org}`.execute(
+      t.warehouse.db,
+    );
+    expect(rows.rows).toEqual([{ partition: 'validic_partitions.records_2024_04', checksum: 'c2' }]);
+    expect(await metricValues(org, 'r1')).toEqual(['body_weight=71', 'bmi=22.5']);
+    // The replaced version is archived in its own month.
+    const versions = await sql<{ partition: string; checksum: string }>`
+      select tableoid::regclass::text as partition, checksum from validic.record_versions where org_id = ${org}`.execute(
+      t.warehouse.db,
+    );
+    expect(versions.rows).toEqual([
+      { partition: 'validic_partitions.record_versions_2024_03', checksum: 'c1' },
+    ]);
+  });
+
+  it('keeps a record without start_time in the undated partition, and dedupes it there', async () => {
+    const org = newOrg();
+    const undated = measurement('r1', 'c1', '2024-03-01T09:00:00Z', 70, { start_time: null });
+    await applyBatch(t.warehouse, records(org, [undated]));
+    const again = await applyBatch(t.warehouse, records(org, [undated]));
+    expect(again).toMatchObject({ inserted: 0, unchanged: 1 });
+    const rows = await sql<{ partition: string }>`
+      select tableoid::regclass::text as partition from validic.records where org_id = ${org}`.execute(
+      t.warehouse.db,
+    );
+    expect(rows.rows).toEqual([{ partition: 'validic_partitions.records_undated' }]);
   });
 
   it('accepts type "measurements" and stores it as measurement', async () => {

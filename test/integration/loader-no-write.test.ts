@@ -123,7 +123,7 @@ async function tupleWrites(): Promise<number> {
   await sql`select pg_stat_clear_snapshot()`.execute(t.warehouse.db);
   const { rows } = await sql<{ writes: number }>`
     select coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::int as writes
-    from pg_stat_user_tables where schemaname = 'validic'`.execute(t.warehouse.db);
+    from pg_stat_user_tables where schemaname in ('validic', 'validic_partitions')`.execute(t.warehouse.db);
   return rows[0]!.writes;
 }
 

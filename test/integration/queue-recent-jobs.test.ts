@@ -54,6 +54,8 @@ describe('scheduled recent polling and reconciliation', () => {
         'push.prune',
         `records.recent|${sandbox.orgId}`,
         `users.sync|${sandbox.orgId}`,
+        // Partitions ahead (and the raw retention when set), once for the fleet.
+        'warehouse.maintain',
       ]);
       const today = Math.floor(Date.now() / 86_400_000);
       // The lookback plus one day at each edge (either reading of the date filter, date-windows.ts).

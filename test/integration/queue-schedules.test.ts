@@ -1,6 +1,6 @@
 /**
  * Schedules from config become BullMQ job schedulers (one per job × org, shared by the fleet); turning
- * one off removes it; legacy polling is scheduled only for orgs with legacy enabled; push.prune once.
+ * one off removes it; legacy polling is scheduled only for orgs with legacy enabled; push.prune and warehouse.maintain once.
  */
 import type { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -35,6 +35,7 @@ describe('planSchedules', () => {
       ['connections.recent|org-b', 86_400_000],
       ['legacy.sync|org-b', 900_000],
       ['push.prune', 86_400_000],
+      ['warehouse.maintain', 86_400_000],
     ]);
     expect(planned.find((p) => p.name === 'connections.recent')?.payload).toEqual({
       orgId: 'org-a',

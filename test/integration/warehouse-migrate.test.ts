@@ -148,7 +148,7 @@ describe('the migrated schema', () => {
       from pg_attribute a
       join pg_class c on c.oid = a.attrelid
       join pg_namespace n on n.oid = c.relnamespace
-      where n.nspname in ('validic', 'validic_sync') and c.relkind = 'r' and a.attname = 'raw'
+      where n.nspname in ('validic', 'validic_sync') and c.relkind in ('r', 'p') and a.attname = 'raw'
       order by 1`.execute(t.warehouse.db);
     expect(rows.map((r) => r.column)).toEqual([
       'validic.connection_events.raw',

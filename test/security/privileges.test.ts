@@ -185,7 +185,7 @@ describe('row-level security per org', () => {
       db.warehouse.db,
     );
     expect(enabled.rows.map((r) => r.t)).toEqual(
-      expect.arrayContaining(['records', 'users', 'record_metrics']),
+      expect.arrayContaining(['records', 'users', 'record_versions']),
     );
     const forced = await sql<{ relname: string; relforcerowsecurity: boolean }>`
       select c.relname, c.relforcerowsecurity from pg_class c join pg_namespace n on n.oid = c.relnamespace

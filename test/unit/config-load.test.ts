@@ -94,6 +94,18 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('reads the warehouse upkeep settings: raw retention off and two months ahead by default', () => {
+    expect(loadConfig({}, { cwd: emptyDir }).warehouse).toEqual({
+      rawRetentionMonths: 0,
+      partitionMonthsAhead: 2,
+      maintainMinutes: 1440,
+    });
+    const set = loadConfig({ RAW_RETENTION_MONTHS: '13', PARTITION_MONTHS_AHEAD: '3' }, { cwd: emptyDir });
+    expect(set.warehouse).toMatchObject({ rawRetentionMonths: 13, partitionMonthsAhead: 3 });
+    const problems = problemsOf(() => loadConfig({ RAW_RETENTION_MONTHS: '-1' }, { cwd: emptyDir }));
+    expect(problems.join('\n')).toMatch(/RAW_RETENTION_MONTHS/);
+  });
+
   it('lists every problem at once, each naming the env variable and the fix', () => {
     const problems = problemsOf(() =>
       loadConfig(
