@@ -3,11 +3,13 @@
  * runs every one of them against a warehouse filled from the sandbox: an example that stops working
  * fails CI. bench/query-scaling.ts times them on a small and a large warehouse.
  *
- * Examples bounded to one user or one month are written for the literal organization `EXAMPLE_ORG_ID`,
- * user `EXAMPLE_UID` and month `EXAMPLE_MONTH`, as an analyst would type them; the test and the bench
- * put real ones in with `bindExample`. A user is named by `(org_id, uid)` (a uid is unique within its
- * organization only), and that is also what the warehouse's index of a user's records starts with: a
- * filter on `uid` alone reads the whole index.
+ * Examples bounded to one user or one month are written for the literal user `EXAMPLE_UID` and month
+ * `EXAMPLE_MONTH`, as an analyst would type them; the test and the bench put real ones in with
+ * `bindExample`. They filter a user on `uid` alone, as an analyst of a warehouse of one organization
+ * (most of them) does: the index of a user's records is `(uid, start_time)`, so `uid` alone is served.
+ * A uid is unique within its organization only: in a warehouse of several organizations, add
+ * `org_id = 'your-org-id'` (`EXAMPLE_ORG_ID`) to the filter. A month is bounded on `start_time`, the
+ * column `records` is partitioned by, so PostgreSQL reads only that month's partition.
  */
 export interface ExampleQuery {
   /** Short name (benches print it: `query-scaling-<name>`). */
@@ -17,13 +19,13 @@ export interface ExampleQuery {
   description: string;
   sql: string;
   /**
-   * What bounds the rows the query reads: one user, one month (of the whole organization), or both.
-   * Absent: the query reads the whole warehouse.
+   * What bounds the rows the query reads: one user (all of their data, every month), one month (of
+   * the whole warehouse), or both. Absent: the query reads the whole warehouse.
    */
   bound?: 'user' | 'month' | 'user and month';
 }
 
-/** The organization the bounded examples are written for (replace it with yours). */
+/** The organization to add to a bounded example in a warehouse of several organizations. */
 export const EXAMPLE_ORG_ID = 'your-org-id';
 /** The user id the bounded examples are written for (replace it with one of yours). */
 export const EXAMPLE_UID = 'uid-3f9c2a71d0e4';
@@ -180,25 +182,33 @@ limit 100;`,
     name: 'user-daily-steps',
     title: "One user's daily steps in a month",
     description:
-      "The daily steps of one user for one month (local dates), from the `daily_intraday_totals` view. A user is `(org_id, uid)`: filter on both (a uid is unique within its organization only, and the index of a user's records starts with `org_id`: `uid` alone reads all of it).",
-    sql: `select local_date, total as steps, points
-from validic.daily_intraday_totals
-where org_id = '${EXAMPLE_ORG_ID}' and uid = '${EXAMPLE_UID}' and metric_type = 'steps'
-  and local_date >= date '${EXAMPLE_MONTH}' and local_date < date '${EXAMPLE_MONTH}' + interval '1 month'
-order by local_date;`,
+      "The daily steps of one user for one month (local dates), summed from the intraday points of their records (`validic.series_of`, what the `daily_intraday_totals` view does for every user). The view cannot be bounded on `start_time`, so a filter on its `local_date` reads every month of the user; here the records are bounded on `start_time` to the month and a day either side (a day's series starts within a day of its local date, whatever the user's time zone), which reads only those months' partitions, and the points on the local dates.",
+    sql: `select ((p.time at time zone 'UTC') + make_interval(secs => coalesce(r.utc_offset, 0)))::date as local_date,
+       sum(p.value) as steps, count(*)::int as points
+from validic.records r
+cross join lateral validic.series_of(r.series, r.series_time_deltas, r.series_values) as s
+cross join lateral unnest(s.time, s.value) as p(time, value)
+where r.uid = '${EXAMPLE_UID}' and r.series is not null and r.deleted_at is null and s.metric_type = 'steps'
+  and r.start_time >= date '${EXAMPLE_MONTH}' - interval '1 day'
+  and r.start_time < date '${EXAMPLE_MONTH}' + interval '1 month 1 day'
+  and ((p.time at time zone 'UTC') + make_interval(secs => coalesce(r.utc_offset, 0)))::date >= date '${EXAMPLE_MONTH}'
+  and ((p.time at time zone 'UTC') + make_interval(secs => coalesce(r.utc_offset, 0)))::date < date '${EXAMPLE_MONTH}' + interval '1 month'
+group by 1
+order by 1;`,
     bound: 'user and month',
   },
   {
     name: 'user-bp-weekly',
     title: "One user's blood pressure per week",
-    description: 'Weekly averages of systolic and diastolic measurements of one user, over all their data.',
+    description:
+      'Weekly averages of systolic and diastolic measurements of one user, over all their data (every month: it reads as many partitions as the warehouse has months).',
     sql: `select date_trunc('week', r.start_time)::date as week,
        round(avg(m.value) filter (where m.type = 'systolic')::numeric, 1) as systolic,
        round(avg(m.value) filter (where m.type = 'diastolic')::numeric, 1) as diastolic,
        count(distinct r.id) as readings
 from validic.records r
 join validic.record_metrics m on m.org_id = r.org_id and m.record_id = r.id
-where r.org_id = '${EXAMPLE_ORG_ID}' and r.uid = '${EXAMPLE_UID}'
+where r.uid = '${EXAMPLE_UID}'
   and r.type = 'measurement' and r.deleted_at is null
   and m.type in ('systolic', 'diastolic')
 group by week
@@ -211,7 +221,7 @@ order by week;`,
     description: 'The `latest_blood_pressure` view for one user.',
     sql: `select measured_at, measured_at_local, systolic, diastolic, pulse, unit, source_type
 from validic.latest_blood_pressure
-where org_id = '${EXAMPLE_ORG_ID}' and uid = '${EXAMPLE_UID}';`,
+where uid = '${EXAMPLE_UID}';`,
     bound: 'user',
   },
   {
@@ -226,7 +236,7 @@ where org_id = '${EXAMPLE_ORG_ID}' and uid = '${EXAMPLE_UID}';`,
        sum(m.value) filter (where m.type = 'protein') as protein
 from validic.records r
 join validic.record_metrics m on m.org_id = r.org_id and m.record_id = r.id
-where r.org_id = '${EXAMPLE_ORG_ID}' and r.uid = '${EXAMPLE_UID}'
+where r.uid = '${EXAMPLE_UID}'
   and r.type = 'nutrition' and r.deleted_at is null
   and r.start_time >= date '${EXAMPLE_MONTH}' and r.start_time < date '${EXAMPLE_MONTH}' + interval '1 month'
 group by r.org_id, r.id, r.start_time, r.name, r.category
@@ -237,12 +247,11 @@ order by r.start_time;`,
     name: 'month-records-by-type',
     title: 'Records of a month per type and source',
     description:
-      "The organization's records of one month (UTC start time) counted per type and source, with how many were deleted.",
+      "The warehouse's records of one month (UTC start time: that month's partition only) counted per type and source, with how many were deleted.",
     sql: `select type, source_type, count(*) as records,
        count(*) filter (where deleted_at is not null) as deleted
 from validic.records
-where org_id = '${EXAMPLE_ORG_ID}'
-  and start_time >= date '${EXAMPLE_MONTH}' and start_time < date '${EXAMPLE_MONTH}' + interval '1 month'
+where start_time >= date '${EXAMPLE_MONTH}' and start_time < date '${EXAMPLE_MONTH}' + interval '1 month'
 group by type, source_type
 order by type, source_type;`,
     bound: 'month',
