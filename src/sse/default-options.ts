@@ -16,7 +16,11 @@ export const DEFAULT_STREAM_CONSUMER_OPTIONS: StreamConsumerOptions = {
   backoff: { minMs: 2_000, initialMs: 1_000, maxMs: 15_000, factor: 2 },
   idleHygiene: { enabled: false, maxPokesWithoutData: 5, delaysMs: [5_000, 15_000, 60_000, 300_000] },
   gapAfterMs: 300_000,
-  microBatch: { maxFrames: 500, maxWaitMs: 250 },
+  // maxFrames only counts under a backlog (catch-up, replay): at the platform's usual rates the 250 ms
+  // rule commits first. 1,000 rather than 500 halves the transactions, and with them their fixed
+  // round trips and server work (PostgreSQL CPU on bench/stream-throughput.ts 2.1 → 1.8 s for 20,000
+  // events); it costs ~55 MB more peak heap while catching up (2,000: ~+180 MB, for little more).
+  microBatch: { maxFrames: 1000, maxWaitMs: 250 },
   replayMaxDays: 30,
   checkpointRetentionDays: 7,
   replayTimeoutMs: 600_000,

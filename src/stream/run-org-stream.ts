@@ -281,7 +281,11 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
         // Normalized here, before the writer waits for the previous write: the two overlap.
         commit: async (frames, checkpoint, meta) =>
           writer.commit(
-            await prepareBatch({ orgId, arrivedVia: meta.via, items: toRawItems(frames) }),
+            await prepareBatch(
+              { orgId, arrivedVia: meta.via, items: toRawItems(frames) },
+              // The next batch is prepared while this one is written: its COPY text too.
+              { encodeAhead: true },
+            ),
             frames,
             checkpoint,
             meta,

@@ -30,12 +30,14 @@ import type {
 } from '../normalize/normalized-types.ts';
 import { withSpan } from '../telemetry/tracer.ts';
 import type { Batch, Checkpoint, LoadCounts, LoadResult } from './batch.ts';
+import type { EncodedCopyRow } from './copy-text-format.ts';
+import { COPY_FROM_RECORDS, encodeNewRecord } from './insert-new-records.ts';
 import { loadConnectionEvents } from './load-connection-events.ts';
 import { emptyLoadResult } from './load-counts.ts';
 import { loadLegacy } from './load-legacy-records.ts';
 import { isNewerVersion, loadRecords, probeStatement } from './load-records.ts';
 import { loadUsers } from './load-users.ts';
-import { ensureMonthPartitions } from './month-partitions.ts';
+import { ensureMonthPartitions, forgetMonthPartitions, isMissingMonthPartition } from './month-partitions.ts';
 import type { Warehouse } from './open-warehouse.ts';
 import { checkpointCtes, writeCheckpoint } from './write-checkpoint.ts';
 import { badPointsNote, writeQuarantine } from './write-quarantine.ts';
@@ -67,6 +69,17 @@ const ITEMS_PER_TURN = 25;
 export interface PreparedBatch {
   batch: Batch;
   sorted: Sorted;
+  /** The records' COPY lines, when encoded ahead (`encodeAhead`). */
+  encoded?: Map<NormalizedRecord, EncodedCopyRow>;
+}
+
+export interface PrepareOptions {
+  /**
+   * Also encode the records' COPY lines now. For a caller that prepares the next batch while the
+   * previous one is written (the stream): the encoding then overlaps that write instead of running
+   * inside its own transaction. Wasted on records that turn out to be stored already.
+   */
+  encodeAhead?: boolean;
 }
 
 /**
@@ -74,7 +87,7 @@ export interface PreparedBatch {
  * stream prepares the next micro-batch while the previous one is still being written (PostgreSQL
  * works on another core meanwhile).
  */
-export async function prepareBatch(batch: Batch): Promise<PreparedBatch> {
+export async function prepareBatch(batch: Batch, options: PrepareOptions = {}): Promise<PreparedBatch> {
   const sorted: Sorted = { records: [], users: [], events: [], legacy: [], quarantine: [], notes: [] };
   for (let i = 0; i < batch.items.length; i += 1) {
     if (i > 0 && i % ITEMS_PER_TURN === 0) await setImmediate();
@@ -98,7 +111,14 @@ export async function prepareBatch(batch: Batch): Promise<PreparedBatch> {
         break;
     }
   }
-  return { batch, sorted };
+  if (!options.encodeAhead || sorted.records.length < COPY_FROM_RECORDS) return { batch, sorted };
+  const encoded = new Map<NormalizedRecord, EncodedCopyRow>();
+  for (let i = 0; i < sorted.records.length; i += 1) {
+    if (i > 0 && i % ITEMS_PER_TURN === 0) await setImmediate();
+    const record = sorted.records[i]!;
+    encoded.set(record, encodeNewRecord(batch.orgId, batch.arrivedVia, record));
+  }
+  return { batch, sorted, encoded };
 }
 
 export async function applyBatch(
@@ -136,30 +156,46 @@ async function applyInTransaction(
   const { batch, sorted } = prepared;
   const result: LoadResult = emptyLoadResult();
   const probe = probeStatement(batch.orgId, sorted.records);
+  const startTimes = sorted.records.map((r) => r.record.startTime);
   // Outside the transaction: adding a month briefly locks the tables (month-partitions.ts).
-  await ensureMonthPartitions(
-    warehouse,
-    sorted.records.map((r) => r.record.startTime),
-  );
-
-  await warehouse.transaction(
-    async (tx) => {
-      await writeQuarantine(tx, batch, sorted.quarantine, result);
-      await writeQuarantine(tx, batch, sorted.notes, result, { counted: false });
-      await loadUsers(tx, batch, sorted.users, result);
-      await loadConnectionEvents(tx, batch, sorted.events, result);
-      await loadLegacy(tx, batch, sorted.legacy, result);
-      // Last, so that the checkpoint can ride along with the records' statement (one round trip less).
-      const checkpointSql = checkpointCtes(batch.orgId, checkpoint);
-      const { sentAlso } = await loadRecords(tx, batch, sorted.records, result, checkpointSql, tx.firstRows);
-      if (!sentAlso && checkpointSql.length > 0) await writeCheckpoint(tx, batch.orgId, checkpoint);
-    },
-    {
-      advisoryLocks: loadLocks(batch.orgId, sorted),
-      // The records' probe rides in the BEGIN round trip, after the locks.
-      ...(probe ? { firstQuery: probe } : {}),
-    },
-  );
+  await ensureMonthPartitions(warehouse, startTimes);
+  const write = () =>
+    warehouse.transaction(
+      async (tx) => {
+        await writeQuarantine(tx, batch, sorted.quarantine, result);
+        await writeQuarantine(tx, batch, sorted.notes, result, { counted: false });
+        await loadUsers(tx, batch, sorted.users, result);
+        await loadConnectionEvents(tx, batch, sorted.events, result);
+        await loadLegacy(tx, batch, sorted.legacy, result);
+        // Last, so that the checkpoint can ride along with the records' statement (one round trip less).
+        const checkpointSql = checkpointCtes(batch.orgId, checkpoint);
+        const { sentAlso } = await loadRecords(
+          tx,
+          batch,
+          sorted.records,
+          result,
+          checkpointSql,
+          tx.firstRows,
+          prepared.encoded,
+        );
+        if (!sentAlso && checkpointSql.length > 0) await writeCheckpoint(tx, batch.orgId, checkpoint);
+      },
+      {
+        advisoryLocks: loadLocks(batch.orgId, sorted),
+        // The records' probe rides in the BEGIN round trip, after the locks.
+        ...(probe ? { firstQuery: probe } : {}),
+      },
+    );
+  try {
+    await write();
+  } catch (error) {
+    // A month this process knew was detached or dropped since: look again, add it, write once more.
+    if (!isMissingMonthPartition(error)) throw error;
+    forgetMonthPartitions(warehouse);
+    await ensureMonthPartitions(warehouse, startTimes);
+    Object.assign(result, emptyLoadResult());
+    await write();
+  }
 
   let newest: string | null = null;
   for (const r of sorted.records)

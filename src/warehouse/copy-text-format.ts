@@ -41,13 +41,32 @@ export function encodeCopyValue(value: unknown): string {
   return escapeText(JSON.stringify(value));
 }
 
+/** One row's line of COPY text (without the newline). */
+export function encodeCopyRow(row: readonly unknown[]): string {
+  let line = '';
+  for (let i = 0; i < row.length; i += 1) line += (i === 0 ? '' : '\t') + encodeCopyValue(row[i]);
+  return line;
+}
+
+/**
+ * A row already encoded by `encodeCopyRow`: the loader encodes a batch's new records while the previous
+ * batch is still being written, so its own transaction only ships the bytes.
+ */
+export class EncodedCopyRow {
+  readonly line: string;
+  constructor(line: string) {
+    this.line = line;
+  }
+}
+
+export type CopyRow = readonly unknown[] | EncodedCopyRow;
+
 /** Yields the COPY text in chunks of about 1 MiB, so a big batch never becomes one giant string. */
-export function* encodeCopyChunks(rows: Iterable<readonly unknown[]>): Generator<string> {
+export function* encodeCopyChunks(rows: Iterable<CopyRow>): Generator<string> {
   let lines: string[] = [];
   let size = 0;
   for (const row of rows) {
-    let line = '';
-    for (let i = 0; i < row.length; i += 1) line += (i === 0 ? '' : '\t') + encodeCopyValue(row[i]);
+    const line = row instanceof EncodedCopyRow ? row.line : encodeCopyRow(row);
     lines.push(line);
     size += line.length;
     if (size >= CHUNK_CHARS) {

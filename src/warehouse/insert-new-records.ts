@@ -11,6 +11,7 @@
  */
 import { type RawBuilder, sql } from 'kysely';
 import type { NormalizedRecord } from '../normalize/normalized-types.ts';
+import { EncodedCopyRow, encodeCopyRow } from './copy-text-format.ts';
 import type { WarehouseTransaction } from './open-warehouse.ts';
 import { RECORD_COLUMNS, recordRowValues } from './record-row.ts';
 
@@ -73,7 +74,12 @@ const COLUMNS: readonly Column[] = RECORD_COLUMNS.map(({ name, type }) => {
  * From this many new records on, COPY beats the single statement: parameters are encoded and parsed
  * twice (an array literal per column, then each element), COPY text once. Below it, round trips win.
  */
-const COPY_FROM_RECORDS = 100;
+export const COPY_FROM_RECORDS = 100;
+
+/** The COPY line of a new record, as insertNewRecords's COPY path writes it. */
+export function encodeNewRecord(org: string, arrivedVia: string, record: NormalizedRecord): EncodedCopyRow {
+  return new EncodedCopyRow(encodeCopyRow([org, ...recordRowValues(record), arrivedVia]));
+}
 
 export async function insertNewRecords(
   tx: WarehouseTransaction,
@@ -82,25 +88,26 @@ export async function insertNewRecords(
   inserts: readonly NormalizedRecord[],
   /** More data-modifying CTEs (`name as (…)`) to run in the same statement (the checkpoint). */
   also: readonly RawBuilder<unknown>[] = [],
+  /** COPY lines encoded ahead of the transaction (prepareBatch's `encodeAhead`), by record. */
+  encoded?: ReadonlyMap<NormalizedRecord, EncodedCopyRow>,
 ): Promise<void> {
   if (inserts.length === 0) {
     if (also.length > 0) await sql`with ${sql.join(also)} select 1`.execute(tx.db);
     return;
   }
-  const rows = inserts.map((n) => recordRowValues(n));
-
   if (inserts.length >= COPY_FROM_RECORDS) {
     // A big batch (a stream micro-batch, a full page) is bound by bytes, not round trips: COPY straight
     // into the table, the cheapest way in (the raw COPY baseline of bench/), then the CTEs.
     await tx.copyRows(
       'validic.records',
       ['org_id', ...COLUMNS.map((c) => c.name), 'arrived_via'],
-      rows.map((row) => [org, ...row, arrivedVia]),
+      inserts.map((n) => encoded?.get(n) ?? encodeNewRecord(org, arrivedVia, n)),
     );
     if (also.length > 0) await sql`with ${sql.join(also)} select 1`.execute(tx.db);
     return;
   }
 
+  const rows = inserts.map((n) => recordRowValues(n));
   const insert = insertFromArrays('validic.records', org, [['arrived_via', arrivedVia]], COLUMNS, rows);
   // Data-modifying CTEs all run, whatever the outer query reads.
   await sql`with ${sql.join([sql`inserted as (${insert})`, ...also])} select 1`.execute(tx.db);

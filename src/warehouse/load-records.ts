@@ -17,6 +17,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { NormalizedRecord } from '../normalize/normalized-types.ts';
 import type { Batch, LoadResult } from './batch.ts';
+import type { EncodedCopyRow } from './copy-text-format.ts';
 import { insertNewRecords } from './insert-new-records.ts';
 import { bump } from './load-counts.ts';
 import { sqlLiteral, type WarehouseTransaction } from './open-warehouse.ts';
@@ -60,7 +61,9 @@ interface ProbeRow {
 /**
  * The keys-only probe of `records` as one statement with literals only (no parameters), so that it
  * can ride in the transaction's first round trip, right after the locks (TransactionOptions.firstQuery).
- * Null when there is nothing to probe.
+ * Null when there is nothing to probe. Every id is looked up in each month's partition (an id alone does
+ * not say its month); record_versions only for ids that are stored, since a version is archived only
+ * beside a current row (a new id, the stream's usual case, then costs no version lookups at all).
  */
 export function probeStatement(org: string, records: readonly NormalizedRecord[]): string | null {
   const pairs = new Map<string, { id: string; checksum: string }>();
@@ -71,7 +74,7 @@ export function probeStatement(org: string, records: readonly NormalizedRecord[]
   const o = sqlLiteral(org);
   return `select k.id, k.checksum, cur.checksum as cur_checksum, cur.created_at as cur_created_at,
        cur.deleted_at is not null as cur_deleted,
-       exists (select 1 from validic.record_versions v
+       cur.id is not null and exists (select 1 from validic.record_versions v
                where v.org_id = ${o} and v.record_id = k.id and v.checksum = k.checksum) as archived
 from unnest(${array(list.map((p) => p.id))}, ${array(list.map((p) => p.checksum))}) as k(id, checksum)
 left join validic.records cur on cur.org_id = ${o} and cur.id = k.id`;
@@ -95,6 +98,8 @@ export async function loadRecords(
   also: readonly RawBuilder<unknown>[] = [],
   /** The rows of probeStatement(org, records), when the caller already ran it. */
   probed?: readonly Record<string, unknown>[],
+  /** COPY lines of the records encoded ahead (prepareBatch's `encodeAhead`). */
+  encoded?: ReadonlyMap<NormalizedRecord, EncodedCopyRow>,
 ): Promise<{ sentAlso: boolean }> {
   if (records.length === 0) return { sentAlso: false };
   const org = batch.orgId;
@@ -164,7 +169,7 @@ export async function loadRecords(
 
   // Phase 2, fast path: only new ids (a first backfill, most stream frames): one statement.
   if (updatedIds.length === 0 && toArchive.length === 0) {
-    await insertNewRecords(tx, org, batch.arrivedVia, toApply, also);
+    await insertNewRecords(tx, org, batch.arrivedVia, toApply, also, encoded);
     countRecords(records, winners, actions, stored, result);
     return { sentAlso: true };
   }

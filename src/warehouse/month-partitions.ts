@@ -42,6 +42,25 @@ export async function createMonthPartitions(
   return rows[0]?.created ?? 0;
 }
 
+/**
+ * True for the error of a row whose month has no partition: it reached the undated partition, whose
+ * CHECK refuses it. That happens when an operator detached or dropped a month this process had seen.
+ */
+export function isMissingMonthPartition(error: unknown): boolean {
+  const e = error as { code?: string; constraint?: string; message?: string } | null;
+  if (!e || e.code !== '23514') return false;
+  return (
+    e.constraint === 'records_undated_only' ||
+    e.constraint === 'record_versions_undated_only' ||
+    /no partition of relation/.test(e.message ?? '')
+  );
+}
+
+/** Forgets the months this process knows, so the next ensureMonthPartitions asks the catalog again. */
+export function forgetMonthPartitions(warehouse: Warehouse): void {
+  known.delete(warehouse);
+}
+
 /** Makes sure the month of every given start time has its partitions (null: the default partition). */
 export async function ensureMonthPartitions(
   warehouse: Warehouse,

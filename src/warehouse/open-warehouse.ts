@@ -15,15 +15,11 @@ import { redactUrl } from '../config/redact.ts';
 import { UserFacingError } from '../errors.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { withSpan } from '../telemetry/tracer.ts';
-import { copyStatement, encodeCopyChunks } from './copy-text-format.ts';
+import { type CopyRow, copyStatement, encodeCopyChunks } from './copy-text-format.ts';
 import type { Database } from './database.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
 
-export type CopyRows = (
-  table: string,
-  columns: readonly string[],
-  rows: Iterable<readonly unknown[]>,
-) => Promise<void>;
+export type CopyRows = (table: string, columns: readonly string[], rows: Iterable<CopyRow>) => Promise<void>;
 
 export interface WarehouseTransaction {
   /** Runs inside the transaction. Do not call `transaction()` on it. */

@@ -141,4 +141,30 @@ describe('monthly partitions', () => {
     );
     expect(metrics.rows).toEqual([{ value: 71 }]);
   });
+
+  it('lets an operator drop an old month; a later load into that month creates it again', async () => {
+    for (const table of ['records', 'record_versions']) {
+      await sql
+        .raw(`alter table validic.${table} detach partition validic_partitions.${table}_2024_03`)
+        .execute(t.warehouse.db);
+      await sql.raw(`drop table validic_partitions.${table}_2024_03`).execute(t.warehouse.db);
+    }
+    const left = await sql<{ id: string }>`
+      select id from validic.records where org_id = ${ORG} order by id`.execute(t.warehouse.db);
+    expect(left.rows.map((r) => r.id)).toEqual(['i1', 'm1']);
+    // This process still believes March exists: the write fails on the undated partition's CHECK,
+    // the loader looks again, creates the month and writes once more.
+    const result = await applyBatch(t.warehouse, {
+      orgId: ORG,
+      arrivedVia: 'poll',
+      items: [record('m3', '2024-03-20T00:00:00Z')],
+    });
+    expect(result.inserted).toBe(1);
+    expect(await partitionsOf()).toContain('records_2024_03');
+    const placed = await sql<{ partition: string }>`
+      select tableoid::regclass::text as partition from validic.records where org_id = ${ORG} and id = 'm3'`.execute(
+      t.warehouse.db,
+    );
+    expect(placed.rows).toEqual([{ partition: 'validic_partitions.records_2024_03' }]);
+  });
 });
