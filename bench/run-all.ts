@@ -28,6 +28,7 @@ const ORDER = [
   'queue-overhead',
   'budget',
   'scale-and-memory',
+  'query-scaling',
 ];
 
 const args = process.argv.slice(2);

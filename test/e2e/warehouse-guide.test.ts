@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_QUERIES } from '../../src/docs/example-queries.ts';
+import { bindExample, EXAMPLE_QUERIES } from '../../src/docs/example-queries.ts';
 import { generateDocs } from '../../src/docs/generate-warehouse-guide.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
@@ -14,6 +14,8 @@ import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 describe('warehouse guide', () => {
   let sandbox: Sandbox;
   let db: TestDatabase;
+  /** The user and month the bounded examples run for: one that has steps, blood pressure and meals. */
+  let bound: { orgId: string; uid: string; month: string };
 
   beforeAll(async () => {
     sandbox = await startSandbox({ seed: 3, users: 4, days: 14 });
@@ -34,6 +36,20 @@ describe('warehouse guide', () => {
       sandboxEnv(sandbox, { DATABASE_URL: db.url }),
     );
     expect(again.code, again.stderr).toBe(0);
+    const { rows } = await sql<{ orgId: string; uid: string; month: string }>`
+      select r.org_id as "orgId", r.uid, to_char(date_trunc('month', r.start_time), 'YYYY-MM-DD') as month
+      from validic.records r
+      where r.deleted_at is null
+      group by 1, 2, 3
+      having count(*) filter (where r.type = 'nutrition') > 0
+        and bool_or(exists (select 1 from validic.intraday_series s
+          where s.org_id = r.org_id and s.record_id = r.id and s.metric_type = 'steps'))
+        and bool_or(exists (select 1 from validic.record_metrics m
+          where m.org_id = r.org_id and m.record_id = r.id and m.type = 'systolic'))
+      order by count(*) desc, 1, 2, 3
+      limit 1`.execute(db.warehouse.db);
+    expect(rows).toHaveLength(1);
+    bound = rows[0]!;
   });
   afterAll(async () => {
     await sandbox?.close();
@@ -52,7 +68,7 @@ describe('warehouse guide', () => {
     async (_title, query) => {
       const rows = await db.warehouse.db.transaction().execute(async (tx) => {
         await sql`set local role validic_analyst`.execute(tx);
-        return (await sql.raw(query.sql.replace(/;\s*$/, '')).execute(tx)).rows;
+        return (await sql.raw(bindExample(query, bound).replace(/;\s*$/, '')).execute(tx)).rows;
       });
       expect(rows.length).toBeGreaterThan(0);
     },
