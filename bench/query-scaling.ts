@@ -47,8 +47,8 @@ import { buildRecord, computeChecksum } from '../src/sandbox/record-factory.ts';
 import { sourceInfo } from '../src/sandbox/sources.ts';
 import { DAY_MS, isoMillis, isoSeconds, startOfUtcDay } from '../src/sandbox/time.ts';
 import type { ResourceType, User, V2Record } from '../src/sandbox/types.ts';
-import { applyBatch } from '../src/warehouse/apply-batch.ts';
-import type { RawItem } from '../src/warehouse/batch.ts';
+import { applyBatch } from '../src/warehouse/loader/apply-batch.ts';
+import type { RawItem } from '../src/pipeline/batch.ts';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/pg.ts';
 import { printFigure, quick, round, secondsSince } from './helpers/report.ts';
 

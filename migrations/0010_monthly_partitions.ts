@@ -167,11 +167,15 @@ const views: ViewSpec[] = [
     name: 'record_metrics',
     comment:
       'Metrics of the current version of measurement, nutrition (record level), summary, workout, sleep and other records; one row per metric (a view over records.metrics).',
-    select: `select r.org_id, r.id as record_id, ${metricSelect('m')}
+    select: `select r.org_id, r.id as record_id, r.start_time, ${metricSelect('m')}
       from validic.records r cross join lateral jsonb_array_elements(r.metrics) as m`,
     columns: [
       ['org_id', 'Validic organization id the row belongs to.'],
       ['record_id', 'records.id of the record this metric belongs to.'],
+      [
+        'start_time',
+        "The record's start_time: the month partition it lives in. Join on it as well as on record_id to read only that month's partition.",
+      ],
       ...metricColumns,
     ],
   },
@@ -179,11 +183,15 @@ const views: ViewSpec[] = [
     name: 'nutrition_segments',
     comment:
       'Segments (finer-grained parts) of nutrition records; one row per segment (a view over records.segments).',
-    select: `select r.org_id, r.id as record_id, (s->>0)::integer as segment_index, s->>1 as name
+    select: `select r.org_id, r.id as record_id, r.start_time, (s->>0)::integer as segment_index, s->>1 as name
       from validic.records r cross join lateral jsonb_array_elements(r.segments) as s`,
     columns: [
       ['org_id', 'Validic organization id the row belongs to.'],
       ['record_id', 'records.id of the nutrition record.'],
+      [
+        'start_time',
+        "The record's start_time: the month partition it lives in. Join on it as well as on record_id to read only that month's partition.",
+      ],
       ['segment_index', 'Position of the segment in the record (0-based).'],
       ['name', 'Segment name as given by the source.'],
     ],
@@ -191,12 +199,16 @@ const views: ViewSpec[] = [
   {
     name: 'nutrition_segment_metrics',
     comment: 'Metrics of nutrition segments; one row per metric (a view over records.segments).',
-    select: `select r.org_id, r.id as record_id, (s->>0)::integer as segment_index, ${metricSelect('m')}
+    select: `select r.org_id, r.id as record_id, r.start_time, (s->>0)::integer as segment_index, ${metricSelect('m')}
       from validic.records r cross join lateral jsonb_array_elements(r.segments) as s
       cross join lateral jsonb_array_elements(s->2) as m`,
     columns: [
       ['org_id', 'Validic organization id the row belongs to.'],
       ['record_id', 'records.id of the nutrition record.'],
+      [
+        'start_time',
+        "The record's start_time: the month partition it lives in. Join on it as well as on record_id to read only that month's partition.",
+      ],
       ['segment_index', 'nutrition_segments.segment_index of the segment.'],
       ...metricColumns,
     ],
@@ -204,13 +216,17 @@ const views: ViewSpec[] = [
   {
     name: 'nutrition_food',
     comment: 'Food items of nutrition segments; one row per food item (a view over records.segments).',
-    select: `select r.org_id, r.id as record_id, (s->>0)::integer as segment_index, (f->>0)::integer as food_index,
+    select: `select r.org_id, r.id as record_id, r.start_time, (s->>0)::integer as segment_index, (f->>0)::integer as food_index,
         f->>1 as name, f->>2 as brand, (f->>3)::double precision as serving_amount, f->>4 as serving_unit_name
       from validic.records r cross join lateral jsonb_array_elements(r.segments) as s
       cross join lateral jsonb_array_elements(s->3) as f`,
     columns: [
       ['org_id', 'Validic organization id the row belongs to.'],
       ['record_id', 'records.id of the nutrition record.'],
+      [
+        'start_time',
+        "The record's start_time: the month partition it lives in. Join on it as well as on record_id to read only that month's partition.",
+      ],
       ['segment_index', 'nutrition_segments.segment_index of the segment.'],
       ['food_index', 'Position of the food item in the segment (0-based).'],
       ['name', 'Food name.'],
@@ -222,7 +238,7 @@ const views: ViewSpec[] = [
   {
     name: 'nutrition_food_metrics',
     comment: 'Metrics of nutrition food items; one row per metric (a view over records.segments).',
-    select: `select r.org_id, r.id as record_id, (s->>0)::integer as segment_index, (f->>0)::integer as food_index,
+    select: `select r.org_id, r.id as record_id, r.start_time, (s->>0)::integer as segment_index, (f->>0)::integer as food_index,
         ${metricSelect('m')}
       from validic.records r cross join lateral jsonb_array_elements(r.segments) as s
       cross join lateral jsonb_array_elements(s->3) as f
@@ -230,6 +246,10 @@ const views: ViewSpec[] = [
     columns: [
       ['org_id', 'Validic organization id the row belongs to.'],
       ['record_id', 'records.id of the nutrition record.'],
+      [
+        'start_time',
+        "The record's start_time: the month partition it lives in. Join on it as well as on record_id to read only that month's partition.",
+      ],
       ['segment_index', 'nutrition_segments.segment_index of the segment.'],
       ['food_index', 'nutrition_food.food_index of the food item.'],
       ...metricColumns,
@@ -239,13 +259,17 @@ const views: ViewSpec[] = [
     name: 'intraday_series',
     comment:
       'Intraday and CGM time series, one row per (record, metric) with parallel time[] and value[] arrays (a view over the series columns of records). Query intraday_points for one row per point.',
-    select: `select r.org_id, r.id as record_id, s.metric_index, s.metric_type, s.unit, s.origin, s.time, s.value, s.bad_points
+    select: `select r.org_id, r.id as record_id, r.start_time, s.metric_index, s.metric_type, s.unit, s.origin, s.time, s.value, s.bad_points
       from validic.records r
       cross join lateral validic.series_of(r.series, r.series_time_deltas, r.series_values) as s
       where r.series is not null`,
     columns: [
       ['org_id', 'Validic organization id the row belongs to.'],
       ['record_id', 'records.id of the intraday record.'],
+      [
+        'start_time',
+        "The record's start_time: the month partition it lives in. Join on it as well as on record_id to read only that month's partition.",
+      ],
       ['metric_index', 'Position of the metric in the record (0-based).'],
       ['metric_type', 'Metric kind, e.g. steps, distance, blood_glucose.'],
       ['unit', 'Unit of the values.'],

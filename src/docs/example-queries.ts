@@ -66,7 +66,7 @@ limit 50;`,
        round(avg(m.value) filter (where m.type = 'diastolic')::numeric, 1) as diastolic,
        count(distinct r.id) as readings
 from validic.records r
-join validic.record_metrics m on m.org_id = r.org_id and m.record_id = r.id
+join validic.record_metrics m on m.org_id = r.org_id and m.record_id = r.id and m.start_time = r.start_time
 where r.type = 'measurement' and r.deleted_at is null and m.type in ('systolic', 'diastolic')
 group by r.uid, week
 order by r.uid, week;`,
@@ -90,7 +90,7 @@ order by measured_at desc;`,
        sum(m.value) filter (where m.type = 'fat') as fat,
        sum(m.value) filter (where m.type = 'protein') as protein
 from validic.records r
-join validic.record_metrics m on m.org_id = r.org_id and m.record_id = r.id
+join validic.record_metrics m on m.org_id = r.org_id and m.record_id = r.id and m.start_time = r.start_time
 where r.type = 'nutrition' and r.deleted_at is null
 group by r.org_id, r.id, r.uid, r.start_time, r.name, r.category
 order by r.start_time desc
@@ -207,7 +207,7 @@ order by 1;`,
        round(avg(m.value) filter (where m.type = 'diastolic')::numeric, 1) as diastolic,
        count(distinct r.id) as readings
 from validic.records r
-join validic.record_metrics m on m.org_id = r.org_id and m.record_id = r.id
+join validic.record_metrics m on m.org_id = r.org_id and m.record_id = r.id and m.start_time = r.start_time
 where r.uid = '${EXAMPLE_UID}'
   and r.type = 'measurement' and r.deleted_at is null
   and m.type in ('systolic', 'diastolic')
@@ -235,7 +235,7 @@ where uid = '${EXAMPLE_UID}';`,
        sum(m.value) filter (where m.type = 'fat') as fat,
        sum(m.value) filter (where m.type = 'protein') as protein
 from validic.records r
-join validic.record_metrics m on m.org_id = r.org_id and m.record_id = r.id
+join validic.record_metrics m on m.org_id = r.org_id and m.record_id = r.id and m.start_time = r.start_time
 where r.uid = '${EXAMPLE_UID}'
   and r.type = 'nutrition' and r.deleted_at is null
   and r.start_time >= date '${EXAMPLE_MONTH}' and r.start_time < date '${EXAMPLE_MONTH}' + interval '1 month'

@@ -65,11 +65,14 @@ describe('migration 0010', () => {
        values ('o', 'm1', 'c1', 'measurement', '2024-01-31T00:00:00Z', '{"id":"m1","start_time":"2024-01-31T22:00:00Z"}', 'poll')`,
     ];
     for (const s of statements) await sql.raw(s).execute(db);
+    // The views since 0010 also give the record's start_time (to prune joins); the rest must be equal.
     const read = async () => {
       const out: Record<string, unknown[]> = {};
       for (const r of RELATIONS) {
         out[r] = (
-          await sql.raw(`select to_jsonb(t)::text as row from validic.${r} t order by 1`).execute(db)
+          await sql
+            .raw(`select (to_jsonb(t) - 'start_time')::text as row from validic.${r} t order by 1`)
+            .execute(db)
         ).rows;
       }
       return out;

@@ -35,6 +35,9 @@ interface ProbeRow {
  * Null when there is nothing to probe. Every id is looked up in each month's partition (an id alone does
  * not say its month); record_versions only for ids that are stored, since a version is archived only
  * beside a current row (a new id, the stream's usual case, then costs no version lookups at all).
+ * The lookup is a LATERAL with LIMIT 1, so it stays an index probe per id whatever the statistics say
+ * (a join left to the planner became a merge join sorting the org's every record when the partitions
+ * had no statistics yet: quadratic loads, found by the query-scaling bench).
  */
 export function probeStatement(org: string, records: readonly NormalizedRecord[]): string | null {
   const pairs = new Map<string, { id: string; checksum: string }>();
@@ -48,7 +51,8 @@ export function probeStatement(org: string, records: readonly NormalizedRecord[]
        cur.id is not null and exists (select 1 from validic.record_versions v
                where v.org_id = ${o} and v.record_id = k.id and v.checksum = k.checksum) as archived
 from unnest(${array(list.map((p) => p.id))}, ${array(list.map((p) => p.checksum))}) as k(id, checksum)
-left join validic.records cur on cur.org_id = ${o} and cur.id = k.id`;
+left join lateral (select r.id, r.checksum, r.created_at, r.deleted_at from validic.records r
+                   where r.org_id = ${o} and r.id = k.id limit 1) cur on true`;
 }
 
 export async function loadRecords(
