@@ -49,7 +49,7 @@ import { sourceInfo } from '../src/sandbox/sources.ts';
 import { DAY_MS, isoMillis, isoSeconds, startOfUtcDay } from '../src/sandbox/time.ts';
 import type { ResourceType, User, V2Record } from '../src/sandbox/types.ts';
 import { applyBatch } from '../src/warehouse/loader/apply-batch.ts';
-import { createTestDatabase, type TestDatabase } from '../test/helpers/pg.ts';
+import { createTestDatabase, type TestDatabase, withClient } from '../test/helpers/pg.ts';
 import { printFigure, quick, round, secondsSince } from './helpers/report.ts';
 
 const TARGET = 1.5;
@@ -329,16 +329,6 @@ async function build(label: string, people: Person[], firstMs: number): Promise<
   } catch (error) {
     await db.drop();
     throw error;
-  }
-}
-
-async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
   }
 }
 

@@ -148,6 +148,12 @@ interface ViewSpec {
   columns: [name: string, comment: string][];
 }
 
+/** The record's start_time, which every view of nested parts gives so that joins to records prune. */
+const START_TIME_COLUMN: [string, string] = [
+  'start_time',
+  "The record's start_time: the month partition it lives in. Join on it as well as on record_id to read only that month's partition.",
+];
+
 const metricColumns: [string, string][] = [
   ['metric_index', 'Position of the metric in its metrics array (0-based).'],
   ['type', 'Metric kind, an open vocabulary (e.g. body_weight, systolic, energy_consumed, steps).'],
@@ -172,10 +178,7 @@ const views: ViewSpec[] = [
     columns: [
       ['org_id', 'Validic organization id the row belongs to.'],
       ['record_id', 'records.id of the record this metric belongs to.'],
-      [
-        'start_time',
-        "The record's start_time: the month partition it lives in. Join on it as well as on record_id to read only that month's partition.",
-      ],
+      START_TIME_COLUMN,
       ...metricColumns,
     ],
   },
@@ -188,10 +191,7 @@ const views: ViewSpec[] = [
     columns: [
       ['org_id', 'Validic organization id the row belongs to.'],
       ['record_id', 'records.id of the nutrition record.'],
-      [
-        'start_time',
-        "The record's start_time: the month partition it lives in. Join on it as well as on record_id to read only that month's partition.",
-      ],
+      START_TIME_COLUMN,
       ['segment_index', 'Position of the segment in the record (0-based).'],
       ['name', 'Segment name as given by the source.'],
     ],
@@ -205,10 +205,7 @@ const views: ViewSpec[] = [
     columns: [
       ['org_id', 'Validic organization id the row belongs to.'],
       ['record_id', 'records.id of the nutrition record.'],
-      [
-        'start_time',
-        "The record's start_time: the month partition it lives in. Join on it as well as on record_id to read only that month's partition.",
-      ],
+      START_TIME_COLUMN,
       ['segment_index', 'nutrition_segments.segment_index of the segment.'],
       ...metricColumns,
     ],
@@ -223,10 +220,7 @@ const views: ViewSpec[] = [
     columns: [
       ['org_id', 'Validic organization id the row belongs to.'],
       ['record_id', 'records.id of the nutrition record.'],
-      [
-        'start_time',
-        "The record's start_time: the month partition it lives in. Join on it as well as on record_id to read only that month's partition.",
-      ],
+      START_TIME_COLUMN,
       ['segment_index', 'nutrition_segments.segment_index of the segment.'],
       ['food_index', 'Position of the food item in the segment (0-based).'],
       ['name', 'Food name.'],
@@ -246,10 +240,7 @@ const views: ViewSpec[] = [
     columns: [
       ['org_id', 'Validic organization id the row belongs to.'],
       ['record_id', 'records.id of the nutrition record.'],
-      [
-        'start_time',
-        "The record's start_time: the month partition it lives in. Join on it as well as on record_id to read only that month's partition.",
-      ],
+      START_TIME_COLUMN,
       ['segment_index', 'nutrition_segments.segment_index of the segment.'],
       ['food_index', 'nutrition_food.food_index of the food item.'],
       ...metricColumns,
@@ -266,10 +257,7 @@ const views: ViewSpec[] = [
     columns: [
       ['org_id', 'Validic organization id the row belongs to.'],
       ['record_id', 'records.id of the intraday record.'],
-      [
-        'start_time',
-        "The record's start_time: the month partition it lives in. Join on it as well as on record_id to read only that month's partition.",
-      ],
+      START_TIME_COLUMN,
       ['metric_index', 'Position of the metric in the record (0-based).'],
       ['metric_type', 'Metric kind, e.g. steps, distance, blood_glucose.'],
       ['unit', 'Unit of the values.'],
