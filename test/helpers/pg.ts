@@ -11,7 +11,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import pg from 'pg';
-import { MIGRATIONS_FOLDER, migrateToLatest } from '../../src/warehouse/migrate.ts';
+import { FolderMigrationProvider, MIGRATIONS_FOLDER, migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/open-warehouse.ts';
 
 export const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -131,6 +131,16 @@ async function open(name: string): Promise<TestDatabase> {
     async drop() {
       await warehouse.close();
       await withAdmin((admin) => admin.query(`drop database if exists "${name}" with (force)`));
+    },
+  };
+}
+
+/** The migrations numbered before `prefix` only (e.g. '0010'): the warehouse as it was before that one. */
+export function migrationsBefore(prefix: string) {
+  return {
+    async getMigrations() {
+      const all = await new FolderMigrationProvider().getMigrations();
+      return Object.fromEntries(Object.entries(all).filter(([name]) => name < prefix));
     },
   };
 }

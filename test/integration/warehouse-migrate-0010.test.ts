@@ -7,16 +7,10 @@ import { sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FolderMigrationProvider, migrateToLatest } from '../../src/warehouse/migrate.ts';
-import { createEmptyDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { createEmptyDatabase, migrationsBefore, type TestDatabase } from '../helpers/pg.ts';
 
-const BEFORE = '0010';
-
-const before = {
-  async getMigrations() {
-    const all = await new FolderMigrationProvider().getMigrations();
-    return Object.fromEntries(Object.entries(all).filter(([name]) => name < BEFORE));
-  },
-};
+/** The migrations before 0010 only: the warehouse as it was before it. */
+const before = migrationsBefore('0010');
 
 let t: TestDatabase;
 beforeAll(async () => {
