@@ -15,7 +15,7 @@
  */
 import type { Logger } from '../log/logger.ts';
 import type { OrgClients } from '../runtime/org-clients.ts';
-import type { SummaryPage } from '../validic/legacy-summary-pager.ts';
+import type { SummaryPage } from './legacy-summary-pager.ts';
 import { applyBatch } from '../warehouse/loader/apply-batch.ts';
 import { markLegacyDeleted } from '../warehouse/mark-legacy-deleted.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';

@@ -8,7 +8,7 @@
  * drags the cursor back, and a window that is not contiguous (a gap before it) never jumps it forward
  * past data nobody loaded.
  */
-import type { InstantWindow } from '../validic/legacy-windows.ts';
+import type { InstantWindow } from './legacy-windows.ts';
 
 export interface LegacyCursorValue {
   /** End of the last fully loaded window (ISO instant). */

@@ -1,6 +1,6 @@
 /** Window length and overlap of legacy `latest` polling, from `sync.legacyWindowHours` / `legacyOverlapMinutes`. */
 import type { Config } from '../config/schema.ts';
-import type { LegacyWindowOptions } from '../validic/legacy-windows.ts';
+import type { LegacyWindowOptions } from './legacy-windows.ts';
 
 export interface LegacyWindowSettings extends Required<LegacyWindowOptions> {}
 

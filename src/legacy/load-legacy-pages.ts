@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../log/logger.ts';
 import { type ArrivedVia, type Checkpoint, emptyCounts, type LoadResult } from '../pipeline/batch.ts';
-import type { SummaryPage } from '../validic/legacy-summary-pager.ts';
+import type { SummaryPage } from './legacy-summary-pager.ts';
 import { applyBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 

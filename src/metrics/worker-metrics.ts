@@ -14,7 +14,7 @@ import type { RequestEvent } from '../http/http-client.ts';
 import type { LoadCounts } from '../pipeline/batch.ts';
 import type { BudgetStatus } from '../queue/budget-status.ts';
 import { VERSION } from '../runtime/version.ts';
-import { LEGACY_OBJECTS } from '../validic/legacy-objects.ts';
+import { LEGACY_OBJECTS } from '../legacy/legacy-objects.ts';
 import { recordTypeOf, V2_RESOURCES } from '../validic/v2-resources.ts';
 
 /** Record types (and load kinds) that are label values as they are; any other becomes `other`. */
@@ -45,7 +45,7 @@ export interface MetricSources {
   isFleetReporter?: () => Promise<boolean>;
 }
 
-/** Connection states (src/sse/STATE-MACHINE.md) plus the wait for a fleet slot. */
+/** Connection states (src/stream/STATE-MACHINE.md) plus the wait for a fleet slot. */
 export const STREAM_STATES = [
   'waiting_slot',
   'connecting',

@@ -18,7 +18,7 @@
  * src/validic/path-segment.ts) is left out with the reason among the problems.
  * Pure: no I/O.
  */
-import { LEGACY_OBJECTS, type LegacyObject } from '../validic/legacy-objects.ts';
+import { LEGACY_OBJECTS, type LegacyObject } from '../legacy/legacy-objects.ts';
 import { pathSegmentProblem } from '../validic/path-segment.ts';
 
 export interface PushItem {

@@ -15,7 +15,7 @@
  * without this wrapper also loses: frames held in memory whose checkpoint never moved. Replay fills
  * that gap at the next start.
  */
-import type { SseLog } from '../sse/types.ts';
+import type { SseLog } from './types.ts';
 
 export interface PipelinedWriter<Args extends unknown[]> {
   /** Resolves once the previous write has landed and this one has started; rejects if a write failed for good. */

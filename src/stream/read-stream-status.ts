@@ -4,7 +4,7 @@
  * Reads cursors only; `formatStreamStatus` turns them into lines.
  */
 import type { Kysely } from 'kysely';
-import type { StreamCheckpoint } from '../sse/types.ts';
+import type { StreamCheckpoint } from './types.ts';
 import { listCursors, readCursor } from '../warehouse/checkpoints.ts';
 import type { Database } from '../warehouse/database.ts';
 import type { StreamGapsCursor } from './record-stream-gap.ts';

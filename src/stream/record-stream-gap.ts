@@ -3,7 +3,7 @@
  * for whoever plans REST backfills. The cursor is only written through `applyBatch` (cursors move only
  * there); the read-modify-write is serialized per process, and the list is bounded.
  */
-import type { GapTooLong } from '../sse/types.ts';
+import type { GapTooLong } from './types.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
 import { applyBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';

@@ -1,6 +1,6 @@
 /**
  * One organization's stream, end to end: find the configured stream by name (or create it, with the
- * optional resource filter), then keep 1..3 connections to it, each a `StreamConsumer` (src/sse) whose
+ * optional resource filter), then keep 1..3 connections to it, each a `StreamConsumer` (src/stream) whose
  * commits go through the loader with the connection's checkpoint in the SAME transaction as the data.
  *
  * - Each connection has its own cursor (`stream:checkpoint:<name>:<slot>`, see stream-cursor-keys.ts),
@@ -22,8 +22,8 @@ import {
   emptyStreamCounters,
   StreamConsumer,
   type StreamConsumerOptionsInput,
-} from '../sse/stream-consumer.ts';
-import { toRawItems } from '../sse/to-raw-items.ts';
+} from './stream-consumer.ts';
+import { toRawItems } from './to-raw-items.ts';
 import type {
   Clock,
   CommitMeta,
@@ -31,7 +31,7 @@ import type {
   GapTooLong,
   StreamCheckpoint,
   StreamState,
-} from '../sse/types.ts';
+} from './types.ts';
 import { describeStream422 } from '../validic/describe-stream-422.ts';
 import type { StreamInfo } from '../validic/streams-client.ts';
 import { MAX_STREAMS } from '../validic/streams-client.ts';
@@ -118,7 +118,7 @@ export interface OrgStreamHandle {
   lastDataAt(): number;
   /**
    * How long every connection has been idle (ms, the least of them; 0 if any is not): live, pokes
-   * arriving, no data, nothing waiting to commit (src/sse/STATE-MACHINE.md, "Idle").
+   * arriving, no data, nothing waiting to commit (src/stream/STATE-MACHINE.md, "Idle").
    */
   quietForMs(): number;
   /** Current state of each connection, by slot. */

@@ -4,8 +4,8 @@
  */
 
 import { emptyCounts, type LoadCounts } from '../pipeline/batch.ts';
-import { emptyStreamCounters } from '../sse/stream-consumer.ts';
-import type { StreamCounters } from '../sse/types.ts';
+import { emptyStreamCounters } from './stream-consumer.ts';
+import type { StreamCounters } from './types.ts';
 
 export interface OrgStreamSummary {
   orgId: string;

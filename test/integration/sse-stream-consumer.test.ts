@@ -6,9 +6,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { utcDate } from '../../src/sse/plan-gap-fill.ts';
-import { StreamConsumer, type StreamConsumerOptionsInput } from '../../src/sse/stream-consumer.ts';
-import { systemClock } from '../../src/sse/system-clock.ts';
+import { utcDate } from '../../src/stream/plan-gap-fill.ts';
+import { StreamConsumer, type StreamConsumerOptionsInput } from '../../src/stream/stream-consumer.ts';
+import { systemClock } from '../../src/stream/system-clock.ts';
 import type {
   Clock,
   CommitMeta,
@@ -17,7 +17,7 @@ import type {
   SseSource,
   StreamCheckpoint,
   StreamState,
-} from '../../src/sse/types.ts';
+} from '../../src/stream/types.ts';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;
 

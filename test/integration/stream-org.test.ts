@@ -9,7 +9,7 @@ import { UserFacingError } from '../../src/errors.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { createOrgClients, type OrgClients } from '../../src/runtime/org-clients.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import type { StreamCheckpoint } from '../../src/sse/types.ts';
+import type { StreamCheckpoint } from '../../src/stream/types.ts';
 import { formatStreamStatus, readStreamStatus } from '../../src/stream/read-stream-status.ts';
 import type { RecordedGap, StreamGapsCursor } from '../../src/stream/record-stream-gap.ts';
 import {

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { nextLegacyWindow } from '../../jobs/legacy-latest.ts';
 import { nextLegacyCursor, parseLegacyCursor } from '../../src/legacy/legacy-cursor.ts';
-import { planLegacyWindows } from '../../src/validic/legacy-windows.ts';
+import { planLegacyWindows } from '../../src/legacy/legacy-windows.ts';
 
 const HOUR = 3_600_000;
 const at = (iso: string) => new Date(iso);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { classifyFrame, extractCreatedAt } from '../../src/sse/classify-frame.ts';
-import { toRawItems } from '../../src/sse/to-raw-items.ts';
-import type { SseFrame } from '../../src/sse/types.ts';
+import { classifyFrame, extractCreatedAt } from '../../src/stream/classify-frame.ts';
+import { toRawItems } from '../../src/stream/to-raw-items.ts';
+import type { SseFrame } from '../../src/stream/types.ts';
 
 const frame = (event: string, data: string): SseFrame => ({ type: 'event', event, data, receivedAt: 1 });
 

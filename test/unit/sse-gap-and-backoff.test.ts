@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { PermanentError } from '../../src/errors.ts';
-import { backoffDelay, idleDelay } from '../../src/sse/backoff-delay.ts';
-import { planGapFill, utcDate } from '../../src/sse/plan-gap-fill.ts';
-import { classifyOpenFailure } from '../../src/sse/stream-consumer.ts';
+import { backoffDelay, idleDelay } from '../../src/stream/backoff-delay.ts';
+import { planGapFill, utcDate } from '../../src/stream/plan-gap-fill.ts';
+import { classifyOpenFailure } from '../../src/stream/stream-consumer.ts';
 
 const DAY = 86_400_000;
 const limits = { replayMaxDays: 30, checkpointRetentionDays: 7 };

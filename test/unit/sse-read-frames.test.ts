@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { readSseFrames } from '../../src/sse/read-sse-frames.ts';
-import type { SseFrame } from '../../src/sse/types.ts';
+import { readSseFrames } from '../../src/stream/read-sse-frames.ts';
+import type { SseFrame } from '../../src/stream/types.ts';
 
 const encoder = new TextEncoder();
 

@@ -6,10 +6,10 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { reconnectDelay } from '../../src/sse/backoff-delay.ts';
-import { quietForMs } from '../../src/sse/quiet-for.ts';
-import { StreamConsumer, type StreamConsumerOptionsInput } from '../../src/sse/stream-consumer.ts';
-import type { Clock, DataFrame, GapTooLong, StreamCheckpoint, StreamState } from '../../src/sse/types.ts';
+import { reconnectDelay } from '../../src/stream/backoff-delay.ts';
+import { quietForMs } from '../../src/stream/quiet-for.ts';
+import { StreamConsumer, type StreamConsumerOptionsInput } from '../../src/stream/stream-consumer.ts';
+import type { Clock, DataFrame, GapTooLong, StreamCheckpoint, StreamState } from '../../src/stream/types.ts';
 
 const START = Date.parse('2026-05-20T12:00:00.000Z');
 

@@ -3,9 +3,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/errors.ts';
 import { createManualClock } from '../../src/http/clock.ts';
 import { createHttpClient } from '../../src/http/http-client.ts';
-import { createLegacyClient, formatLegacyInstant } from '../../src/validic/legacy-client.ts';
-import { LEGACY_OBJECTS, toLegacyObject } from '../../src/validic/legacy-objects.ts';
-import type { SummaryPage } from '../../src/validic/legacy-summary-pager.ts';
+import { createLegacyClient, formatLegacyInstant } from '../../src/legacy/legacy-client.ts';
+import { LEGACY_OBJECTS, toLegacyObject } from '../../src/legacy/legacy-objects.ts';
+import type { SummaryPage } from '../../src/legacy/legacy-summary-pager.ts';
 
 const ORIGIN = 'http://127.0.0.1:9';
 let agent: MockAgent;

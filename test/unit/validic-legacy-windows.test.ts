@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { planLegacyWindows } from '../../src/validic/legacy-windows.ts';
+import { planLegacyWindows } from '../../src/legacy/legacy-windows.ts';
 
 describe('planLegacyWindows', () => {
   it('plans consecutive windows overlapping by overlapMs, the last ending at `to`', () => {

@@ -1,14 +1,14 @@
 /**
  * `validic-sync stream [--exit-when-idle S] [--org id]`: consumes each org's stream (with replay gap
  * filling) until Ctrl-C, or until every connection has been idle for S seconds: live, receiving pokes
- * and no data, with nothing waiting to commit (src/sse/STATE-MACHINE.md, "Idle"). Stopping flushes the current
+ * and no data, with nothing waiting to commit (src/stream/STATE-MACHINE.md, "Idle"). Stopping flushes the current
  * micro-batch and commits the checkpoint before the connections close; a closing summary is printed.
  * Gaps the replay cannot fill are backfilled over REST by jobs run in this process.
  */
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
 import { UsageError } from '../../errors.ts';
-import { PLATFORM_POKE_INTERVAL_MS } from '../../sse/default-options.ts';
+import { PLATFORM_POKE_INTERVAL_MS } from '../../stream/default-options.ts';
 import type { OrgStreamSummary } from '../../stream/stream-summary.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
 import { parsePositiveInt } from '../parse-options.ts';

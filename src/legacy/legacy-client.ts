@@ -6,8 +6,8 @@
  * Lists come as `{ summary: {...}, <object>: [...] }` and are paged by `pageBySummary`.
  */
 import type { HttpClient } from '../http/http-client.ts';
-import { buildUrl, type QueryValue } from './build-url.ts';
-import { listItems, parseEnvelope, type RawObject, rawObject } from './envelopes.ts';
+import { buildUrl, type QueryValue } from '../validic/build-url.ts';
+import { listItems, parseEnvelope, type RawObject, rawObject } from '../validic/envelopes.ts';
 import type { LegacyObject } from './legacy-objects.ts';
 import { pageBySummary, type SummaryPage } from './legacy-summary-pager.ts';
 

@@ -12,7 +12,7 @@
  *   when a page repeats the previous page's records (a server ignoring `offset`), and after `maxPages`.
  */
 
-import { numberField, pageSignature, type RawObject } from './envelopes.ts';
+import { numberField, pageSignature, type RawObject } from '../validic/envelopes.ts';
 import { buildUrlFrom } from './legacy-url.ts';
 
 export interface SummaryPage {
