@@ -1,10 +1,16 @@
 import { escapeControlChars } from './terminal-safe.ts';
 
 /**
- * Plain-text table for terminal output: columns padded to their widest cell, values stringified, and
- * control characters of names and values shown as escapes (terminal-safe.ts).
+ * Plain-text table for terminal output (the one formatter of `sql`, `status` and the demo): columns padded
+ * to their widest cell, cut at `maxWidth` characters (60 by default, so one long value does not wrap every
+ * line), values stringified, and control characters of names and values shown as escapes
+ * (terminal-safe.ts).
  */
-export function formatTable(rows: readonly Record<string, unknown>[], columns?: readonly string[]): string {
+export function formatTable(
+  rows: readonly Record<string, unknown>[],
+  columns?: readonly string[],
+  { maxWidth = 60 }: { maxWidth?: number } = {},
+): string {
   const names = columns ?? (rows[0] ? Object.keys(rows[0]) : []);
   if (names.length === 0) return '(no rows)';
   const text = (value: unknown): string => {
@@ -15,7 +21,7 @@ export function formatTable(rows: readonly Record<string, unknown>[], columns?: 
   };
   const cells = rows.map((row) => names.map((name) => escapeControlChars(text(row[name]))));
   const widths = names.map((name, i) =>
-    Math.min(60, Math.max(escapeControlChars(name).length, ...cells.map((c) => c[i]!.length))),
+    Math.min(maxWidth, Math.max(escapeControlChars(name).length, ...cells.map((c) => c[i]!.length))),
   );
   const line = (values: string[]) =>
     values

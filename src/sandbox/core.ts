@@ -1,45 +1,7 @@
 /** What every route and control operation shares: state, clock, faults, stats, streams, notifications. */
-import type { FaultSwitches } from './faults.ts';
-import type { Notifier } from './notifier.ts';
-import type { Prng } from './prng.ts';
-import type { RequestBudget } from './request-budget.ts';
-import type { SandboxState } from './state.ts';
-import type { RequestStats } from './stats.ts';
+import type { CoreBase } from './core-base.ts';
 import type { StreamHub } from './stream-hub.ts';
-import type { Clock } from './time.ts';
 
-export interface CoreSettings {
-  pokeIntervalMs: number;
-  intradayIntervalMinutes: number;
-  /** Events re-sent to the first connection after a disconnect (at-least-once delivery). */
-  redeliverCount: number;
-  /** How long a stream keeps its checkpoint after the last client disconnects (7 days). */
-  checkpointRetentionMs: number;
-  /** First day the replay and connections endpoints know (2025-07-01). */
-  eventsAvailableFromMs: number;
-  /** Rename day for renamed sources (`nokia` → `withings`). */
-  renameDayMs: number;
-  /** Which date of a record start_date/end_date match: its UTC date, or the user's local date. */
-  windowBy: 'utc' | 'local';
-}
-
-export interface SandboxCore {
-  state: SandboxState;
-  clock: Clock;
-  faults: FaultSwitches;
-  /** The platform's own rate limit (`requestsPerHour`), separate from the budget fault. */
-  rateLimit: RequestBudget;
-  stats: RequestStats;
-  /** Draws for data created after start-up (control operations, live feed). */
-  prng: Prng;
+export interface SandboxCore extends CoreBase {
   streams: StreamHub;
-  notifier: Notifier;
-  settings: CoreSettings;
-  /** UTC offset (seconds) per uid, from the user's time zone. */
-  offsets: Map<string, number>;
-  /** Base URL of the v2 API, used to build marketplace addresses. */
-  apiUrl: string;
 }
-
-/** The core without the stream hub: what the hub and its connections are built from. */
-export type CoreBase = Omit<SandboxCore, 'streams'>;

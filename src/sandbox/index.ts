@@ -5,7 +5,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createControl, type SandboxControl, type SandboxTruth } from './control.ts';
-import type { CoreBase, SandboxCore } from './core.ts';
+import type { SandboxCore } from './core.ts';
+import type { CoreBase } from './core-base.ts';
 import { FaultSwitches, type Faults } from './faults.ts';
 import { DEFAULT_MIX, generateData } from './generate-data.ts';
 import { LiveFeed } from './live-feed.ts';

@@ -4,7 +4,7 @@
  * names, silence).
  */
 import type { ServerResponse } from 'node:http';
-import type { CoreBase } from './core.ts';
+import type { CoreBase } from './core-base.ts';
 
 export interface SseConnectionOptions {
   /** Value of `stream` in pokes. */

@@ -11,7 +11,7 @@
  *   events); `event_type_filter` without `connection`/`connections` excludes connection events.
  */
 import type { ServerResponse } from 'node:http';
-import type { CoreBase } from './core.ts';
+import type { CoreBase } from './core-base.ts';
 import { SseConnection } from './sse-connection.ts';
 import type { LogEvent } from './state.ts';
 import { isoMillis, isoSeconds, parseDay } from './time.ts';

@@ -13,6 +13,7 @@ import type { SyncStatus } from '../../metrics/sync-status.ts';
 import type { BudgetStatus } from '../../queue/budget-status.ts';
 import { formatPeriod } from '../../queue/format-period.ts';
 import { EXIT_OK } from '../exit-codes.ts';
+import { formatTable } from '../format-table.ts';
 import type { CommandRunner } from '../run-command.ts';
 
 interface StatusOptions {
@@ -110,15 +111,10 @@ function ago(seconds: number | null): string {
   return `${(seconds / 86_400).toFixed(1)} d`;
 }
 
-/** Left-aligned columns with a header rule. */
-export function table(header: string[], rows: string[][]): string[] {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => c.padEnd(widths[i]!))
-      .join('  ')
-      .trimEnd();
-  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
+/** `status`'s tables: left-aligned columns with a header rule, through the one table formatter, uncut. */
+function table(header: string[], rows: string[][]): string[] {
+  const records = rows.map((row) => Object.fromEntries(header.map((name, i) => [name, row[i] ?? ''])));
+  return formatTable(records, header, { maxWidth: Number.POSITIVE_INFINITY }).split('\n');
 }
 
 function brief(value: unknown, max = 70): string {
