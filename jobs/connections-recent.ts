@@ -8,13 +8,13 @@ import { z } from 'zod';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { CONNECTION_EVENTS_SINCE } from '../src/validic/connection-events-since.ts';
 import { formatUtcDate, planDateWindows } from '../src/validic/date-windows.ts';
+import { CONNECTION_EVENTS_SINCE, MAX_REQUEST_WINDOW_DAYS } from '../src/validic/platform-limits.ts';
 import { defineJob } from './define-job.ts';
 
 export const connectionsRecentPayload = z.object({
   orgId: z.string().min(1),
-  days: z.number().int().min(1).max(30).optional(),
+  days: z.number().int().min(1).max(MAX_REQUEST_WINDOW_DAYS).optional(),
 });
 
 export const connectionsRecent = defineJob({

@@ -22,6 +22,7 @@ import { FANOUT_PRIORITIES, JOB_PRIORITIES } from '../src/queue/job-priorities.t
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { pickRecentPolls } from '../src/queue/pick-recent-polls.ts';
 import { recentPollWindows } from '../src/queue/recent-poll-windows.ts';
+import { MAX_REQUEST_WINDOW_DAYS } from '../src/validic/platform-limits.ts';
 import { toV2Resource } from '../src/validic/v2-resources.ts';
 import { markRecentPollsEnqueued } from '../src/warehouse/recent-polls.ts';
 import { defineJob } from './define-job.ts';
@@ -30,7 +31,7 @@ import { syncUsers } from './users-sync.ts';
 export const recordsRecentPayload = z.object({
   orgId: z.string().min(1),
   /** Days back from today; default: config `sync.lookbackDays`. */
-  lookbackDays: z.number().int().min(0).max(30).optional(),
+  lookbackDays: z.number().int().min(0).max(MAX_REQUEST_WINDOW_DAYS).optional(),
 });
 
 export interface RecordsRecentResult {

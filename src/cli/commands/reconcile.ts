@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
 import { UsageError } from '../../errors.ts';
 import { reconcileCursor } from '../../queue/reconcile-cursor.ts';
-import { CONNECTION_EVENTS_SINCE } from '../../validic/connection-events-since.ts';
+import { CONNECTION_EVENTS_SINCE } from '../../validic/platform-limits.ts';
 import { parseDateRange } from '../parse-options.ts';
 import type { CommandRunner } from '../run-command.ts';
 import { runInlineCommand } from '../run-inline-command.ts';
@@ -40,7 +40,7 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
         const from = [range.from, CONNECTION_EVENTS_SINCE].sort().at(-1)!;
         const { planDateWindows } = await import('../../validic/date-windows.ts');
         const { applyBatch } = await import('../../warehouse/loader/apply-batch.ts');
-        const windows = planDateWindows(from, range.to, 30);
+        const windows = planDateWindows(from, range.to);
         return runInlineCommand(ctx, {
           orgs,
           interrupted: 'reconcile interrupted; committed pages are kept',
