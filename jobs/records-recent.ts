@@ -1,38 +1,13 @@
-/**
- * records.recent: the tick of the scheduled recent poll (every `budget.tickSeconds`). Late data (a
- * device syncing days later) lands in windows that already passed, and the stream may miss some; so
- * each user's last `sync.lookbackDays` days (plus today) are re-polled, all configured resources, as a
- * records.poll job without a backfill run.
- *
- * Instead of queueing every user at once each period, each tick reads the org's budget plan
- * (src/queue/read-budget-plan.ts) and enqueues only the next slice of due users, oldest poll first,
- * active users before dormant ones, as far as the recent poll's share of the request budget allows
- * (src/queue/pick-recent-polls.ts). The users come from `selectUsersToPoll`, the one selection of
- * pollable users. Each user's last enqueue is written before the enqueue (validic_sync.recent_polls);
- * records.poll writes the completion.
- *
- * A rolling range of at most 30 days is one window per user × resource, so nothing is planned in the
- * ledger; the loader makes repeats no-ops, and records.poll's deterministic id keeps a window from being
- * queued twice while one waits.
- */
-import { z } from 'zod';
 import { budgetWarnings } from '../src/queue/budget-warnings.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { FANOUT_PRIORITIES, JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { pickRecentPolls } from '../src/queue/pick-recent-polls.ts';
 import { recentPollWindows } from '../src/queue/recent-poll-windows.ts';
-import { MAX_REQUEST_WINDOW_DAYS } from '../src/validic/platform-limits.ts';
 import { toV2Resource } from '../src/validic/v2-resources.ts';
-import { markRecentPollsEnqueued } from '../src/warehouse/recent-polls.ts';
 import { defineJob } from './define-job.ts';
+import { recordsRecentPayload } from './payloads.ts';
 import { syncUsers } from './users-sync.ts';
-
-export const recordsRecentPayload = z.object({
-  orgId: z.string().min(1),
-  /** Days back from today; default: config `sync.lookbackDays`. */
-  lookbackDays: z.number().int().min(0).max(MAX_REQUEST_WINDOW_DAYS).optional(),
-});
 
 export interface RecordsRecentResult {
   from: string;
@@ -53,7 +28,6 @@ export const recordsRecent = defineJob({
   jobId: (p) => jobKey('records.recent', p.orgId),
   async run(ctx, payload): Promise<RecordsRecentResult> {
     const org = ctx.org(payload.orgId);
-    const db = ctx.warehouse.db;
     const days = payload.lookbackDays ?? ctx.settings.lookbackDays;
     const now = Date.now();
     const windows = recentPollWindows(days, now);
@@ -74,7 +48,11 @@ export const recordsRecent = defineJob({
       tickMs: ctx.settings.tickMs,
     });
     const resources = [...new Set(org.config.resources.map(toV2Resource))];
-    await markRecentPollsEnqueued(db, payload.orgId, [...slice.active, ...slice.dormant], new Date(now));
+    await ctx.warehouse.markRecentPollsEnqueued(
+      payload.orgId,
+      [...slice.active, ...slice.dormant],
+      new Date(now),
+    );
     let enqueued = 0;
     for (const [uids, priority] of [
       [slice.active, FANOUT_PRIORITIES.activeRecentPoll],

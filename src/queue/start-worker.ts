@@ -26,6 +26,7 @@ import { createQueueDashboard } from '../server/queue-dashboard.ts';
 import { startWorkerServer, type WorkerServer } from '../server/worker-server.ts';
 import { withSpan } from '../telemetry/tracer.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
+import { reconcileLastCursor } from '../warehouse/cursors/reconcile-last-cursor.ts';
 import { countQuarantineByKind } from '../warehouse/quarantine.ts';
 import { describeBudget } from './budget-status.ts';
 import type { JobDefinition } from './job-definition.ts';
@@ -119,7 +120,7 @@ export async function startWorker(
       Promise.all(
         config.organizations.map(async (o) => ({
           orgId: o.orgId,
-          missed: (await readCursor<{ missed?: number }>(db, o.orgId, 'reconcile:last'))?.missed ?? 0,
+          missed: (await readCursor(db, o.orgId, reconcileLastCursor()))?.missed ?? 0,
         })),
       ),
     budgetPlans: async () =>

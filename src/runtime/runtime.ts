@@ -9,6 +9,7 @@ import { ConfigError } from '../errors.ts';
 import type { Logger } from '../log/logger.ts';
 import type { JobContext } from '../queue/job-context.ts';
 import { jobSettings } from '../queue/job-settings.ts';
+import { jobCursors, jobWarehouse } from '../queue/job-warehouse.ts';
 import { readBudgetPlan } from '../queue/read-budget-plan.ts';
 import { migrateToLatest } from '../warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../warehouse/open-warehouse.ts';
@@ -81,6 +82,8 @@ export async function openRuntime(
     ]);
   };
   const settings = jobSettings(config);
+  const jobStore = jobWarehouse(warehouse);
+  const cursors = jobCursors(warehouse.db);
   return {
     config,
     log,
@@ -90,7 +93,8 @@ export async function openRuntime(
     org,
     jobContext: ({ jobId, attempt, signal, enqueue }) => ({
       log: log.child({ jobId }),
-      warehouse,
+      warehouse: jobStore,
+      cursors,
       org,
       signal,
       attempt,

@@ -11,6 +11,7 @@ import { configSchema } from '../../src/config/schema.ts';
 import { PermanentError } from '../../src/errors.ts';
 import { PermanentHttpError } from '../../src/http/http-errors.ts';
 import { silentLogger } from '../../src/log/logger.ts';
+import { jobWarehouse } from '../../src/queue/job-warehouse.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { toV2Resource } from '../../src/validic/v2-resources.ts';
@@ -75,7 +76,7 @@ describe('records.poll: one user, one window, several resources', () => {
         signal: new AbortController().signal,
         enqueue: async () => true,
       }),
-      warehouse: counting,
+      warehouse: jobWarehouse(counting),
       org: () => ({
         ...real,
         v2: {
