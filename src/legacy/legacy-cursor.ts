@@ -1,7 +1,8 @@
 /**
- * How the legacy latest cursor `legacy:latest:<object>` (src/warehouse/cursors/legacy-latest-cursor.ts) moves: the end of the last
- * fully loaded `last_updated` window of that object. It is written by `applyBatch` together with the
- * window's last page, so it never runs ahead of committed data.
+ * How the legacy latest cursor `legacy:latest:<object>` moves (its kind:
+ * src/warehouse/cursors/legacy-latest-cursor.ts): the end of the last fully loaded `last_updated` window
+ * of that object. It is written by `applyBatch` together with the window's last page, so it never runs
+ * ahead of committed data.
  *
  * It only ever EXTENDS the covered range: a window moves it when the window starts at or before the
  * cursor (contiguous with what is covered) and ends after it. A backfill of an old range therefore never

@@ -1,6 +1,7 @@
 /**
- * Reading the named cursors of `validic_sync.checkpoints` (their kinds: cursors/). Cursors are only WRITTEN by applyBatch, in
- * the same transaction as the data they cover, so a cursor never runs ahead of committed data.
+ * Reading the named cursors of `validic_sync.checkpoints`, each through its kind (cursors/). Cursors are
+ * only WRITTEN by applyBatch, in the same transaction as the data they cover, so a cursor never runs
+ * ahead of committed data. `listCursors` gives the stored values as they are (for `status`).
  */
 import type { Kysely } from 'kysely';
 import type { Cursor } from './cursors/define-cursor.ts';
