@@ -1,4 +1,3 @@
-import { findLegacyRecord } from '../src/legacy/get-legacy-record.ts';
 import type { SummaryPage } from '../src/legacy/legacy-summary-pager.ts';
 import type { LegacyPagesResult } from '../src/legacy/load-legacy-pages.ts';
 import { jobKey } from '../src/queue/job-key.ts';
@@ -49,7 +48,7 @@ export const legacyFetch = defineJob({
       signal: ctx.signal,
     };
     if (recordId && userId) {
-      const answer = await findLegacyRecord(org, { userId, object, recordId, signal: ctx.signal });
+      const answer = await org.findLegacyRecord({ userId, object, recordId, signal: ctx.signal });
       const pages = onePage(answer.found ? answer.items : []);
       const loaded = await ctx.warehouse.loadLegacyPages({ ...common, pages, log: ctx.log });
       if (answer.found) return { ...loaded, mode: 'record' };

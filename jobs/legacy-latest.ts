@@ -61,9 +61,7 @@ export const legacyLatest = defineJob({
     });
 
     // Every page is read and committed: what the window no longer lists is deleted or edited since.
-    const confirmed = await ctx.warehouse.confirmLegacyDeletes({
-      org,
-      orgId,
+    const confirmed = await org.confirmLegacyDeletes({
       object,
       window,
       listed,

@@ -28,7 +28,7 @@ export const legacySync = defineJob({
     const { orgId } = payload;
     const org = ctx.org(orgId);
     const settings = ctx.settings.legacyWindow;
-    const objects = [...new Set(payload.objects ?? org.config.legacy.objects)];
+    const objects = [...new Set(payload.objects ?? org.legacyObjects)];
     const to = payload.to ? new Date(payload.to) : new Date();
     const lookbackMs = Math.max(1, ctx.settings.lookbackDays) * 86_400_000;
 

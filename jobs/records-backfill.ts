@@ -26,7 +26,7 @@ export const recordsBackfill = defineJob({
     const { orgId } = payload;
     const store = ctx.warehouse;
     const org = ctx.org(orgId);
-    const resources = [...new Set((payload.resources ?? org.config.resources).map(toV2Resource))].sort(
+    const resources = [...new Set((payload.resources ?? org.resources).map(toV2Resource))].sort(
       (a, b) => V2_RESOURCES.indexOf(a) - V2_RESOURCES.indexOf(b),
     );
     // The run's identity: the same arguments resume the same run.

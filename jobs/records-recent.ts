@@ -47,7 +47,7 @@ export const recordsRecent = defineJob({
       now,
       tickMs: ctx.settings.tickMs,
     });
-    const resources = [...new Set(org.config.resources.map(toV2Resource))];
+    const resources = [...new Set(org.resources.map(toV2Resource))];
     await ctx.warehouse.markRecentPollsEnqueued(
       payload.orgId,
       [...slice.active, ...slice.dormant],

@@ -7,7 +7,7 @@
  */
 import type { z } from 'zod';
 import type { Logger } from '../log/logger.ts';
-import type { OrgClients } from '../runtime/org-clients.ts';
+import type { JobOrg } from './job-org.ts';
 import type { JobSettings } from './job-settings.ts';
 import type { JobCursors, JobWarehouse } from './job-warehouse.ts';
 import type { OrgBudget } from './read-budget-plan.ts';
@@ -58,8 +58,8 @@ export interface JobContext<Payloads extends PayloadSchemas = any> {
   warehouse: JobWarehouse;
   /** Cursors read through their kinds (src/warehouse/cursors/); written with a batch's checkpoint. */
   cursors: JobCursors;
-  /** The platform clients of a configured organization; throws a ConfigError for an unknown org. */
-  org(orgId: string): OrgClients;
+  /** A configured organization's platform clients and the settings jobs read (job-org.ts); throws a ConfigError for an unknown org. */
+  org(orgId: string): JobOrg;
   /** Aborted when the process is asked to stop: pass it to every request and check it between batches. */
   signal: AbortSignal;
   /** 1 for the first attempt. */

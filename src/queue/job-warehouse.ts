@@ -5,7 +5,6 @@
  * line here.
  */
 import type { Kysely } from 'kysely';
-import { confirmLegacyDeletes } from '../legacy/confirm-legacy-deletes.ts';
 import { loadLegacyPages } from '../legacy/load-legacy-pages.ts';
 import { prunePushNotifications } from '../push/push-notification-store.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
@@ -58,7 +57,6 @@ export function jobWarehouse(warehouse: Warehouse) {
     // The loader: a batch with its checkpoint (cursors, ledger windows) in one transaction.
     applyBatch: onWarehouse(applyBatch),
     loadLegacyPages: withWarehouse(loadLegacyPages),
-    confirmLegacyDeletes: withWarehouse(confirmLegacyDeletes),
     // Marks found outside a batch.
     markUsersRemoved: onDb(markUsersRemoved),
     markUnlistedUsersRemoved: onDb(markUnlistedUsersRemoved),

@@ -8,6 +8,7 @@ import type { Config } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import type { Logger } from '../log/logger.ts';
 import type { JobContext } from '../queue/job-context.ts';
+import { type JobOrg, jobOrg } from '../queue/job-org.ts';
 import { jobSettings } from '../queue/job-settings.ts';
 import { jobCursors, jobWarehouse } from '../queue/job-warehouse.ts';
 import { readBudgetPlan } from '../queue/read-budget-plan.ts';
@@ -83,6 +84,12 @@ export async function openRuntime(
   };
   const settings = jobSettings(config);
   const jobStore = jobWarehouse(warehouse);
+  const jobOrgs = new Map<string, JobOrg>();
+  const jobOrgOf = (orgId: string): JobOrg => {
+    let found = jobOrgs.get(orgId);
+    if (!found) jobOrgs.set(orgId, (found = jobOrg(org(orgId), warehouse)));
+    return found;
+  };
   const cursors = jobCursors(warehouse.db);
   return {
     config,
@@ -95,7 +102,7 @@ export async function openRuntime(
       log: log.child({ jobId }),
       warehouse: jobStore,
       cursors,
-      org,
+      org: jobOrgOf,
       signal,
       attempt,
       jobId,

@@ -68,14 +68,15 @@ describe('records.poll: one user, one window, several resources', () => {
   /** Runs the job with `fail` making one resource's request throw; returns the resources requested. */
   async function runPoll(runId: string, attempt: number, fail?: { resource: string; error: Error }) {
     const requested: string[] = [];
-    const real = runtime.org(sandbox.orgId);
+    const base = runtime.jobContext({
+      jobId: 'test',
+      attempt,
+      signal: new AbortController().signal,
+      enqueue: async () => true,
+    });
+    const real = base.org(sandbox.orgId);
     const ctx = {
-      ...runtime.jobContext({
-        jobId: 'test',
-        attempt,
-        signal: new AbortController().signal,
-        enqueue: async () => true,
-      }),
+      ...base,
       warehouse: jobWarehouse(counting),
       org: () => ({
         ...real,
