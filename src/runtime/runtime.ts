@@ -86,8 +86,8 @@ export async function openRuntime(
   const jobStore = jobWarehouse(warehouse);
   const jobOrgs = new Map<string, JobOrg>();
   const jobOrgOf = (orgId: string): JobOrg => {
-    let found = jobOrgs.get(orgId);
-    if (!found) jobOrgs.set(orgId, (found = jobOrg(org(orgId), warehouse)));
+    const found = jobOrgs.get(orgId) ?? jobOrg(org(orgId), warehouse);
+    jobOrgs.set(orgId, found);
     return found;
   };
   const cursors = jobCursors(warehouse.db);
