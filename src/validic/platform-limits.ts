@@ -9,6 +9,9 @@
  */
 export const MAX_REQUEST_WINDOW_DAYS = 30;
 
+/** Streams per customer; creating a sixth is refused (422). */
+export const MAX_STREAMS_PER_CUSTOMER = 5;
+
 /** Concurrent SSE connections to one stream; a 4th is refused (422). */
 export const MAX_STREAM_CONNECTIONS = 3;
 
