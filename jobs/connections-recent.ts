@@ -1,3 +1,9 @@
+/**
+ * connections.recent: the scheduled reconciliation of connection events. Each tick queues
+ * connections.reconcile for the last `days` days (default: config `schedules.reconcileDays`, 30), never
+ * before the date the platform keeps events from; what the stream delivered is a no-op, what it missed
+ * is inserted and counted in the `reconcile:last` cursor.
+ */
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';

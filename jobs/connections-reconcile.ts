@@ -1,3 +1,8 @@
+/**
+ * connections.reconcile: pages `/connections` for one window of at most 30 days and loads every page.
+ * Events are immutable and keyed by id, so what the stream already delivered is a no-op; what it
+ * missed is inserted and counted (`inserted` = events the stream missed).
+ */
 import { emptyCounts, type LoadCounts } from '../src/pipeline/batch.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';

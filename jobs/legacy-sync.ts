@@ -1,3 +1,13 @@
+/**
+ * legacy.sync: plans the legacy `latest` windows of an organization and starts one chain of
+ * legacy.latest jobs per object (see legacy-latest.ts for why windows of one object run in sequence).
+ *
+ * - Scheduled (no `from`): each object continues from its cursor `legacy:latest:<object>` minus the
+ *   overlap (late syncs and records stamped at a boundary are caught again; the loader removes the
+ *   repeats), or from `sync.lookbackDays` ago (at least one day) when it has none, up to now.
+ * - Backfill (`from`, optional `to`, default now): exactly that range, whatever the cursors say; the
+ *   cursors only ever move forward (legacy-cursor.ts).
+ */
 import type { LegacyObject } from '../src/legacy/legacy-objects.ts';
 import { planLegacyWindows } from '../src/legacy/legacy-windows.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';

@@ -1,3 +1,8 @@
+/**
+ * push.prune: deletes stored push bodies (validic_sync.push_notifications) older than
+ * `push.retentionDays` (default 30). Scheduled by the worker every `push.pruneMinutes` (default daily).
+ * The bodies are kept for inspection only; the records they announced live in the warehouse tables.
+ */
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';

@@ -1,3 +1,10 @@
+/**
+ * records.backfill: plans a backfill run and fans out. It syncs the user list, plans one ledger window
+ * per user × resource × ≤ 30-day window (and one per 30 days of connection events), and enqueues the
+ * windows still pending. Running the same backfill again resumes the unfinished run with the same
+ * arguments (only pending windows are fetched); a finished run is not resumed: the same command then
+ * starts a new run, because fetching the range again is what the user asked for.
+ */
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { planDateWindows, planRecordWindows } from '../src/validic/date-windows.ts';

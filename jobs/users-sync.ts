@@ -1,3 +1,13 @@
+/**
+ * users.sync: reads every user of the organization (page-index pager, 1,000 per page) and loads each
+ * page as one batch. The cursor records when the list was last read completely.
+ *
+ * A complete listing (every page read to the end in this run) is also the evidence that a user is gone:
+ * stored users it does not show get `removed_at` and are no longer polled (remove-users.ts); a user it
+ * shows again is un-removed by the loader. An empty listing removes nobody (an org whose every user is
+ * gone is far less likely than an answer that lost its data). A page-index pager can skip a user when
+ * another user is deleted while it reads; such a user is un-removed by the next listing.
+ */
 import type { LoadCounts } from '../src/pipeline/batch.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';

@@ -1,3 +1,9 @@
+/**
+ * warehouse.maintain: the monthly partitions' upkeep (src/warehouse/warehouse-upkeep.ts). Creates the
+ * partitions of this month and the next `warehouse.partitionMonthsAhead`, and, when
+ * `warehouse.rawRetentionMonths` is set, empties `raw` of older months. Scheduled by the worker every
+ * `warehouse.maintainMinutes` (default daily); idempotent, so a retry or a second replica's run is harmless.
+ */
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
