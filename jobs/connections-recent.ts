@@ -4,18 +4,13 @@
  * before the date the platform keeps events from; what the stream delivered is a no-op, what it missed
  * is inserted and counted in the `reconcile:last` cursor.
  */
-import { z } from 'zod';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { CONNECTION_EVENTS_SINCE } from '../src/validic/connection-events-since.ts';
 import { formatUtcDate, planDateWindows } from '../src/validic/date-windows.ts';
+import { CONNECTION_EVENTS_SINCE } from '../src/validic/platform-limits.ts';
 import { defineJob } from './define-job.ts';
-
-export const connectionsRecentPayload = z.object({
-  orgId: z.string().min(1),
-  days: z.number().int().min(1).max(30).optional(),
-});
+import { connectionsRecentPayload } from './payloads.ts';
 
 export const connectionsRecent = defineJob({
   name: 'connections.recent',

@@ -3,24 +3,13 @@
  * Events are immutable and keyed by id, so what the stream already delivered is a no-op; what it
  * missed is inserted and counted (`inserted` = events the stream missed).
  */
-import { z } from 'zod';
 import { emptyCounts, type LoadCounts } from '../src/pipeline/batch.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { isoDate } from '../src/queue/payload-dates.ts';
-import { reconcileCursor } from '../src/queue/reconcile-cursor.ts';
-import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
-import { applyBatch } from '../src/warehouse/loader/apply-batch.ts';
+import { reconcileLastWrite } from '../src/warehouse/cursors/reconcile-last-cursor.ts';
 import { defineJob } from './define-job.ts';
-
-export const connectionsReconcilePayload = z.object({
-  orgId: z.string().min(1),
-  startDate: isoDate,
-  endDate: isoDate,
-  runId: z.string().optional(),
-  windowKey: z.string().optional(),
-});
+import { connectionsReconcilePayload } from './payloads.ts';
 
 export interface ConnectionsReconcileResult extends LoadCounts {
   events: number;
@@ -42,8 +31,7 @@ export const connectionsReconcile = defineJob({
     })) {
       result.pages++;
       result.events += page.connections.length;
-      const loaded = await applyBatch(
-        ctx.warehouse,
+      const loaded = await ctx.warehouse.applyBatch(
         {
           orgId: payload.orgId,
           arrivedVia: 'poll',
@@ -71,19 +59,18 @@ export const connectionsReconcile = defineJob({
             },
           ]
         : [];
-    const cursor = reconcileCursor({
+    const cursor = reconcileLastWrite({
       startDate: payload.startDate,
       endDate: payload.endDate,
       events: result.events,
       missed: result.inserted,
     });
-    await applyBatch(
-      ctx.warehouse,
+    await ctx.warehouse.applyBatch(
       { orgId: payload.orgId, arrivedVia: 'poll', items: [] },
       // Within a backfill run the events are not "missed by the stream": only reconciliations report.
       { windows, cursors: payload.runId ? [] : [cursor] },
     );
-    if (payload.runId) await finishRunIfComplete(ctx.warehouse.db, payload.runId);
+    if (payload.runId) await ctx.warehouse.finishRunIfComplete(payload.runId);
     if (result.inserted > 0) {
       ctx.log.info(
         { missed: result.inserted, window: `${payload.startDate}..${payload.endDate}` },

@@ -6,10 +6,10 @@
 import type { JobDefinition } from '../src/queue/job-definition.ts';
 import { connectionsRecent } from './connections-recent.ts';
 import { connectionsReconcile } from './connections-reconcile.ts';
-import type { JobPayloads } from './define-job.ts';
 import { legacyFetch } from './legacy-fetch.ts';
 import { legacyLatest } from './legacy-latest.ts';
 import { legacySync } from './legacy-sync.ts';
+import type { JobPayloads } from './payloads.ts';
 import { pushPrune } from './push-prune.ts';
 import { recordsBackfill } from './records-backfill.ts';
 import { recordsPoll } from './records-poll.ts';
@@ -29,7 +29,7 @@ export const jobCatalog = {
   [legacyFetch.name]: legacyFetch,
   [pushPrune.name]: pushPrune,
   [warehouseMaintain.name]: warehouseMaintain,
-  // Exactly the jobs of JobPayloads (define-job.ts, what ctx.enqueue is typed by), each with its schema.
+  // Exactly the jobs of JobPayloads (payloads.ts, what ctx.enqueue is typed by), each with its schema.
 } satisfies {
   [Name in keyof JobPayloads]: JobDefinition<JobPayloads[Name], any, JobPayloads> & { name: Name };
 };

@@ -16,37 +16,13 @@
  * Whatever it loads, the loader's "latest last_updated wins" keeps the table right; it moves no cursor
  * (the scheduled legacy.sync owns those and remains the safety net for anything push missed).
  */
-import { z } from 'zod';
-import { findLegacyRecord } from '../src/legacy/get-legacy-record.ts';
-import { type LegacyPagesResult, loadLegacyPages } from '../src/legacy/load-legacy-pages.ts';
+import type { SummaryPage } from '../src/legacy/legacy-summary-pager.ts';
+import type { LegacyPagesResult } from '../src/legacy/load-legacy-pages.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { isoInstant } from '../src/queue/payload-dates.ts';
-import { LEGACY_OBJECTS } from '../src/legacy/legacy-objects.ts';
-import type { SummaryPage } from '../src/legacy/legacy-summary-pager.ts';
-import { markLegacyDeleted } from '../src/warehouse/mark-legacy-deleted.ts';
 import { defineJob } from './define-job.ts';
-
-export const legacyFetchPayload = z.object({
-  orgId: z.string().min(1),
-  object: z.enum(LEGACY_OBJECTS),
-  /** The record's `_id`. */
-  recordId: z.string().min(1).optional(),
-  /** The service user `_id` the record belongs to. */
-  userId: z.string().min(1).optional(),
-  /** The announced `last_updated` (ISO instant). */
-  lastUpdated: isoInstant.optional(),
-  /** Row of validic_sync.push_notifications that announced it (tells apart repeats without last_updated). */
-  notificationId: z.string().optional(),
-  /** The documented item's `activity_date` (ISO instant): the measurement set's timestamp. */
-  activityDate: isoInstant.optional(),
-  /** The documented item's `source` (the app's short name): filters the retrieval. */
-  source: z.string().min(1).optional(),
-  /** Coalescing window the announcement fell in: repeats within one window share the job id. */
-  window: z.string().optional(),
-});
-export type LegacyFetchPayload = z.infer<typeof legacyFetchPayload>;
+import { type LegacyFetchPayload, legacyFetchPayload } from './payloads.ts';
 
 export interface LegacyFetchResult extends LegacyPagesResult {
   mode: 'record' | 'activity' | 'user-window' | 'org-window';
@@ -84,18 +60,17 @@ export const legacyFetch = defineJob({
     const { orgId, object, recordId, userId, lastUpdated, activityDate, source } = payload;
     const org = ctx.org(orgId);
     const common = {
-      warehouse: ctx.warehouse,
       orgId,
       object,
       arrivedVia: 'push' as const,
       signal: ctx.signal,
     };
     if (recordId && userId) {
-      const answer = await findLegacyRecord(org, { userId, object, recordId, signal: ctx.signal });
+      const answer = await org.findLegacyRecord({ userId, object, recordId, signal: ctx.signal });
       const pages = onePage(answer.found ? answer.items : []);
-      const loaded = await loadLegacyPages({ ...common, pages, log: ctx.log });
+      const loaded = await ctx.warehouse.loadLegacyPages({ ...common, pages, log: ctx.log });
       if (answer.found) return { ...loaded, mode: 'record' };
-      const marked = await markLegacyDeleted(ctx.warehouse.db, orgId, object, [recordId]);
+      const marked = await ctx.warehouse.markLegacyDeleted(orgId, object, [recordId]);
       return { ...loaded, mode: 'record', deleted: marked.length > 0 };
     }
     if (activityDate) {
@@ -109,7 +84,10 @@ export const legacyFetch = defineJob({
       const pages = userId
         ? org.legacy.pageUserList(userId, object, range)
         : org.legacy.pageOrgList(object, range);
-      return { ...(await loadLegacyPages({ ...common, pages, log: ctx.log })), mode: 'activity' };
+      return {
+        ...(await ctx.warehouse.loadLegacyPages({ ...common, pages, log: ctx.log })),
+        mode: 'activity',
+      };
     }
     const settings = ctx.settings.legacyWindow;
     const margin = Math.max(settings.overlapMs, 60_000);
@@ -123,7 +101,7 @@ export const legacyFetch = defineJob({
     const pages = userId
       ? org.legacy.pageUserLatest(userId, object, { ...range, signal: ctx.signal })
       : org.legacy.pageLatest(object, { ...range, signal: ctx.signal });
-    const loaded = await loadLegacyPages({ ...common, pages, log: ctx.log });
+    const loaded = await ctx.warehouse.loadLegacyPages({ ...common, pages, log: ctx.log });
     return { ...loaded, mode: userId ? 'user-window' : 'org-window' };
   },
 });

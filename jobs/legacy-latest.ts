@@ -11,38 +11,16 @@
  * Deletes: once the window is read to its end, stored records of the window it no longer lists are
  * asked for by id; a 404 marks them deleted (confirm-legacy-deletes.ts says exactly when absence counts).
  */
-import { z } from 'zod';
-import { collectListedIds, confirmLegacyDeletes } from '../src/legacy/confirm-legacy-deletes.ts';
-import {
-  type LegacyCursorValue,
-  legacyCursorKey,
-  nextLegacyCursor,
-  parseLegacyCursor,
-} from '../src/legacy/legacy-cursor.ts';
-import { type LegacyPagesResult, loadLegacyPages } from '../src/legacy/load-legacy-pages.ts';
+import { collectListedIds } from '../src/legacy/confirm-legacy-deletes.ts';
+import { nextLegacyCursor } from '../src/legacy/legacy-cursor.ts';
+import { type InstantWindow, planLegacyWindows } from '../src/legacy/legacy-windows.ts';
+import type { LegacyPagesResult } from '../src/legacy/load-legacy-pages.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { isoInstant } from '../src/queue/payload-dates.ts';
-import { LEGACY_OBJECTS } from '../src/legacy/legacy-objects.ts';
-import { type InstantWindow, planLegacyWindows } from '../src/legacy/legacy-windows.ts';
-import { readCursor } from '../src/warehouse/checkpoints.ts';
+import { type LegacyCursorValue, legacyLatestCursor } from '../src/warehouse/cursors/legacy-latest-cursor.ts';
 import { defineJob } from './define-job.ts';
-
-export const legacyLatestPayload = z
-  .object({
-    orgId: z.string().min(1),
-    object: z.enum(LEGACY_OBJECTS),
-    startDate: isoInstant,
-    endDate: isoInstant,
-    /** End of the whole range: the next window (if any) is enqueued after this one commits. */
-    until: isoInstant.optional(),
-  })
-  .refine((p) => Date.parse(p.startDate) < Date.parse(p.endDate), {
-    message: 'startDate must be before endDate',
-    path: ['startDate'],
-  });
-export type LegacyLatestPayload = z.infer<typeof legacyLatestPayload>;
+import { type LegacyLatestPayload, legacyLatestPayload } from './payloads.ts';
 
 export interface LegacyLatestResult extends LegacyPagesResult {
   object: string;
@@ -78,12 +56,11 @@ export const legacyLatest = defineJob({
     const { orgId, object } = payload;
     const org = ctx.org(orgId);
     const window = { start: new Date(payload.startDate), end: new Date(payload.endDate) };
-    const key = legacyCursorKey(object);
-    const current = parseLegacyCursor(await readCursor(ctx.warehouse.db, orgId, key));
+    const latest = legacyLatestCursor(object);
+    const current = await ctx.cursors.read(orgId, latest);
     const cursor: LegacyCursorValue | undefined = nextLegacyCursor(current, window, new Date());
     const listed = new Set<string>();
-    const loaded = await loadLegacyPages({
-      warehouse: ctx.warehouse,
+    const loaded = await ctx.warehouse.loadLegacyPages({
       orgId,
       object,
       arrivedVia: 'legacy',
@@ -91,16 +68,13 @@ export const legacyLatest = defineJob({
         org.legacy.pageLatest(object, { startDate: window.start, endDate: window.end, signal: ctx.signal }),
         listed,
       ),
-      checkpoint: cursor ? { cursors: [{ key, value: cursor }] } : {},
+      checkpoint: cursor ? { cursors: [latest.write(cursor)] } : {},
       signal: ctx.signal,
       log: ctx.log,
     });
 
     // Every page is read and committed: what the window no longer lists is deleted or edited since.
-    const confirmed = await confirmLegacyDeletes({
-      warehouse: ctx.warehouse,
-      org,
-      orgId,
+    const confirmed = await org.confirmLegacyDeletes({
       object,
       window,
       listed,

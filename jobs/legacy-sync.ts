@@ -8,31 +8,13 @@
  * - Backfill (`from`, optional `to`, default now): exactly that range, whatever the cursors say; the
  *   cursors only ever move forward (legacy-cursor.ts).
  */
-import { z } from 'zod';
-import { legacyCursorKey, parseLegacyCursor } from '../src/legacy/legacy-cursor.ts';
+import type { LegacyObject } from '../src/legacy/legacy-objects.ts';
+import { planLegacyWindows } from '../src/legacy/legacy-windows.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { isoInstant } from '../src/queue/payload-dates.ts';
-import { LEGACY_OBJECTS, type LegacyObject } from '../src/legacy/legacy-objects.ts';
-import { planLegacyWindows } from '../src/legacy/legacy-windows.ts';
-import { readCursor } from '../src/warehouse/checkpoints.ts';
+import { legacyLatestCursor } from '../src/warehouse/cursors/legacy-latest-cursor.ts';
 import { defineJob } from './define-job.ts';
-
-export const legacySyncPayload = z
-  .object({
-    orgId: z.string().min(1),
-    /** Legacy objects; default: the org's `legacy.objects`. */
-    objects: z.array(z.enum(LEGACY_OBJECTS)).min(1).optional(),
-    /** Backfill range start; absent: continue from each object's cursor. */
-    from: isoInstant.optional(),
-    /** Range end; default: now. */
-    to: isoInstant.optional(),
-  })
-  .refine((p) => !p.from || !p.to || Date.parse(p.from) < Date.parse(p.to), {
-    message: 'from must be before to',
-    path: ['from'],
-  });
-export type LegacySyncPayload = z.infer<typeof legacySyncPayload>;
+import { legacySyncPayload } from './payloads.ts';
 
 export interface LegacySyncPlan {
   object: LegacyObject;
@@ -56,7 +38,7 @@ export const legacySync = defineJob({
     const { orgId } = payload;
     const org = ctx.org(orgId);
     const settings = ctx.settings.legacyWindow;
-    const objects = [...new Set(payload.objects ?? org.config.legacy.objects)];
+    const objects = [...new Set(payload.objects ?? org.legacyObjects)];
     const to = payload.to ? new Date(payload.to) : new Date();
     const lookbackMs = Math.max(1, ctx.settings.lookbackDays) * 86_400_000;
 
@@ -65,7 +47,7 @@ export const legacySync = defineJob({
       let from: Date;
       if (payload.from) from = new Date(payload.from);
       else {
-        const cursor = parseLegacyCursor(await readCursor(ctx.warehouse.db, orgId, legacyCursorKey(object)));
+        const cursor = await ctx.cursors.read(orgId, legacyLatestCursor(object));
         from = cursor
           ? new Date(Date.parse(cursor.end) - settings.overlapMs)
           : new Date(to.getTime() - lookbackMs);

@@ -3,14 +3,11 @@
  * `push.retentionDays` (default 30). Scheduled by the worker every `push.pruneMinutes` (default daily).
  * The bodies are kept for inspection only; the records they announced live in the warehouse tables.
  */
-import { z } from 'zod';
-import { prunePushNotifications } from '../src/push/push-notification-store.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { defineJob } from './define-job.ts';
-
-export const pushPrunePayload = z.object({});
+import { pushPrunePayload } from './payloads.ts';
 
 export const pushPrune = defineJob({
   name: 'push.prune',
@@ -19,7 +16,7 @@ export const pushPrune = defineJob({
   jobId: () => jobKey('push.prune'),
   async run(ctx): Promise<{ deleted: number; before: string }> {
     const before = new Date(Date.now() - ctx.settings.pushRetentionDays * 86_400_000);
-    const deleted = await prunePushNotifications(ctx.warehouse.db, before, { signal: ctx.signal });
+    const deleted = await ctx.warehouse.prunePushNotifications(before, { signal: ctx.signal });
     ctx.log.info({ deleted, before: before.toISOString() }, 'old push notifications pruned');
     return { deleted, before: before.toISOString() };
   },

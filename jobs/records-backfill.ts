@@ -5,43 +5,15 @@
  * arguments (only pending windows are fetched); a finished run is not resumed: the same command then
  * starts a new run, because fetching the range again is what the user asked for.
  */
-import { z } from 'zod';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { isoDate } from '../src/queue/payload-dates.ts';
-import { CONNECTION_EVENTS_SINCE } from '../src/validic/connection-events-since.ts';
 import { planDateWindows, planRecordWindows } from '../src/validic/date-windows.ts';
+import { CONNECTION_EVENTS_SINCE } from '../src/validic/platform-limits.ts';
 import { toV2Resource, V2_RESOURCES } from '../src/validic/v2-resources.ts';
-import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
-import { pollableUsers } from '../src/warehouse/pollable-users.ts';
-import {
-  findUnfinishedRun,
-  finishRun,
-  listPendingWindows,
-  type PlannedWindow,
-  planWindows,
-  recordsWindowKey,
-  startRun,
-} from '../src/warehouse/window-ledger.ts';
+import { type PlannedWindow, recordsWindowKey } from '../src/warehouse/window-ledger.ts';
 import { defineJob } from './define-job.ts';
+import { recordsBackfillPayload } from './payloads.ts';
 import { syncUsers } from './users-sync.ts';
-
-export const recordsBackfillPayload = z
-  .object({
-    orgId: z.string().min(1),
-    from: isoDate,
-    to: isoDate,
-    /** v2 resource names; default: the org's configured resources. */
-    resources: z.array(z.string().min(1)).optional(),
-    /** Limit to these uids; default: every user of the org. */
-    uids: z.array(z.string().min(1)).optional(),
-    /** Start a new run even if an unfinished one with the same arguments exists. */
-    restart: z.boolean().default(false),
-    /** Also fetch connection events for the range. */
-    connections: z.boolean().default(true),
-  })
-  .refine((p) => p.from <= p.to, { message: 'from must not be after to', path: ['from'] });
-export type RecordsBackfillPayload = z.infer<typeof recordsBackfillPayload>;
 
 export interface RecordsBackfillResult {
   runId: string;
@@ -59,9 +31,9 @@ export const recordsBackfill = defineJob({
   options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['records.backfill'] },
   async run(ctx, payload): Promise<RecordsBackfillResult> {
     const { orgId } = payload;
-    const db = ctx.warehouse.db;
+    const store = ctx.warehouse;
     const org = ctx.org(orgId);
-    const resources = [...new Set((payload.resources ?? org.config.resources).map(toV2Resource))].sort(
+    const resources = [...new Set((payload.resources ?? org.resources).map(toV2Resource))].sort(
       (a, b) => V2_RESOURCES.indexOf(a) - V2_RESOURCES.indexOf(b),
     );
     // The run's identity: the same arguments resume the same run.
@@ -73,14 +45,15 @@ export const recordsBackfill = defineJob({
       connections: payload.connections,
     };
 
-    const previous = await findUnfinishedRun(db, { orgId, command: 'backfill', args });
-    if (previous && payload.restart) await finishRun(db, previous.id, 'failed', { supersededBy: 'restart' });
+    const previous = await store.findUnfinishedRun({ orgId, command: 'backfill', args });
+    if (previous && payload.restart)
+      await store.finishRun(previous.id, 'failed', { supersededBy: 'restart' });
     const resumed = previous !== undefined && !payload.restart;
-    const run = resumed ? previous : await startRun(db, { orgId, command: 'backfill', args });
+    const run = resumed ? previous : await store.startRun({ orgId, command: 'backfill', args });
 
     // A complete listing first: it also marks the users gone from the platform removed.
     await syncUsers(ctx, orgId);
-    const uids = await pollableUsers(db, orgId, args.uids ?? undefined);
+    const uids = await store.pollableUsers(orgId, args.uids ?? undefined);
     const known = new Set(uids);
     const unknownUids = (args.uids ?? []).filter((uid) => !known.has(uid));
     if (unknownUids.length > 0) {
@@ -119,9 +92,9 @@ export const recordsBackfill = defineJob({
         });
       }
     }
-    await planWindows(db, run.id, orgId, planned);
+    await store.planWindows(run.id, orgId, planned);
 
-    const pending = await listPendingWindows(db, run.id);
+    const pending = await store.listPendingWindows(run.id);
     // One records.poll per user × date window, for all its pending resources (see records-poll.ts).
     const polls = new Map<string, { uid: string; startDate: string; endDate: string; resources: string[] }>();
     let enqueued = 0;
@@ -146,7 +119,7 @@ export const recordsBackfill = defineJob({
       poll.resources.sort((a, b) => order.indexOf(a) - order.indexOf(b));
       if (await ctx.enqueue('records.poll', { orgId, runId: run.id, ...poll })) enqueued++;
     }
-    await finishRunIfComplete(db, run.id);
+    await store.finishRunIfComplete(run.id);
     ctx.log.info(
       { runId: run.id, resumed, windows: planned.length, pending: pending.length },
       resumed ? 'resuming backfill run' : 'planned backfill run',

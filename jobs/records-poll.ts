@@ -21,44 +21,18 @@
  * windows done with no records (the run can finish) and ends the job successfully: a deleted user's
  * windows must not fail every hour forever. A user that answers is kept, and the 404 is the resource's.
  */
-import { z } from 'zod';
 import { PermanentError } from '../src/errors.ts';
 import { httpStatusOf } from '../src/http/http-errors.ts';
 import type { CursorWrite, LoadResult, RawItem, WindowDone } from '../src/pipeline/batch.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { isoDate } from '../src/queue/payload-dates.ts';
-import { finishRunIfComplete } from '../src/warehouse/finish-run-if-complete.ts';
-import { applyBatch, MAX_KEY_LOCKS } from '../src/warehouse/loader/apply-batch.ts';
+import { recordsPollCursor } from '../src/warehouse/cursors/records-poll-cursor.ts';
+import { MAX_KEY_LOCKS } from '../src/warehouse/loader/apply-batch.ts';
 import { addLoadResult, emptyLoadResult } from '../src/warehouse/loader/load-counts.ts';
-import { markRecentPollDone } from '../src/warehouse/recent-polls.ts';
-import { markUsersRemoved } from '../src/warehouse/remove-users.ts';
-import { pendingWindowKeys, recordsWindowKey } from '../src/warehouse/window-ledger.ts';
+import { recordsWindowKey } from '../src/warehouse/window-ledger.ts';
 import { defineJob } from './define-job.ts';
-
-export const recordsPollPayload = z.preprocess(
-  // Jobs queued by an earlier version carry one `resource` (and its `windowKey`, which was the same
-  // recordsWindowKey): read them as a job of that one resource, so an upgrade mid-backfill loses none.
-  (value) => {
-    if (typeof value !== 'object' || value === null || 'resources' in value) return value;
-    const { resource, windowKey: _windowKey, ...rest } = value as Record<string, unknown>;
-    return resource === undefined ? value : { ...rest, resources: [resource] };
-  },
-  z.object({
-    orgId: z.string().min(1),
-    uid: z.string().min(1),
-    /** v2 resource names, fetched in this order. */
-    resources: z.array(z.string().min(1)).min(1),
-    startDate: isoDate,
-    endDate: isoDate,
-    /** The backfill run whose ledger windows (recordsWindowKey of each resource) this poll completes. */
-    runId: z.string().optional(),
-    /** Queued by the records.recent tick: its completion is written to validic_sync.recent_polls. */
-    recent: z.boolean().optional(),
-  }),
-);
-export type RecordsPollPayload = z.infer<typeof recordsPollPayload>;
+import { recordsPollPayload } from './payloads.ts';
 
 export interface RecordsPollResult extends LoadResult {
   records: number;
@@ -79,7 +53,7 @@ export const recordsPoll = defineJob({
     let resources = payload.resources;
     if (runId && ctx.attempt > 1) {
       // A retry: resources loaded by an earlier attempt are done in the ledger; skip them.
-      const pending = await pendingWindowKeys(ctx.warehouse.db, runId, resources.map(keyOf));
+      const pending = await ctx.warehouse.pendingWindowKeys(runId, resources.map(keyOf));
       resources = resources.filter((r) => pending.has(keyOf(r)));
     }
 
@@ -91,8 +65,7 @@ export const recordsPoll = defineJob({
     /** Loads what is gathered (records, ledger windows, cursors) in one transaction. */
     const flush = async () => {
       if (cursors.length === 0 && windows.length === 0) return;
-      const loaded = await applyBatch(
-        ctx.warehouse,
+      const loaded = await ctx.warehouse.applyBatch(
         { orgId: payload.orgId, arrivedVia: 'poll', items },
         { windows, cursors },
         { log: ctx.log },
@@ -110,7 +83,7 @@ export const recordsPoll = defineJob({
       } catch (error) {
         if (ctx.signal.aborted) throw error;
         if (httpStatusOf(error) === 404 && (await userIsGone(v2, uid, ctx.signal))) {
-          await markUsersRemoved(ctx.warehouse.db, payload.orgId, [uid]);
+          await ctx.warehouse.markUsersRemoved(payload.orgId, [uid]);
           ctx.log.info({ orgId: payload.orgId, uid }, 'user answers 404: marked removed, no longer polled');
           // What was fetched before is loaded; the windows of this and the remaining resources are done.
           for (const rest of resources.slice(index)) {
@@ -123,7 +96,7 @@ export const recordsPoll = defineJob({
               });
           }
           await flush();
-          if (runId) await finishRunIfComplete(ctx.warehouse.db, runId);
+          if (runId) await ctx.warehouse.finishRunIfComplete(runId);
           return { ...totals, records: fetched, userRemoved: true };
         }
         failure ??= error;
@@ -138,17 +111,16 @@ export const recordsPoll = defineJob({
       fetched += records.length;
       for (const raw of records) items.push({ kind: 'record', raw });
       if (runId) windows.push({ runId, windowKey: keyOf(resource), records: records.length, requests: 1 });
-      cursors.push({
-        key: `poll:${uid}:${resource}`,
-        value: { startDate, endDate, at: new Date().toISOString() },
-      });
+      cursors.push(
+        recordsPollCursor(uid, resource).write({ startDate, endDate, at: new Date().toISOString() }),
+      );
     }
     await flush();
     // A resource refused for good would refuse again: the user's poll is as done as it can be.
     if (payload.recent && (failure === undefined || failure instanceof PermanentError))
-      await markRecentPollDone(ctx.warehouse.db, payload.orgId, uid, new Date());
+      await ctx.warehouse.markRecentPollDone(payload.orgId, uid, new Date());
     if (failure !== undefined) throw failure;
-    if (runId) await finishRunIfComplete(ctx.warehouse.db, runId);
+    if (runId) await ctx.warehouse.finishRunIfComplete(runId);
     return { ...totals, records: fetched };
   },
 });

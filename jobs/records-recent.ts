@@ -15,7 +15,6 @@
  * ledger; the loader makes repeats no-ops, and records.poll's deterministic id keeps a window from being
  * queued twice while one waits.
  */
-import { z } from 'zod';
 import { budgetWarnings } from '../src/queue/budget-warnings.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { FANOUT_PRIORITIES, JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
@@ -23,15 +22,9 @@ import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { pickRecentPolls } from '../src/queue/pick-recent-polls.ts';
 import { recentPollWindows } from '../src/queue/recent-poll-windows.ts';
 import { toV2Resource } from '../src/validic/v2-resources.ts';
-import { markRecentPollsEnqueued } from '../src/warehouse/recent-polls.ts';
 import { defineJob } from './define-job.ts';
+import { recordsRecentPayload } from './payloads.ts';
 import { syncUsers } from './users-sync.ts';
-
-export const recordsRecentPayload = z.object({
-  orgId: z.string().min(1),
-  /** Days back from today; default: config `sync.lookbackDays`. */
-  lookbackDays: z.number().int().min(0).max(30).optional(),
-});
 
 export interface RecordsRecentResult {
   from: string;
@@ -52,7 +45,6 @@ export const recordsRecent = defineJob({
   jobId: (p) => jobKey('records.recent', p.orgId),
   async run(ctx, payload): Promise<RecordsRecentResult> {
     const org = ctx.org(payload.orgId);
-    const db = ctx.warehouse.db;
     const days = payload.lookbackDays ?? ctx.settings.lookbackDays;
     const now = Date.now();
     const windows = recentPollWindows(days, now);
@@ -72,8 +64,12 @@ export const recordsRecent = defineJob({
       now,
       tickMs: ctx.settings.tickMs,
     });
-    const resources = [...new Set(org.config.resources.map(toV2Resource))];
-    await markRecentPollsEnqueued(db, payload.orgId, [...slice.active, ...slice.dormant], new Date(now));
+    const resources = [...new Set(org.resources.map(toV2Resource))];
+    await ctx.warehouse.markRecentPollsEnqueued(
+      payload.orgId,
+      [...slice.active, ...slice.dormant],
+      new Date(now),
+    );
     let enqueued = 0;
     for (const [uids, priority] of [
       [slice.active, FANOUT_PRIORITIES.activeRecentPoll],

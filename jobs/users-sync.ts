@@ -8,17 +8,14 @@
  * gone is far less likely than an answer that lost its data). A page-index pager can skip a user when
  * another user is deleted while it reads; such a user is un-removed by the next listing.
  */
-import { z } from 'zod';
 import type { LoadCounts } from '../src/pipeline/batch.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { applyBatch } from '../src/warehouse/loader/apply-batch.ts';
-import { markUnlistedUsersRemoved } from '../src/warehouse/remove-users.ts';
+import { usersFullSyncCursor } from '../src/warehouse/cursors/users-full-sync-cursor.ts';
 import type { JobContext } from './define-job.ts';
 import { defineJob } from './define-job.ts';
-
-export const usersSyncPayload = z.object({ orgId: z.string().min(1) });
+import { usersSyncPayload } from './payloads.ts';
 
 export interface UsersSyncResult extends LoadCounts {
   users: number;
@@ -52,17 +49,14 @@ export async function syncUsers(ctx: JobContext, orgId: string): Promise<UsersSy
     }
     next = await iterator.next();
     if (next.done && listed.length > 0) {
-      result.removed = await markUnlistedUsersRemoved(ctx.warehouse.db, orgId, listed);
+      result.removed = await ctx.warehouse.markUnlistedUsersRemoved(orgId, listed);
       if (result.removed.length > 0) {
         ctx.log.info({ orgId, removed: result.removed }, 'users gone from the listing are no longer polled');
       }
     }
     // The cursor moves with the last page only, in the same transaction as that page's users.
-    const cursors = next.done
-      ? [{ key: 'users:last_full_sync', value: { at: new Date().toISOString() } }]
-      : [];
-    const loaded = await applyBatch(
-      ctx.warehouse,
+    const cursors = next.done ? [usersFullSyncCursor().write({ at: new Date().toISOString() })] : [];
+    const loaded = await ctx.warehouse.applyBatch(
       {
         orgId,
         arrivedVia: 'poll',

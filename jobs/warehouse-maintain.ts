@@ -4,14 +4,11 @@
  * `warehouse.rawRetentionMonths` is set, empties `raw` of older months. Scheduled by the worker every
  * `warehouse.maintainMinutes` (default daily); idempotent, so a retry or a second replica's run is harmless.
  */
-import { z } from 'zod';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { createPartitionsAhead, emptyRawBefore } from '../src/warehouse/warehouse-upkeep.ts';
 import { defineJob } from './define-job.ts';
-
-export const warehouseMaintainPayload = z.object({});
+import { warehouseMaintainPayload } from './payloads.ts';
 
 export const warehouseMaintain = defineJob({
   name: 'warehouse.maintain',
@@ -21,11 +18,11 @@ export const warehouseMaintain = defineJob({
   async run(ctx): Promise<{ partitionsCreated: number; rawEmptied: number; months: string[] }> {
     const now = new Date();
     const { partitionMonthsAhead, rawRetentionMonths } = ctx.settings;
-    const partitionsCreated = await createPartitionsAhead(ctx.warehouse, now, partitionMonthsAhead);
+    const partitionsCreated = await ctx.warehouse.createPartitionsAhead(now, partitionMonthsAhead);
     let rawEmptied = 0;
     let months: string[] = [];
     if (rawRetentionMonths > 0) {
-      const emptied = await emptyRawBefore(ctx.warehouse, now, rawRetentionMonths, ctx.signal);
+      const emptied = await ctx.warehouse.emptyRawBefore(now, rawRetentionMonths, ctx.signal);
       rawEmptied = emptied.emptied;
       months = emptied.months;
     }

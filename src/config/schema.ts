@@ -3,9 +3,10 @@
  * says what it does. The environment names of DESIGN.md override the file (see load-config.ts).
  */
 import { z } from 'zod';
-import { DEFAULT_STREAM_CONSUMER_OPTIONS as STREAM_DEFAULTS } from '../stream/default-options.ts';
 import { LEGACY_OBJECTS } from '../legacy/legacy-objects.ts';
+import { DEFAULT_STREAM_CONSUMER_OPTIONS as STREAM_DEFAULTS } from '../stream/default-options.ts';
 import { refinePathSegment } from '../validic/path-segment.ts';
+import { DEFAULT_REQUESTS_PER_HOUR } from '../validic/platform-limits.ts';
 import { STREAM_RECORD_TYPES, toStreamRecordType, V2_RESOURCES } from '../validic/v2-resources.ts';
 
 const baseUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
@@ -42,7 +43,7 @@ export const organizationSchema = z.object({
   /** Legacy access token (`VALIDIC_LEGACY_TOKEN`), default: token. */
   legacyToken: z.string().min(1).optional(),
   /** Requests per hour the token may make (`VALIDIC_REQUESTS_PER_HOUR`); the worker paces itself under it. */
-  requestsPerHour: z.coerce.number().int().positive().default(2000),
+  requestsPerHour: z.coerce.number().int().positive().default(DEFAULT_REQUESTS_PER_HOUR),
   /** v2 resource types polled by backfill and scheduled polling. */
   resources: z.array(z.enum(V2_RESOURCES)).default([...V2_RESOURCES]),
   stream: z

@@ -1,37 +1,16 @@
 /**
- * The legacy latest cursor `legacy:latest:<object>` in `validic_sync.checkpoints`: the end of the last
- * fully loaded `last_updated` window of that object. It is written by `applyBatch` together with the
- * window's last page, so it never runs ahead of committed data.
+ * How the legacy latest cursor `legacy:latest:<object>` moves (its kind:
+ * src/warehouse/cursors/legacy-latest-cursor.ts): the end of the last fully loaded `last_updated` window
+ * of that object. It is written by `applyBatch` together with the window's last page, so it never runs
+ * ahead of committed data.
  *
  * It only ever EXTENDS the covered range: a window moves it when the window starts at or before the
  * cursor (contiguous with what is covered) and ends after it. A backfill of an old range therefore never
  * drags the cursor back, and a window that is not contiguous (a gap before it) never jumps it forward
  * past data nobody loaded.
  */
+import type { LegacyCursorValue } from '../warehouse/cursors/legacy-latest-cursor.ts';
 import type { InstantWindow } from './legacy-windows.ts';
-
-export interface LegacyCursorValue {
-  /** End of the last fully loaded window (ISO instant). */
-  end: string;
-  /** Start of that window. */
-  start: string;
-  /** When the window was loaded. */
-  at: string;
-}
-
-export const legacyCursorKey = (object: string) => `legacy:latest:${object}`;
-
-/** Parses a stored cursor value; undefined when absent or not of our shape. */
-export function parseLegacyCursor(value: unknown): LegacyCursorValue | undefined {
-  if (!value || typeof value !== 'object') return undefined;
-  const { end, start, at } = value as Record<string, unknown>;
-  if (typeof end !== 'string' || Number.isNaN(Date.parse(end))) return undefined;
-  return {
-    end,
-    start: typeof start === 'string' ? start : end,
-    at: typeof at === 'string' ? at : end,
-  };
-}
 
 /**
  * The cursor value to write after loading `window`, or undefined when the cursor must stay. `fetchedAt`

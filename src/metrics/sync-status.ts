@@ -10,8 +10,16 @@ import { type BudgetStatus, describeBudget } from '../queue/budget-status.ts';
 import type { FailedJobInfo, JobCounts } from '../queue/job-queue.ts';
 import { readBudgetPlan } from '../queue/read-budget-plan.ts';
 import type { StreamSlots } from '../queue/stream-slots.ts';
-import { STREAM_GAPS_KEY, streamCheckpointPrefix } from '../stream/stream-cursor-keys.ts';
 import { type CursorEntry, listCursors } from '../warehouse/checkpoints.ts';
+import { LEGACY_LATEST_CURSOR_PREFIX } from '../warehouse/cursors/legacy-latest-cursor.ts';
+import { reconcileLastCursor } from '../warehouse/cursors/reconcile-last-cursor.ts';
+import { RECORDS_POLL_CURSOR_PREFIX } from '../warehouse/cursors/records-poll-cursor.ts';
+import {
+  STREAM_CHECKPOINTS_PREFIX,
+  streamCheckpointPrefix,
+} from '../warehouse/cursors/stream-checkpoint-cursor.ts';
+import { streamGapsCursor } from '../warehouse/cursors/stream-gaps-cursor.ts';
+import { usersFullSyncCursor } from '../warehouse/cursors/users-full-sync-cursor.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { countQuarantine, type QuarantineCount } from '../warehouse/quarantine.ts';
 import { type LedgerSummary, summarizeLedger } from '../warehouse/window-ledger.ts';
@@ -123,7 +131,7 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
       d == null ? null : Math.max(0, Math.round((now.getTime() - new Date(d).getTime()) / 1000));
 
     const streamName = options.streamNames?.[orgId] ?? null;
-    const checkpointPrefix = streamName ? streamCheckpointPrefix(streamName) : 'stream:checkpoint:';
+    const checkpointPrefix = streamName ? streamCheckpointPrefix(streamName) : STREAM_CHECKPOINTS_PREFIX;
     const byKey = new Map(cursors.map((c) => [c.key, c]));
     const used = new Set<string>();
     const take = (predicate: (key: string) => boolean) =>
@@ -134,10 +142,15 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
           return cursor(c);
         });
     const checkpoints = take((k) => k.startsWith(checkpointPrefix));
-    const legacy = take((k) => k.startsWith('legacy:'));
-    for (const key of ['users:last_full_sync', 'reconcile:last', STREAM_GAPS_KEY]) used.add(key);
+    const legacy = take((k) => k.startsWith(LEGACY_LATEST_CURSOR_PREFIX));
+    const usersFullSync = usersFullSyncCursor();
+    const reconcileLast = reconcileLastCursor();
+    const streamGaps = streamGapsCursor();
+    for (const { key } of [usersFullSync, reconcileLast, streamGaps]) used.add(key);
     // Per-window poll cursors are many and carry little; the ledger and lag say more.
-    const otherCursors = cursors.filter((c) => !used.has(c.key) && !c.key.startsWith('poll:')).map(cursor);
+    const otherCursors = cursors
+      .filter((c) => !used.has(c.key) && !c.key.startsWith(RECORDS_POLL_CURSOR_PREFIX))
+      .map(cursor);
 
     const runs = await db
       .selectFrom('validic_sync.runs')
@@ -171,11 +184,11 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
     const stream: OrgStatus['stream'] = {
       name: streamName,
       checkpoints,
-      gaps: byKey.get(STREAM_GAPS_KEY)?.value ?? null,
+      gaps: byKey.get(streamGaps.key)?.value ?? null,
     };
     if (options.slots && streamName) stream.slots = await options.slots.holders(orgId, streamName);
 
-    const lastFullSync = byKey.get('users:last_full_sync')?.value as { at?: string } | undefined;
+    const lastFullSync = usersFullSync.parse(byKey.get(usersFullSync.key)?.value);
     orgs.push({
       orgId,
       users: { count: users.rows[0]?.n ?? 0, lastFullSync: lastFullSync?.at ?? null },
@@ -187,7 +200,7 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
         sinceIngestSeconds: ageSeconds(r.ingested),
       },
       stream,
-      reconcile: byKey.get('reconcile:last')?.value ?? null,
+      reconcile: byKey.get(reconcileLast.key)?.value ?? null,
       legacy,
       otherCursors,
       runs: runStatuses,

@@ -1,4 +1,7 @@
-/** The push endpoint's dependencies from a process's config and warehouse (what the worker's server passes). */
+/**
+ * The push endpoint's dependencies from a process's config and warehouse: the one place they are
+ * assembled (the worker's push listener, start-worker.ts).
+ */
 import type { Config } from '../config/schema.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
@@ -47,6 +50,8 @@ export function pushDepsFromConfig(input: {
       ...(input.now ? { now: input.now } : {}),
     }),
     coalesceMs: config.push.coalesceSeconds * 1000,
+    // The handler's own limit agrees with the push listener's (which also counts chunked bodies).
+    maxBodyBytes: config.http.maxBodyBytes,
     ...(input.now ? { now: input.now } : {}),
     ...(input.log ? { log: input.log.child({ component: 'push' }) } : {}),
   };

@@ -12,6 +12,7 @@
  */
 import type { Config, OrganizationConfig } from '../config/schema.ts';
 import { bucketParams } from '../http/token-bucket.ts';
+import { MAX_REQUEST_WINDOW_DAYS } from '../validic/platform-limits.ts';
 import { toV2Resource } from '../validic/v2-resources.ts';
 import { type BudgetPlanInput, HOUR_MS } from './plan-request-budget.ts';
 import { recentPollWindows } from './recent-poll-windows.ts';
@@ -43,7 +44,7 @@ export function budgetPlanInput(
   const users = counts.activeUsers + counts.dormantUsers;
   const reconcile = on
     ? Math.max(1, Math.ceil(users / 1000)) * perHour(s.usersSyncMinutes) +
-      Math.ceil(s.reconcileDays / 30) * perHour(s.reconcileMinutes) +
+      Math.ceil(s.reconcileDays / MAX_REQUEST_WINDOW_DAYS) * perHour(s.reconcileMinutes) +
       (org.legacy.enabled ? org.legacy.objects.length * perHour(s.legacyLatestMinutes) : 0)
     : 0;
   const rate = bucketParams({ limit: org.requestsPerHour });

@@ -1,15 +1,15 @@
 /**
- * What a job may touch: `{ log, warehouse, org(), signal, attempt, jobId, enqueue, settings,
+ * What a job may touch: `{ log, warehouse, cursors, org(), signal, attempt, jobId, enqueue, settings,
  * readBudgetPlan() }`, built by `runtime.jobContext` (src/runtime/runtime.ts). Not the whole config: the
  * few values jobs read are `settings` (job-settings.ts). A job never talks HTTP or SQL directly: it
- * composes the org's platform clients, normalization (inside the loader), `applyBatch` and the
- * warehouse's functions. (`warehouse` still carries the raw kysely `db` those functions take.)
+ * composes the org's platform clients, normalization (inside the loader) and the warehouse's named
+ * functions (`warehouse`, job-warehouse.ts: the loader's entry points and a few queries, no raw `db`).
  */
 import type { z } from 'zod';
 import type { Logger } from '../log/logger.ts';
-import type { OrgClients } from '../runtime/org-clients.ts';
-import type { Warehouse } from '../warehouse/open-warehouse.ts';
+import type { JobOrg } from './job-org.ts';
 import type { JobSettings } from './job-settings.ts';
+import type { JobCursors, JobWarehouse } from './job-warehouse.ts';
 import type { OrgBudget } from './read-budget-plan.ts';
 
 /**
@@ -30,12 +30,15 @@ export type EnqueuePayload<Schema extends z.ZodType> =
  * run time, on enqueue and again on dequeue. False when its deterministic id was queued already.
  * Without a catalog (`PayloadSchemas` itself: the runtime, the queue, tests) any name and payload.
  */
-export type EnqueueJob<Payloads extends PayloadSchemas = PayloadSchemas> = string extends keyof Payloads
-  ? (name: string, payload: unknown, options?: EnqueueOptions) => Promise<boolean>
+export type EnqueueJob<
+  Payloads extends PayloadSchemas = PayloadSchemas,
+  Options = EnqueueOptions,
+> = string extends keyof Payloads
+  ? (name: string, payload: unknown, options?: Options) => Promise<boolean>
   : <Name extends keyof Payloads & string>(
       name: Name,
       payload: EnqueuePayload<Payloads[Name]>,
-      options?: EnqueueOptions,
+      options?: Options,
     ) => Promise<boolean>;
 
 export interface EnqueueOptions {
@@ -51,9 +54,12 @@ export interface EnqueueOptions {
 export interface JobContext<Payloads extends PayloadSchemas = any> {
   /** pino child bound to the job id. */
   log: Logger;
-  warehouse: Warehouse;
-  /** The platform clients of a configured organization; throws a ConfigError for an unknown org. */
-  org(orgId: string): OrgClients;
+  /** The loader's entry points and the named warehouse functions jobs use (job-warehouse.ts). */
+  warehouse: JobWarehouse;
+  /** Cursors read through their kinds (src/warehouse/cursors/); written with a batch's checkpoint. */
+  cursors: JobCursors;
+  /** A configured organization's platform clients and the settings jobs read (job-org.ts); throws a ConfigError for an unknown org. */
+  org(orgId: string): JobOrg;
   /** Aborted when the process is asked to stop: pass it to every request and check it between batches. */
   signal: AbortSignal;
   /** 1 for the first attempt. */

@@ -7,6 +7,7 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { PermanentError } from '../errors.ts';
 import { bullmqTelemetry } from '../telemetry/start-tracing.ts';
+import type { EnqueueJob, PayloadSchemas } from './job-context.ts';
 import type { JobDefinition } from './job-definition.ts';
 import { jobOptions, type KeepJobs } from './job-options.ts';
 
@@ -29,14 +30,24 @@ export interface FailedJobInfo {
   finishedOn: number | undefined;
 }
 
-export interface JobQueue {
+export interface QueueEnqueueOptions {
+  delayMs?: number;
+  priority?: number;
+}
+
+/**
+ * `Payloads`: the catalog `enqueue` is typed by (start-worker.ts passes jobs/' `JobPayloads`). Its default
+ * is `any`, as for JobContext: the framework (worker, stream supervisor, push) passes names it does not
+ * know statically, and a typed queue can be handed to it.
+ */
+export interface JobQueue<Payloads extends PayloadSchemas = any> {
   readonly queue: Queue;
   /**
-   * Validates and queues a job; false when a job with the same deterministic id is already waiting,
-   * delayed or running. A failed (or retained completed) job with that id is replaced, so re-running a
-   * backfill retries the windows that failed for good.
+   * Validates and queues a job (the payload's type follows from the name); false when a job with the same
+   * deterministic id is already waiting, delayed or running. A failed (or retained completed) job with
+   * that id is replaced, so re-running a backfill retries the windows that failed for good.
    */
-  enqueue(name: string, payload: unknown, extra?: { delayMs?: number; priority?: number }): Promise<boolean>;
+  enqueue: EnqueueJob<Payloads, QueueEnqueueOptions>;
   counts(): Promise<JobCounts>;
   failed(limit?: number): Promise<FailedJobInfo[]>;
   close(): Promise<void>;
@@ -50,27 +61,31 @@ export interface OpenJobQueueOptions {
   keep: KeepJobs;
 }
 
-export function openJobQueue(options: OpenJobQueueOptions): JobQueue {
+/** `Payloads`: the catalog's payload schemas, when the caller knows them (`openJobQueue<JobPayloads>`). */
+export function openJobQueue<Payloads extends PayloadSchemas = any>(
+  options: OpenJobQueueOptions,
+): JobQueue<Payloads> {
   // BullMQ needs maxRetriesPerRequest null: commands wait out a Redis restart instead of failing.
   const connection = options.redis.duplicate({ maxRetriesPerRequest: null });
   const queue = new Queue(QUEUE_NAME, { connection, prefix: options.prefix, telemetry: bullmqTelemetry() });
   // Without a listener an 'error' event would crash the process; ioredis reconnects by itself.
   queue.on('error', () => {});
+  const enqueue = async (name: string, payload: unknown, extra?: QueueEnqueueOptions): Promise<boolean> => {
+    const definition = options.catalog[name];
+    if (!definition) throw new PermanentError(`unknown job ${name}`);
+    const parsed = definition.payload.parse(payload);
+    const opts = jobOptions(definition, parsed, options.keep, extra);
+    if (opts.jobId) {
+      const state = await queue.getJobState(opts.jobId);
+      if (state === 'failed' || state === 'completed') await queue.remove(opts.jobId);
+      else if (state !== 'unknown') return false;
+    }
+    await queue.add(name, parsed, opts);
+    return true;
+  };
   return {
     queue,
-    async enqueue(name, payload, extra) {
-      const definition = options.catalog[name];
-      if (!definition) throw new PermanentError(`unknown job ${name}`);
-      const parsed = definition.payload.parse(payload);
-      const opts = jobOptions(definition, parsed, options.keep, extra);
-      if (opts.jobId) {
-        const state = await queue.getJobState(opts.jobId);
-        if (state === 'failed' || state === 'completed') await queue.remove(opts.jobId);
-        else if (state !== 'unknown') return false;
-      }
-      await queue.add(name, parsed, opts);
-      return true;
-    },
+    enqueue: enqueue as EnqueueJob<Payloads, QueueEnqueueOptions>,
     async counts() {
       const c = await queue.getJobCounts(
         'waiting',

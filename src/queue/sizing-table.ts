@@ -6,6 +6,7 @@
  * `node scripts/sizing-table.ts --write` puts it between the README's markers; a unit test checks it.
  */
 import { configSchema } from '../config/schema.ts';
+import { DEFAULT_REQUESTS_PER_HOUR } from '../validic/platform-limits.ts';
 import { V2_RESOURCES } from '../validic/v2-resources.ts';
 import { budgetPlanInput } from './budget-plan-input.ts';
 import { formatPeriod } from './format-period.ts';
@@ -14,7 +15,7 @@ import { planRequestBudget } from './plan-request-budget.ts';
 export const SIZING_POPULATIONS = [100, 250, 500, 1000, 2000, 3000, 5000, 10_000, 30_000];
 export const SIZING_RESOURCES = [1, 3, 7];
 
-export function sizingTable(requestsPerHour = 2000): string[] {
+export function sizingTable(requestsPerHour = DEFAULT_REQUESTS_PER_HOUR): string[] {
   const rows: string[][] = [];
   for (const users of SIZING_POPULATIONS) {
     const row = [users.toLocaleString('en-US')];

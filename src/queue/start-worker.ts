@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { jobCatalog } from '../../jobs/index.ts';
+import { type JobPayloads, jobCatalog } from '../../jobs/index.ts';
 import type { Config } from '../config/schema.ts';
 import { ConfigError, UserFacingError } from '../errors.ts';
 import type { Logger } from '../log/logger.ts';
@@ -26,6 +26,7 @@ import { createQueueDashboard } from '../server/queue-dashboard.ts';
 import { startWorkerServer, type WorkerServer } from '../server/worker-server.ts';
 import { withSpan } from '../telemetry/tracer.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
+import { reconcileLastCursor } from '../warehouse/cursors/reconcile-last-cursor.ts';
 import { countQuarantineByKind } from '../warehouse/quarantine.ts';
 import { describeBudget } from './budget-status.ts';
 import type { JobDefinition } from './job-definition.ts';
@@ -43,7 +44,8 @@ const FLEET_REPORTER_LEASE_MS = 120_000;
 
 export interface WorkerProcess {
   runtime: Runtime;
-  jobQueue: JobQueue;
+  /** Typed by the job catalog: `enqueue(name, payload)` takes the payload type of the job it names. */
+  jobQueue: JobQueue<JobPayloads>;
   queueWorker: QueueWorker;
   slots: StreamSlots;
   streams: StreamSupervisor | undefined;
@@ -100,7 +102,9 @@ export async function startWorker(
   const prefix = config.redisPrefix;
   const reporterId = randomUUID();
   const keep: KeepJobs = { keepCompleted: config.worker.keepCompleted, keepFailed: config.worker.keepFailed };
-  const jobQueue = openJobQueue({ redis, prefix, catalog, keep });
+  const jobQueue = openJobQueue<JobPayloads>({ redis, prefix, catalog, keep });
+  // The framework's view (push, streams): it queues names it only knows at run time; still validated.
+  const anyJobQueue: JobQueue = jobQueue;
   const db = runtime.warehouse.db;
 
   let streams: StreamSupervisor | undefined;
@@ -119,7 +123,7 @@ export async function startWorker(
       Promise.all(
         config.organizations.map(async (o) => ({
           orgId: o.orgId,
-          missed: (await readCursor<{ missed?: number }>(db, o.orgId, 'reconcile:last'))?.missed ?? 0,
+          missed: (await readCursor(db, o.orgId, reconcileLastCursor()))?.missed ?? 0,
         })),
       ),
     budgetPlans: async () =>
@@ -172,17 +176,13 @@ export async function startWorker(
       ...(config.http.adminToken ? { adminToken: config.http.adminToken } : {}),
     });
     if (pushConfigured(config)) {
-      const pushDeps = {
-        ...pushDepsFromConfig({
-          config,
-          warehouse: runtime.warehouse,
-          enqueue: (name, payload, extra) => jobQueue.enqueue(name, payload, extra),
-          redis,
-          log,
-        }),
-        // The handler's own limit agrees with the listener's (which also counts chunked bodies).
-        maxBodyBytes: config.http.maxBodyBytes,
-      };
+      const pushDeps = pushDepsFromConfig({
+        config,
+        warehouse: runtime.warehouse,
+        enqueue: (name, payload, extra) => anyJobQueue.enqueue(name, payload, extra),
+        redis,
+        log,
+      });
       pushServer = await startPushServer({
         host: config.http.pushHost,
         port: config.http.pushPort,
@@ -212,7 +212,7 @@ export async function startWorker(
     });
     const slots = createStreamSlots({ redis, prefix, ttlMs: config.worker.streamSlotTtlMs, log });
     if (config.worker.streams && config.organizations.length > 0) {
-      streams = superviseStreams({ runtime, slots, jobQueue, signal, metrics, log });
+      streams = superviseStreams({ runtime, slots, jobQueue: anyJobQueue, signal, metrics, log });
     }
 
     let stopping: Promise<void> | undefined;

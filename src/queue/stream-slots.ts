@@ -10,10 +10,8 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { abortableSleep } from '../http/clock.ts';
 import type { Logger } from '../log/logger.ts';
+import { MAX_STREAM_CONNECTIONS } from '../validic/platform-limits.ts';
 import { RELEASE_LEASE, RENEW_LEASE } from './redis-lease.ts';
-
-/** The platform's limit on concurrent connections to one stream (PLATFORM-FACTS.md). */
-export const MAX_STREAM_CONNECTIONS = 3;
 
 /** One held slot. Close the stream connection when `signal` aborts (the slot was lost), then release. */
 export interface StreamSlotLease {

@@ -8,7 +8,9 @@ import type { Config } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import type { Logger } from '../log/logger.ts';
 import type { JobContext } from '../queue/job-context.ts';
+import { type JobOrg, jobOrg } from '../queue/job-org.ts';
 import { jobSettings } from '../queue/job-settings.ts';
+import { jobCursors, jobWarehouse } from '../queue/job-warehouse.ts';
 import { readBudgetPlan } from '../queue/read-budget-plan.ts';
 import { migrateToLatest } from '../warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../warehouse/open-warehouse.ts';
@@ -81,6 +83,14 @@ export async function openRuntime(
     ]);
   };
   const settings = jobSettings(config);
+  const jobStore = jobWarehouse(warehouse);
+  const jobOrgs = new Map<string, JobOrg>();
+  const jobOrgOf = (orgId: string): JobOrg => {
+    const found = jobOrgs.get(orgId) ?? jobOrg(org(orgId), warehouse);
+    jobOrgs.set(orgId, found);
+    return found;
+  };
+  const cursors = jobCursors(warehouse.db);
   return {
     config,
     log,
@@ -90,8 +100,9 @@ export async function openRuntime(
     org,
     jobContext: ({ jobId, attempt, signal, enqueue }) => ({
       log: log.child({ jobId }),
-      warehouse,
-      org,
+      warehouse: jobStore,
+      cursors,
+      org: jobOrgOf,
       signal,
       attempt,
       jobId,

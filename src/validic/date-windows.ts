@@ -10,6 +10,7 @@
  * (the loader makes the overlap a no-op).
  */
 import { UsageError } from '../errors.ts';
+import { MAX_REQUEST_WINDOW_DAYS } from './platform-limits.ts';
 
 export interface DateWindow {
   /** YYYY-MM-DD, inclusive. */
@@ -42,7 +43,7 @@ export function windowDays(window: DateWindow): number {
 }
 
 /** Consecutive windows of at most `maxDays` days covering `from`..`to` (inclusive) exactly once. */
-export function planDateWindows(from: string, to: string, maxDays = 30): DateWindow[] {
+export function planDateWindows(from: string, to: string, maxDays = MAX_REQUEST_WINDOW_DAYS): DateWindow[] {
   if (!Number.isInteger(maxDays) || maxDays < 1)
     throw new RangeError(`maxDays must be a positive integer, got ${maxDays}`);
   const first = parseUtcDate(from);
@@ -73,7 +74,7 @@ export function widenRecordRange(from: string, to: string): { from: string; to: 
  * filter: every record whose UTC start date lies in the range is in one of them, whether the platform
  * matches UTC dates or the user's local dates. Use for every backfill and recent record range.
  */
-export function planRecordWindows(from: string, to: string, maxDays = 30): DateWindow[] {
+export function planRecordWindows(from: string, to: string, maxDays = MAX_REQUEST_WINDOW_DAYS): DateWindow[] {
   if (parseUtcDate(to) < parseUtcDate(from))
     throw new UsageError(`the range ends (${to}) before it starts (${from})`, 'swap --from and --to');
   const wide = widenRecordRange(from, to);

@@ -10,9 +10,13 @@ import { buildUrl } from './build-url.ts';
 import { classifyStream422, describeStream422, type Stream422Reason } from './describe-stream-422.ts';
 import { listItems, parseEnvelope, type RawObject, rawObject, UnexpectedResponseError } from './envelopes.ts';
 import { pathSegmentProblem } from './path-segment.ts';
+import { MAX_STREAMS_PER_CUSTOMER } from './platform-limits.ts';
 
-/** Streams per customer the platform allows. */
-export const MAX_STREAMS = 5;
+/**
+ * @deprecated Use MAX_STREAMS_PER_CUSTOMER (platform-limits.ts); kept for src/stream/run-org-stream.ts
+ * until it imports that.
+ */
+export const MAX_STREAMS = MAX_STREAMS_PER_CUSTOMER;
 
 const LIMIT_WORDS = /limit|maximum|max\b|exceed|too many/i;
 
@@ -84,7 +88,12 @@ export function createStreamsClient(options: StreamsClientOptions): StreamsClien
         const reason = await whyRefused(err, signal);
         if (reason !== null) {
           const { message, fix } = describeStream422(
-            { operation: 'create', streamName: params.name, messages: err.messages, maxStreams: MAX_STREAMS },
+            {
+              operation: 'create',
+              streamName: params.name,
+              messages: err.messages,
+              maxStreams: MAX_STREAMS_PER_CUSTOMER,
+            },
             reason,
           );
           throw new UserFacingError(message, { fix, cause: err });
@@ -110,7 +119,7 @@ export function createStreamsClient(options: StreamsClientOptions): StreamsClien
     const unprocessable = err.status === 422 || err.status === 409;
     if (!unprocessable && !err.messages.some((m) => LIMIT_WORDS.test(m))) return null;
     try {
-      if ((await listStreams({ signal })).length >= MAX_STREAMS) return 'stream_limit';
+      if ((await listStreams({ signal })).length >= MAX_STREAMS_PER_CUSTOMER) return 'stream_limit';
     } catch {
       // Cannot count: report what the body says.
     }

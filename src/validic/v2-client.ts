@@ -18,6 +18,7 @@ import {
   type RawObject,
   rawObject,
 } from './envelopes.ts';
+import { MAX_REQUEST_WINDOW_DAYS } from './platform-limits.ts';
 import { resourcePath, toV2Resource, type V2Resource } from './v2-resources.ts';
 
 export interface V2ClientOptions {
@@ -80,8 +81,6 @@ export interface V2Client {
   }): AsyncIterable<ConnectionsPage>;
 }
 
-const MAX_WINDOW_DAYS = 30;
-
 /**
  * Whether a page is known to be the last without asking for the next one. Only what the server said
  * counts: a page shorter than the `meta.limit` it reports, or `meta.total` reached. Without `meta` a
@@ -130,9 +129,9 @@ export function createV2Client(options: V2ClientOptions): V2Client {
     async fetchRecords({ uid, resource, startDate, endDate, source, signal }) {
       const name = toV2Resource(resource);
       const days = parseUtcDate(endDate) - parseUtcDate(startDate) + 1;
-      if (days < 1 || days > MAX_WINDOW_DAYS) {
+      if (days < 1 || days > MAX_REQUEST_WINDOW_DAYS) {
         throw new UsageError(
-          `record window ${startDate}..${endDate} spans ${days} days; the platform allows 1 to ${MAX_WINDOW_DAYS}`,
+          `record window ${startDate}..${endDate} spans ${days} days; the platform allows 1 to ${MAX_REQUEST_WINDOW_DAYS}`,
           'split the range with planDateWindows()',
         );
       }

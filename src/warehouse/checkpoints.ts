@@ -1,8 +1,10 @@
 /**
- * Reading the named cursors of `validic_sync.checkpoints`. Cursors are only WRITTEN by applyBatch, in
- * the same transaction as the data they cover, so a cursor never runs ahead of committed data.
+ * Reading the named cursors of `validic_sync.checkpoints`, each through its kind (cursors/). Cursors are
+ * only WRITTEN by applyBatch, in the same transaction as the data they cover, so a cursor never runs
+ * ahead of committed data. `listCursors` gives the stored values as they are (for `status`).
  */
 import type { Kysely } from 'kysely';
+import type { Cursor } from './cursors/define-cursor.ts';
 import type { Database } from './database.ts';
 
 export interface CursorEntry {
@@ -11,19 +13,42 @@ export interface CursorEntry {
   updatedAt: Date;
 }
 
-/** The cursor's value, or undefined when it was never written. */
-export async function readCursor<T = unknown>(
-  db: Kysely<Database>,
-  orgId: string,
-  key: string,
-): Promise<T | undefined> {
+/** The value stored under `key`, unparsed; undefined when it was never written. */
+async function readStoredValue(db: Kysely<Database>, orgId: string, key: string): Promise<unknown> {
   const row = await db
     .selectFrom('validic_sync.checkpoints')
     .select('value')
     .where('org_id', '=', orgId)
     .where('key', '=', key)
     .executeTakeFirst();
-  return row ? (row.value as T) : undefined;
+  return row?.value;
+}
+
+/**
+ * A cursor's value parsed by its kind (cursors/): undefined when it was never written or its stored
+ * value is not of the kind's shape.
+ */
+export async function readCursor<Value>(
+  db: Kysely<Database>,
+  orgId: string,
+  cursor: Cursor<Value, any>,
+): Promise<Value | undefined>;
+/**
+ * @deprecated An untyped read by key, kept only for src/stream/run-org-stream.ts until it reads through
+ * `streamCheckpointCursor` (cursors/stream-checkpoint-cursor.ts); then remove this overload.
+ */
+export async function readCursor<T = unknown>(
+  db: Kysely<Database>,
+  orgId: string,
+  key: string,
+): Promise<T | undefined>;
+export async function readCursor(
+  db: Kysely<Database>,
+  orgId: string,
+  cursor: Cursor<unknown, any> | string,
+): Promise<unknown> {
+  if (typeof cursor === 'string') return readStoredValue(db, orgId, cursor);
+  return cursor.parse(await readStoredValue(db, orgId, cursor.key));
 }
 
 /** All cursors of an org (optionally those whose key starts with `prefix`), by key. */

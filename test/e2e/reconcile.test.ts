@@ -10,6 +10,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { readCursor } from '../../src/warehouse/checkpoints.ts';
+import { reconcileLastCursor } from '../../src/warehouse/cursors/reconcile-last-cursor.ts';
 import { runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { compareStreamWithTruth, NO_STREAM_DIFFERENCES } from './stream-compare.ts';
@@ -89,7 +90,7 @@ describe('reconcile adds the connection events the stream missed', () => {
       `connection events seen ${expected}, added ${expected} (missed by the stream)`,
     );
     expect(await storedEvents()).toBe(expected);
-    expect(await readCursor(db.warehouse.db, sandbox.orgId, 'reconcile:last')).toMatchObject({
+    expect(await readCursor(db.warehouse.db, sandbox.orgId, reconcileLastCursor())).toMatchObject({
       startDate: from,
       endDate: to,
       events: expected,
@@ -99,6 +100,8 @@ describe('reconcile adds the connection events the stream missed', () => {
     const again = await runCli(['reconcile', '--from', from, '--to', to], env);
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toContain(`connection events seen ${expected}, added 0`);
-    expect(await readCursor(db.warehouse.db, sandbox.orgId, 'reconcile:last')).toMatchObject({ missed: 0 });
+    expect(await readCursor(db.warehouse.db, sandbox.orgId, reconcileLastCursor())).toMatchObject({
+      missed: 0,
+    });
   });
 });

@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobCatalog } from '../../jobs/index.ts';
+import { type JobPayloads, jobCatalog } from '../../jobs/index.ts';
 import type { SyncStatus } from '../../src/metrics/sync-status.ts';
 import type { JobDefinition } from '../../src/queue/job-definition.ts';
 import { openJobQueue } from '../../src/queue/job-queue.ts';
@@ -71,7 +71,7 @@ describe('status', () => {
   it('adds queue depths, failed jobs and stream slot holders with Redis', async () => {
     const prefix = testRedis.prefix.slice(0, -1);
     const redis = testRedis.connect();
-    const jobQueue = openJobQueue({
+    const jobQueue = openJobQueue<JobPayloads>({
       redis,
       prefix,
       catalog: jobCatalog as Record<string, JobDefinition>,

@@ -11,6 +11,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { readCursor } from '../../src/warehouse/checkpoints.ts';
+import { streamCheckpointCursor } from '../../src/warehouse/cursors/stream-checkpoint-cursor.ts';
 import { sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { compareStreamWithTruth, NO_STREAM_DIFFERENCES } from './stream-compare.ts';
@@ -83,10 +84,10 @@ describe('stream downtime is filled by replay', () => {
     const stopped = await first.result;
     expect(stopped.code, stopped.stderr).toBe(0);
     expect(stopped.stdout).toMatch(/interrupted after/);
-    const checkpoint = await readCursor<{ lastDisconnectAt?: string }>(
+    const checkpoint = await readCursor(
       db.warehouse.db,
       sandbox.orgId,
-      'stream:checkpoint:validic-sync:0',
+      streamCheckpointCursor('validic-sync', 0),
     );
     expect(checkpoint?.lastDisconnectAt).toEqual(expect.any(String));
     const before = await storedCount();

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Batch, RawItem } from '../../src/pipeline/batch.ts';
-import { readCursor } from '../../src/warehouse/checkpoints.ts';
+import { listCursors } from '../../src/warehouse/checkpoints.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
@@ -109,7 +109,9 @@ describe('applyBatch dedupe rules', () => {
     expect(row?.arrived_via).toBe('poll');
     expect(row?.start_time?.toISOString()).toBe('2024-03-01T08:00:00.000Z');
     expect(await metricValues(org, 'r1')).toEqual(['body_weight=70', 'bmi=22.5']);
-    expect(await readCursor(t.warehouse.db, org, 'poll:u1')).toEqual({ through: '2024-03-01' });
+    expect((await listCursors(t.warehouse.db, org, 'poll:u1')).map((c) => c.value)).toEqual([
+      { through: '2024-03-01' },
+    ]);
   });
 
   it('same id and checksum is a no-op counted unchanged', async () => {

@@ -10,6 +10,7 @@ import { silentLogger } from '../../src/log/logger.ts';
 import { prunePushNotifications } from '../../src/push/push-notification-store.ts';
 import type { JobContext } from '../../src/queue/job-context.ts';
 import { jobSettings } from '../../src/queue/job-settings.ts';
+import { jobWarehouse } from '../../src/queue/job-warehouse.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
 const DAY = 86_400_000;
@@ -50,7 +51,7 @@ describe('push.prune', () => {
     const config = configSchema.parse({});
     const settings = jobSettings(config);
     const ctx = {
-      warehouse: db.warehouse,
+      warehouse: jobWarehouse(db.warehouse),
       settings,
       log: silentLogger,
       signal: new AbortController().signal,

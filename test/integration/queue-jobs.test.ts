@@ -55,6 +55,7 @@ function fakeRuntime(): Pick<Runtime, 'jobContext' | 'log'> {
         ...input,
         log: silentLogger,
         warehouse: undefined as never,
+        cursors: undefined as never,
         org: () => {
           throw new Error('no orgs in this test');
         },

@@ -11,6 +11,7 @@ import { configSchema } from '../../src/config/schema.ts';
 import { PermanentError } from '../../src/errors.ts';
 import { PermanentHttpError } from '../../src/http/http-errors.ts';
 import { silentLogger } from '../../src/log/logger.ts';
+import { jobWarehouse } from '../../src/queue/job-warehouse.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { toV2Resource } from '../../src/validic/v2-resources.ts';
@@ -67,15 +68,16 @@ describe('records.poll: one user, one window, several resources', () => {
   /** Runs the job with `fail` making one resource's request throw; returns the resources requested. */
   async function runPoll(runId: string, attempt: number, fail?: { resource: string; error: Error }) {
     const requested: string[] = [];
-    const real = runtime.org(sandbox.orgId);
+    const base = runtime.jobContext({
+      jobId: 'test',
+      attempt,
+      signal: new AbortController().signal,
+      enqueue: async () => true,
+    });
+    const real = base.org(sandbox.orgId);
     const ctx = {
-      ...runtime.jobContext({
-        jobId: 'test',
-        attempt,
-        signal: new AbortController().signal,
-        enqueue: async () => true,
-      }),
-      warehouse: counting,
+      ...base,
+      warehouse: jobWarehouse(counting),
       org: () => ({
         ...real,
         v2: {

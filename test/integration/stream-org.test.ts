@@ -4,20 +4,26 @@
  * the lock-slot hook names the cursor and is re-acquired when lost; the 5-stream limit is a clear error.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { formatStatus } from '../../src/cli/commands/status.ts';
 import { organizationSchema } from '../../src/config/schema.ts';
 import { UserFacingError } from '../../src/errors.ts';
 import { silentLogger } from '../../src/log/logger.ts';
+import { collectSyncStatus } from '../../src/metrics/sync-status.ts';
 import { createOrgClients, type OrgClients } from '../../src/runtime/org-clients.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import type { StreamCheckpoint } from '../../src/stream/types.ts';
-import { formatStreamStatus, readStreamStatus } from '../../src/stream/read-stream-status.ts';
-import type { RecordedGap, StreamGapsCursor } from '../../src/stream/record-stream-gap.ts';
+import type { RecordedGap } from '../../src/stream/record-stream-gap.ts';
 import {
   type ConnectionSlot,
   type StreamCommitEvent,
   startOrgStream,
 } from '../../src/stream/run-org-stream.ts';
+import type { StreamCheckpoint } from '../../src/stream/types.ts';
 import { listCursors, readCursor } from '../../src/warehouse/checkpoints.ts';
+import {
+  streamCheckpointCursor,
+  streamCheckpointPrefix,
+} from '../../src/warehouse/cursors/stream-checkpoint-cursor.ts';
+import { streamGapsCursor } from '../../src/warehouse/cursors/stream-gaps-cursor.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { sandboxOrganization } from '../helpers/sandbox-organization.ts';
@@ -53,13 +59,13 @@ describe('startOrgStream', () => {
   });
 
   it('records a gap beyond replay, enqueues its REST backfill, and replays what replay serves', async () => {
-    const key = 'stream:checkpoint:old-stream:0';
+    const checkpoint = streamCheckpointCursor('old-stream', 0);
     const disconnectedAt = new Date(Date.now() - 40 * DAY_MS).toISOString();
     const seeded: StreamCheckpoint = { lastLiveAt: disconnectedAt, lastDisconnectAt: disconnectedAt };
     await applyBatch(
       db.warehouse,
       { orgId: sandbox.orgId, arrivedVia: 'stream', items: [] },
-      { cursors: [{ key, value: seeded }] },
+      { cursors: [checkpoint.write(seeded)] },
     );
     const enqueued: unknown[] = [];
     const commits: StreamCommitEvent[] = [];
@@ -91,7 +97,7 @@ describe('startOrgStream', () => {
       },
     ]);
     expect(gaps).toEqual(['enqueued']);
-    const cursor = await readCursor<StreamGapsCursor>(db.warehouse.db, sandbox.orgId, 'stream:gaps');
+    const cursor = await readCursor(db.warehouse.db, sandbox.orgId, streamGapsCursor());
     expect(cursor?.total).toBe(1);
     expect(cursor?.gaps[0]).toMatchObject({
       reason: 'beyond-replay',
@@ -111,14 +117,28 @@ describe('startOrgStream', () => {
       for (const f of c.frames)
         if (f.kind === 'data' && f.createdAt)
           expect(c.committedAt - Date.parse(f.createdAt)).toBeGreaterThanOrEqual(0);
-    // What `status` shows.
-    const lines = formatStreamStatus(await readStreamStatus(db.warehouse.db, sandbox.orgId), Date.now());
-    expect(lines.join('\n')).toMatch(
-      /stream "old-stream" connection 0: disconnected since .*; newest record/,
-    );
-    expect(lines.join('\n')).toMatch(/stream gaps: 1 recorded; 1 needing a REST backfill .* enqueued/);
+    // What `status` shows (`--json`, and the lines): the connection's checkpoint and the recorded gap.
+    const status = await collectSyncStatus({
+      warehouse: db.warehouse,
+      orgIds: [sandbox.orgId],
+      streamNames: { [sandbox.orgId]: 'old-stream' },
+    });
+    const shown = status.orgs.find((o) => o.orgId === sandbox.orgId)!.stream;
+    expect(shown.checkpoints.map((c) => c.key)).toEqual([checkpoint.key]);
+    expect(checkpoint.parse(shown.checkpoints[0]!.value)).toMatchObject({
+      lastDisconnectAt: expect.any(String),
+      newestCreatedAt: expect.any(String),
+    });
+    expect(streamGapsCursor().parse(shown.gaps)).toMatchObject({
+      total: 1,
+      gaps: [{ reason: 'beyond-replay', from: disconnectedAt, backfill: 'enqueued' }],
+    });
+    const lines = formatStatus(status).join('\n');
+    expect(lines).toContain('stream old-stream');
+    expect(lines).toContain(checkpoint.key);
+    expect(lines).toContain('  gaps: {');
     // Stopped cleanly: the gap is closed and a new one opens at the last frame.
-    const after = await readCursor<StreamCheckpoint>(db.warehouse.db, sandbox.orgId, key);
+    const after = await readCursor(db.warehouse.db, sandbox.orgId, checkpoint);
     expect(Date.parse(after!.lastDisconnectAt!)).toBeGreaterThan(Date.parse(disconnectedAt));
   });
 
@@ -151,7 +171,7 @@ describe('startOrgStream', () => {
     stop.abort();
     await handle.done;
     expect(leases.map((l) => l.released)).toEqual([true, true]);
-    const keys = (await listCursors(db.warehouse.db, sandbox.orgId, 'stream:checkpoint:slotted:')).map(
+    const keys = (await listCursors(db.warehouse.db, sandbox.orgId, streamCheckpointPrefix('slotted'))).map(
       (c) => c.key,
     );
     expect(keys).toEqual(['stream:checkpoint:slotted:1', 'stream:checkpoint:slotted:2']);

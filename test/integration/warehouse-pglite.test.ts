@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readCursor } from '../../src/warehouse/checkpoints.ts';
+import { listCursors } from '../../src/warehouse/checkpoints.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { FolderMigrationProvider, migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/open-warehouse.ts';
@@ -104,7 +104,9 @@ describe('embedded PGlite warehouse', () => {
       ]);
       const versions = await wh.db.selectFrom('validic.record_versions').select('checksum').execute();
       expect(versions).toEqual([{ checksum: 'c1' }]);
-      expect(await readCursor(wh.db, 'o', 'stream')).toEqual({ at: '2024-06-01T02:00:00Z' });
+      expect((await listCursors(wh.db, 'o', 'stream')).map((c) => [c.key, c.value])).toEqual([
+        ['stream', { at: '2024-06-01T02:00:00Z' }],
+      ]);
       const weight = await wh.db.selectFrom('validic.legacy_weight').select(['id', 'raw']).execute();
       expect(weight).toEqual([
         { id: 'w1', raw: { _id: 'w1', timestamp: '2024-06-01T00:00:00Z', weight: 70 } },

@@ -5,8 +5,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { nextLegacyWindow } from '../../jobs/legacy-latest.ts';
-import { nextLegacyCursor, parseLegacyCursor } from '../../src/legacy/legacy-cursor.ts';
+import { nextLegacyCursor } from '../../src/legacy/legacy-cursor.ts';
 import { planLegacyWindows } from '../../src/legacy/legacy-windows.ts';
+import { legacyLatestCursor } from '../../src/warehouse/cursors/legacy-latest-cursor.ts';
 
 const HOUR = 3_600_000;
 const at = (iso: string) => new Date(iso);
@@ -79,8 +80,18 @@ describe('nextLegacyCursor', () => {
   });
 
   it('reads back only values of its own shape', () => {
-    expect(parseLegacyCursor({ end: '2026-01-02T00:00:00.000Z' })?.end).toBe('2026-01-02T00:00:00.000Z');
-    expect(parseLegacyCursor({ end: 'yesterday' })).toBeUndefined();
-    expect(parseLegacyCursor(null)).toBeUndefined();
+    const cursor = legacyLatestCursor('fitness');
+    expect(cursor.key).toBe('legacy:latest:fitness');
+    expect(cursor.parse({ end: '2026-01-02T00:00:00.000Z' })).toEqual({
+      end: '2026-01-02T00:00:00.000Z',
+      start: '2026-01-02T00:00:00.000Z',
+      at: '2026-01-02T00:00:00.000Z',
+    });
+    expect(cursor.parse({ end: '2026-01-02T00:00:00.000Z', start: 7 })?.start).toBe(
+      '2026-01-02T00:00:00.000Z',
+    );
+    expect(cursor.parse({ end: 'yesterday' })).toBeUndefined();
+    expect(cursor.parse(null)).toBeUndefined();
+    expect(cursor.parse('2026-01-02')).toBeUndefined();
   });
 });

@@ -340,7 +340,8 @@ describe('limits', () => {
   });
 
   it('gives repeats within the coalescing window one job id, delayed to the window end', async () => {
-    const { legacyFetchJobId, legacyFetchPayload } = await import('../../jobs/legacy-fetch.ts');
+    const { legacyFetchJobId } = await import('../../jobs/legacy-fetch.ts');
+    const { legacyFetchPayload } = await import('../../jobs/payloads.ts');
     const ids = async (at: number) => {
       queued = [];
       await handlePush(signed(items(1)), deps({ coalesceMs: 10_000, now: () => at }));

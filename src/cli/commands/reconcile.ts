@@ -7,8 +7,8 @@
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
 import { UsageError } from '../../errors.ts';
-import { reconcileCursor } from '../../queue/reconcile-cursor.ts';
-import { CONNECTION_EVENTS_SINCE } from '../../validic/connection-events-since.ts';
+import { CONNECTION_EVENTS_SINCE } from '../../validic/platform-limits.ts';
+import { reconcileLastWrite } from '../../warehouse/cursors/reconcile-last-cursor.ts';
 import { parseDateRange } from '../parse-options.ts';
 import type { CommandRunner } from '../run-command.ts';
 import { runInlineCommand } from '../run-inline-command.ts';
@@ -40,7 +40,7 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
         const from = [range.from, CONNECTION_EVENTS_SINCE].sort().at(-1)!;
         const { planDateWindows } = await import('../../validic/date-windows.ts');
         const { applyBatch } = await import('../../warehouse/loader/apply-batch.ts');
-        const windows = planDateWindows(from, range.to, 30);
+        const windows = planDateWindows(from, range.to);
         return runInlineCommand(ctx, {
           orgs,
           interrupted: 'reconcile interrupted; committed pages are kept',
@@ -64,7 +64,7 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
               if (state === 'done') {
                 // Each window's job wrote its own `reconcile:last`; the command's totals replace them.
                 const { events, missed } = totals;
-                const cursor = reconcileCursor({ startDate: from, endDate: range.to, events, missed });
+                const cursor = reconcileLastWrite({ startDate: from, endDate: range.to, events, missed });
                 await applyBatch(
                   runtime.warehouse,
                   { orgId: org.orgId, arrivedVia: 'poll', items: [] },

@@ -1,0 +1,154 @@
+/**
+ * The payload schema of every job, by name: what `enqueue(name, payload)` is typed by and validates
+ * against (on enqueue and again on dequeue). Apart from the job modules so that define-job.ts (which
+ * types `ctx.enqueue` by them) and the job modules (which import define-job.ts) form no cycle.
+ */
+import { z } from 'zod';
+import { LEGACY_OBJECTS } from '../src/legacy/legacy-objects.ts';
+import { isoDate, isoInstant } from '../src/queue/payload-dates.ts';
+import { MAX_REQUEST_WINDOW_DAYS } from '../src/validic/platform-limits.ts';
+
+/** users.sync (jobs/users-sync.ts). */
+export const usersSyncPayload = z.object({ orgId: z.string().min(1) });
+
+/** records.poll (jobs/records-poll.ts). */
+export const recordsPollPayload = z.preprocess(
+  // Jobs queued by an earlier version carry one `resource` (and its `windowKey`, which was the same
+  // recordsWindowKey): read them as a job of that one resource, so an upgrade mid-backfill loses none.
+  (value) => {
+    if (typeof value !== 'object' || value === null || 'resources' in value) return value;
+    const { resource, windowKey: _windowKey, ...rest } = value as Record<string, unknown>;
+    return resource === undefined ? value : { ...rest, resources: [resource] };
+  },
+  z.object({
+    orgId: z.string().min(1),
+    uid: z.string().min(1),
+    /** v2 resource names, fetched in this order. */
+    resources: z.array(z.string().min(1)).min(1),
+    startDate: isoDate,
+    endDate: isoDate,
+    /** The backfill run whose ledger windows (recordsWindowKey of each resource) this poll completes. */
+    runId: z.string().optional(),
+    /** Queued by the records.recent tick: its completion is written to validic_sync.recent_polls. */
+    recent: z.boolean().optional(),
+  }),
+);
+export type RecordsPollPayload = z.infer<typeof recordsPollPayload>;
+
+/** records.backfill (jobs/records-backfill.ts). */
+export const recordsBackfillPayload = z
+  .object({
+    orgId: z.string().min(1),
+    from: isoDate,
+    to: isoDate,
+    /** v2 resource names; default: the org's configured resources. */
+    resources: z.array(z.string().min(1)).optional(),
+    /** Limit to these uids; default: every user of the org. */
+    uids: z.array(z.string().min(1)).optional(),
+    /** Start a new run even if an unfinished one with the same arguments exists. */
+    restart: z.boolean().default(false),
+    /** Also fetch connection events for the range. */
+    connections: z.boolean().default(true),
+  })
+  .refine((p) => p.from <= p.to, { message: 'from must not be after to', path: ['from'] });
+export type RecordsBackfillPayload = z.infer<typeof recordsBackfillPayload>;
+
+/** connections.reconcile (jobs/connections-reconcile.ts). */
+export const connectionsReconcilePayload = z.object({
+  orgId: z.string().min(1),
+  startDate: isoDate,
+  endDate: isoDate,
+  runId: z.string().optional(),
+  windowKey: z.string().optional(),
+});
+
+/** connections.recent (jobs/connections-recent.ts). */
+export const connectionsRecentPayload = z.object({
+  orgId: z.string().min(1),
+  days: z.number().int().min(1).max(MAX_REQUEST_WINDOW_DAYS).optional(),
+});
+
+/** records.recent (jobs/records-recent.ts). */
+export const recordsRecentPayload = z.object({
+  orgId: z.string().min(1),
+  /** Days back from today; default: config `sync.lookbackDays`. */
+  lookbackDays: z.number().int().min(0).max(MAX_REQUEST_WINDOW_DAYS).optional(),
+});
+
+/** legacy.sync (jobs/legacy-sync.ts). */
+export const legacySyncPayload = z
+  .object({
+    orgId: z.string().min(1),
+    /** Legacy objects; default: the org's `legacy.objects`. */
+    objects: z.array(z.enum(LEGACY_OBJECTS)).min(1).optional(),
+    /** Backfill range start; absent: continue from each object's cursor. */
+    from: isoInstant.optional(),
+    /** Range end; default: now. */
+    to: isoInstant.optional(),
+  })
+  .refine((p) => !p.from || !p.to || Date.parse(p.from) < Date.parse(p.to), {
+    message: 'from must be before to',
+    path: ['from'],
+  });
+export type LegacySyncPayload = z.infer<typeof legacySyncPayload>;
+
+/** legacy.latest (jobs/legacy-latest.ts). */
+export const legacyLatestPayload = z
+  .object({
+    orgId: z.string().min(1),
+    object: z.enum(LEGACY_OBJECTS),
+    startDate: isoInstant,
+    endDate: isoInstant,
+    /** End of the whole range: the next window (if any) is enqueued after this one commits. */
+    until: isoInstant.optional(),
+  })
+  .refine((p) => Date.parse(p.startDate) < Date.parse(p.endDate), {
+    message: 'startDate must be before endDate',
+    path: ['startDate'],
+  });
+export type LegacyLatestPayload = z.infer<typeof legacyLatestPayload>;
+
+/** legacy.fetch (jobs/legacy-fetch.ts). */
+export const legacyFetchPayload = z.object({
+  orgId: z.string().min(1),
+  object: z.enum(LEGACY_OBJECTS),
+  /** The record's `_id`. */
+  recordId: z.string().min(1).optional(),
+  /** The service user `_id` the record belongs to. */
+  userId: z.string().min(1).optional(),
+  /** The announced `last_updated` (ISO instant). */
+  lastUpdated: isoInstant.optional(),
+  /** Row of validic_sync.push_notifications that announced it (tells apart repeats without last_updated). */
+  notificationId: z.string().optional(),
+  /** The documented item's `activity_date` (ISO instant): the measurement set's timestamp. */
+  activityDate: isoInstant.optional(),
+  /** The documented item's `source` (the app's short name): filters the retrieval. */
+  source: z.string().min(1).optional(),
+  /** Coalescing window the announcement fell in: repeats within one window share the job id. */
+  window: z.string().optional(),
+});
+export type LegacyFetchPayload = z.infer<typeof legacyFetchPayload>;
+
+/** push.prune (jobs/push-prune.ts). */
+export const pushPrunePayload = z.object({});
+
+/** warehouse.maintain (jobs/warehouse-maintain.ts). */
+export const warehouseMaintainPayload = z.object({});
+
+/** Job name → payload schema; jobs/index.ts checks that the catalog names the same jobs. */
+export const jobPayloads = {
+  'users.sync': usersSyncPayload,
+  'records.poll': recordsPollPayload,
+  'records.backfill': recordsBackfillPayload,
+  'connections.reconcile': connectionsReconcilePayload,
+  'connections.recent': connectionsRecentPayload,
+  'records.recent': recordsRecentPayload,
+  'legacy.sync': legacySyncPayload,
+  'legacy.latest': legacyLatestPayload,
+  'legacy.fetch': legacyFetchPayload,
+  'push.prune': pushPrunePayload,
+  'warehouse.maintain': warehouseMaintainPayload,
+};
+
+// A type alias of an object type, not an interface: it must fit PayloadSchemas' index signature.
+export type JobPayloads = typeof jobPayloads;

@@ -1,0 +1,44 @@
+/**
+ * What a job may use of one configured organization (`ctx.org(orgId)`): its platform clients, the reads
+ * that need the org's credentials, and the two org settings jobs read. Not the org's config (tokens,
+ * URLs, secrets), not its raw HTTP client.
+ */
+import type { OrganizationConfig } from '../config/schema.ts';
+import {
+  type ConfirmLegacyDeletesInput,
+  type ConfirmLegacyDeletesResult,
+  confirmLegacyDeletes,
+} from '../legacy/confirm-legacy-deletes.ts';
+import { findLegacyRecord, type GetLegacyRecordInput } from '../legacy/get-legacy-record.ts';
+import type { LegacyClient } from '../legacy/legacy-client.ts';
+import type { OrgClients } from '../runtime/org-clients.ts';
+import type { V2Client } from '../validic/v2-client.ts';
+import type { Warehouse } from '../warehouse/open-warehouse.ts';
+
+export interface JobOrg {
+  v2: V2Client;
+  legacy: LegacyClient;
+  /** `organizations[].resources`: what records.backfill and records.recent fetch by default. */
+  resources: OrganizationConfig['resources'];
+  /** `organizations[].legacy.objects`: what legacy.sync plans by default. */
+  legacyObjects: OrganizationConfig['legacy']['objects'];
+  /** One legacy record by id; `found: false` when the platform answers 404. */
+  findLegacyRecord(input: GetLegacyRecordInput): ReturnType<typeof findLegacyRecord>;
+  /** Stored legacy records of a completely read window that it no longer listed: asked for by id, 404 marks them deleted. */
+  confirmLegacyDeletes(
+    input: Omit<ConfirmLegacyDeletesInput, 'warehouse' | 'org' | 'orgId'>,
+  ): Promise<ConfirmLegacyDeletesResult>;
+}
+
+export function jobOrg(clients: OrgClients, warehouse: Warehouse): JobOrg {
+  const { config } = clients;
+  return {
+    v2: clients.v2,
+    legacy: clients.legacy,
+    resources: config.resources,
+    legacyObjects: config.legacy.objects,
+    findLegacyRecord: (input) => findLegacyRecord(clients, input),
+    confirmLegacyDeletes: (input) =>
+      confirmLegacyDeletes({ ...input, warehouse, org: clients, orgId: config.orgId }),
+  };
+}
