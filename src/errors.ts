@@ -11,7 +11,7 @@
  * - `UserFacingError`: an expected failure (database unreachable, stream limit reached): the CLI prints
  *   its message without a stack trace and exits 1.
  */
-import { redactKnownSecrets } from './config/redact.ts';
+import { redactKnownSecrets } from './redact/redact-secrets.ts';
 
 export class UserFacingError extends Error {
   /** What the user can do about it, printed after the message. */

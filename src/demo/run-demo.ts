@@ -10,7 +10,7 @@ import { rm } from 'node:fs/promises';
 import { sql } from 'kysely';
 import { formatTable } from '../cli/format-table.ts';
 import { createInlineRunner } from '../cli/run-jobs-inline.ts';
-import { registerSecret } from '../config/redact.ts';
+import { registerSecret } from '../redact/redact-secrets.ts';
 import { type Config, configSchema } from '../config/schema.ts';
 import { EXAMPLE_QUERIES } from '../docs/example-queries.ts';
 import type { Logger } from '../log/logger.ts';

@@ -13,7 +13,7 @@
  * URL and must never reach another host. Writes (POST/PUT/DELETE) follow no redirect at all.
  */
 import { type Dispatcher, EnvHttpProxyAgent, request } from 'undici';
-import { redactUrl } from '../config/redact.ts';
+import { redactUrl } from '../redact/redact-secrets.ts';
 import { HttpError, RateLimitedError } from '../errors.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { USER_AGENT } from '../runtime/version.ts';
@@ -37,7 +37,7 @@ import {
   isRetryableStatus,
   parseRetryAfter,
 } from './retry-policy.ts';
-import { maskSecrets, secretValuesOf } from './url-secrets.ts';
+import { maskSecrets, secretValuesOf } from '../redact/url-secret-values.ts';
 
 /** What the `onRequest` hook sees for every attempt (metrics attach here). Never carries the URL. */
 export interface RequestEvent {

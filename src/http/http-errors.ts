@@ -4,9 +4,9 @@
  * `UnrecoverableError`), so `PermanentHttpError` extends `PermanentError` and carries the same fields as
  * `HttpError`. Use `httpStatusOf(err)` to read the status of either.
  */
-import { redactKnownSecrets } from '../config/redact.ts';
+import { redactKnownSecrets } from '../redact/redact-secrets.ts';
 import { HttpError, type HttpErrorDetails, PermanentError } from '../errors.ts';
-import { maskSecrets } from './url-secrets.ts';
+import { maskSecrets } from '../redact/url-secret-values.ts';
 
 export class PermanentHttpError extends PermanentError {
   readonly method: string;

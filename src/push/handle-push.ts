@@ -15,7 +15,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Kysely } from 'kysely';
-import { redactUrl, registerSecret } from '../config/redact.ts';
+import { redactUrl, registerSecret } from '../redact/redact-secrets.ts';
 import { toError } from '../errors.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { secretsEqual } from '../runtime/secrets-equal.ts';

@@ -14,7 +14,7 @@
  */
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { redactKnownSecrets } from '../config/redact.ts';
+import { redactKnownSecrets } from '../redact/redact-secrets.ts';
 import { PermanentError, RateLimitedError, toError } from '../errors.ts';
 import type { Logger } from '../log/logger.ts';
 import type { WorkerMetrics } from '../metrics/worker-metrics.ts';

@@ -3,7 +3,7 @@
  * endless reconnect loop. Once connected, ioredis reconnects by itself when Redis goes away and returns.
  */
 import { Redis } from 'ioredis';
-import { redactKnownSecrets } from '../config/redact.ts';
+import { redactKnownSecrets } from '../redact/redact-secrets.ts';
 import { UserFacingError } from '../errors.ts';
 
 export async function connectRedis(url: string, options: { timeoutMs?: number } = {}): Promise<Redis> {

@@ -12,7 +12,7 @@
  * - Hooks expose state changes, commits and gaps so the worker can attach its metrics.
  * See README.md next to this file.
  */
-import { redactKnownSecrets } from '../config/redact.ts';
+import { redactKnownSecrets } from '../redact/redact-secrets.ts';
 import { UserFacingError } from '../errors.ts';
 import { httpStatusOf } from '../http/http-errors.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';

@@ -9,7 +9,7 @@
  * flushes what was fully received and resolves) or a permanent error (401/403, `PermanentError`, a
  * commit that keeps failing) ends it (then it rejects with that error).
  */
-import { redactKnownSecrets } from '../config/redact.ts';
+import { redactKnownSecrets } from '../redact/redact-secrets.ts';
 import { silentLogger } from '../log/logger.ts';
 import { backoffDelay, idleDelay, reconnectDelay } from './backoff-delay.ts';
 import { classifyFrame } from './classify-frame.ts';

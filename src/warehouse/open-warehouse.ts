@@ -11,7 +11,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { redactUrl } from '../config/redact.ts';
+import { redactUrl } from '../redact/redact-secrets.ts';
 import { UserFacingError } from '../errors.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { withSpan } from '../telemetry/tracer.ts';

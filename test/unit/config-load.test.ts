@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
-import { REDACTED, redactKnownSecrets, redactValue } from '../../src/config/redact.ts';
+import { REDACTED, redactKnownSecrets, redactValue } from '../../src/redact/redact-secrets.ts';
 import { ConfigError } from '../../src/errors.ts';
 
 const emptyDir = mkdtempSync(join(tmpdir(), 'vs-config-'));

@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { redactSecrets, redactUrl, registerSecret } from '../../src/config/redact.ts';
+import { redactSecrets, redactUrl, registerSecret } from '../../src/redact/redact-secrets.ts';
 import { HttpError } from '../../src/errors.ts';
 import { createLogger } from '../../src/log/logger.ts';
 
