@@ -18,13 +18,13 @@
  */
 import { z } from 'zod';
 import { findLegacyRecord } from '../src/legacy/get-legacy-record.ts';
+import { LEGACY_OBJECTS } from '../src/legacy/legacy-objects.ts';
+import type { SummaryPage } from '../src/legacy/legacy-summary-pager.ts';
 import { type LegacyPagesResult, loadLegacyPages } from '../src/legacy/load-legacy-pages.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { isoInstant } from '../src/queue/payload-dates.ts';
-import { LEGACY_OBJECTS } from '../src/legacy/legacy-objects.ts';
-import type { SummaryPage } from '../src/legacy/legacy-summary-pager.ts';
 import { markLegacyDeleted } from '../src/warehouse/mark-legacy-deleted.ts';
 import { defineJob } from './define-job.ts';
 

@@ -19,13 +19,13 @@ import {
   nextLegacyCursor,
   parseLegacyCursor,
 } from '../src/legacy/legacy-cursor.ts';
+import { LEGACY_OBJECTS } from '../src/legacy/legacy-objects.ts';
+import { type InstantWindow, planLegacyWindows } from '../src/legacy/legacy-windows.ts';
 import { type LegacyPagesResult, loadLegacyPages } from '../src/legacy/load-legacy-pages.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { isoInstant } from '../src/queue/payload-dates.ts';
-import { LEGACY_OBJECTS } from '../src/legacy/legacy-objects.ts';
-import { type InstantWindow, planLegacyWindows } from '../src/legacy/legacy-windows.ts';
 import { readCursor } from '../src/warehouse/checkpoints.ts';
 import { defineJob } from './define-job.ts';
 

@@ -10,11 +10,11 @@
  */
 import { z } from 'zod';
 import { legacyCursorKey, parseLegacyCursor } from '../src/legacy/legacy-cursor.ts';
+import { LEGACY_OBJECTS, type LegacyObject } from '../src/legacy/legacy-objects.ts';
+import { planLegacyWindows } from '../src/legacy/legacy-windows.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { isoInstant } from '../src/queue/payload-dates.ts';
-import { LEGACY_OBJECTS, type LegacyObject } from '../src/legacy/legacy-objects.ts';
-import { planLegacyWindows } from '../src/legacy/legacy-windows.ts';
 import { readCursor } from '../src/warehouse/checkpoints.ts';
 import { defineJob } from './define-job.ts';
 

@@ -3,8 +3,8 @@
  * says what it does. The environment names of DESIGN.md override the file (see load-config.ts).
  */
 import { z } from 'zod';
-import { DEFAULT_STREAM_CONSUMER_OPTIONS as STREAM_DEFAULTS } from '../stream/default-options.ts';
 import { LEGACY_OBJECTS } from '../legacy/legacy-objects.ts';
+import { DEFAULT_STREAM_CONSUMER_OPTIONS as STREAM_DEFAULTS } from '../stream/default-options.ts';
 import { refinePathSegment } from '../validic/path-segment.ts';
 import { STREAM_RECORD_TYPES, toStreamRecordType, V2_RESOURCES } from '../validic/v2-resources.ts';
 

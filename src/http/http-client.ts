@@ -13,21 +13,23 @@
  * URL and must never reach another host. Writes (POST/PUT/DELETE) follow no redirect at all.
  */
 import { type Dispatcher, EnvHttpProxyAgent, request } from 'undici';
-import { redactUrl } from '../redact/redact-secrets.ts';
-import { HttpError, RateLimitedError } from '../errors.ts';
-import { type Logger, silentLogger } from '../log/logger.ts';
-import { USER_AGENT } from '../runtime/version.ts';
-import { abortReason, type Clock, systemClock } from './clock.ts';
-import { type EndpointKind, endpointKind } from './endpoint-kind.ts';
-import { bodyExcerpt, extractErrorMessages } from './error-body.ts';
 import {
   BodyTooLargeError,
+  HttpError,
   NetworkError,
   PermanentHttpError,
+  RateLimitedError,
   RedirectRefusedError,
   ResponseBodyError,
   StreamRebalancingError,
-} from './http-errors.ts';
+} from '../errors/index.ts';
+import { type Logger, silentLogger } from '../log/logger.ts';
+import { redactUrl } from '../redact/redact-secrets.ts';
+import { maskSecrets, secretValuesOf } from '../redact/url-secret-values.ts';
+import { USER_AGENT } from '../runtime/version.ts';
+import { abortReason, type Clock, systemClock } from '../time/clock.ts';
+import { type EndpointKind, endpointKind } from './endpoint-kind.ts';
+import { bodyExcerpt, extractErrorMessages } from './error-body.ts';
 import type { BudgetRegistry, RequestBudget } from './request-budget.ts';
 import {
   type BackoffOptions,
@@ -37,7 +39,6 @@ import {
   isRetryableStatus,
   parseRetryAfter,
 } from './retry-policy.ts';
-import { maskSecrets, secretValuesOf } from '../redact/url-secret-values.ts';
 
 /** What the `onRequest` hook sees for every attempt (metrics attach here). Never carries the URL. */
 export interface RequestEvent {

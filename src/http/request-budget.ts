@@ -7,9 +7,9 @@
  * lives in this process. Buckets are keyed by a hash of the token, never the token itself.
  */
 
+import type { Clock } from '../time/clock.ts';
+import { systemClock } from '../time/clock.ts';
 import { budgetKeyOf } from './budget-key.ts';
-import type { Clock } from './clock.ts';
-import { systemClock } from './clock.ts';
 import { createInMemoryRequestBudget } from './in-memory-request-budget.ts';
 import { createRedisRequestBudget, type RedisEvalClient } from './redis-request-budget.ts';
 import type { BudgetRate } from './token-bucket.ts';

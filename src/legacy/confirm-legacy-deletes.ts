@@ -15,11 +15,11 @@
  */
 import type { Logger } from '../log/logger.ts';
 import type { OrgClients } from '../runtime/org-clients.ts';
-import type { SummaryPage } from './legacy-summary-pager.ts';
 import { applyBatch } from '../warehouse/loader/apply-batch.ts';
 import { markLegacyDeleted } from '../warehouse/mark-legacy-deleted.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { findLegacyRecord } from './get-legacy-record.ts';
+import type { SummaryPage } from './legacy-summary-pager.ts';
 
 export interface ConfirmLegacyDeletesInput {
   warehouse: Warehouse;

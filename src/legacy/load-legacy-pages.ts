@@ -6,9 +6,9 @@
  */
 import type { Logger } from '../log/logger.ts';
 import { type ArrivedVia, type Checkpoint, emptyCounts, type LoadResult } from '../pipeline/batch.ts';
-import type { SummaryPage } from './legacy-summary-pager.ts';
 import { applyBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
+import type { SummaryPage } from './legacy-summary-pager.ts';
 
 export interface LoadLegacyPagesInput {
   warehouse: Warehouse;

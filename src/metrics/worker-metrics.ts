@@ -11,10 +11,10 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { RequestEvent } from '../http/http-client.ts';
+import { LEGACY_OBJECTS } from '../legacy/legacy-objects.ts';
 import type { LoadCounts } from '../pipeline/batch.ts';
 import type { BudgetStatus } from '../queue/budget-status.ts';
 import { VERSION } from '../runtime/version.ts';
-import { LEGACY_OBJECTS } from '../legacy/legacy-objects.ts';
 import { recordTypeOf, V2_RESOURCES } from '../validic/v2-resources.ts';
 
 /** Record types (and load kinds) that are label values as they are; any other becomes `other`. */

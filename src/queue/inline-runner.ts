@@ -5,8 +5,8 @@
  * `PermanentError`s are not retried. Concurrency is bounded; an abort stops new jobs from starting.
  */
 import { EventEmitter } from 'node:events';
-import { PermanentError, toError } from '../errors.ts';
-import { abortableSleep } from '../http/clock.ts';
+import { PermanentError, toError } from '../errors/index.ts';
+import { abortableSleep } from '../time/clock.ts';
 import type { EnqueuePayload, PayloadSchemas } from './job-context.ts';
 import type { JobDefinition } from './job-definition.ts';
 

@@ -14,11 +14,11 @@
  */
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { redactKnownSecrets } from '../redact/redact-secrets.ts';
-import { PermanentError, RateLimitedError, toError } from '../errors.ts';
+import { PermanentError, RateLimitedError, toError } from '../errors/index.ts';
 import type { Logger } from '../log/logger.ts';
 import type { WorkerMetrics } from '../metrics/worker-metrics.ts';
 import type { LoadCounts } from '../pipeline/batch.ts';
+import { redactKnownSecrets } from '../redact/redact-secrets.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { bullmqTelemetry } from '../telemetry/start-tracing.ts';
 import { jobAttributes, withSpan } from '../telemetry/tracer.ts';

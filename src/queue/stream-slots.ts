@@ -8,8 +8,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { abortableSleep } from '../http/clock.ts';
 import type { Logger } from '../log/logger.ts';
+import { abortableSleep } from '../time/clock.ts';
 import { RELEASE_LEASE, RENEW_LEASE } from './redis-lease.ts';
 
 /** The platform's limit on concurrent connections to one stream (PLATFORM-FACTS.md). */

@@ -3,8 +3,8 @@
  * endless reconnect loop. Once connected, ioredis reconnects by itself when Redis goes away and returns.
  */
 import { Redis } from 'ioredis';
+import { UserFacingError } from '../errors/index.ts';
 import { redactKnownSecrets } from '../redact/redact-secrets.ts';
-import { UserFacingError } from '../errors.ts';
 
 export async function connectRedis(url: string, options: { timeoutMs?: number } = {}): Promise<Redis> {
   const redis = new Redis(url, {

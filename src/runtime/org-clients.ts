@@ -7,8 +7,8 @@ import { budgetKeyOf } from '../http/budget-key.ts';
 import { createHttpClient, type HttpClient, type RequestEvent } from '../http/http-client.ts';
 import type { RedisEvalClient } from '../http/redis-request-budget.ts';
 import { createRequestBudget, type RequestBudget } from '../http/request-budget.ts';
-import type { Logger } from '../log/logger.ts';
 import { createLegacyClient, type LegacyClient } from '../legacy/legacy-client.ts';
+import type { Logger } from '../log/logger.ts';
 import { createStreamsClient, type StreamsClient } from '../validic/streams-client.ts';
 import { createV2Client, type V2Client } from '../validic/v2-client.ts';
 

@@ -6,7 +6,7 @@ import type { RequestBudget } from './request-budget.ts';
 import type { SandboxState } from './state.ts';
 import type { RequestStats } from './stats.ts';
 import type { StreamHub } from './stream-hub.ts';
-import type { Clock } from './time.ts';
+import type { SandboxClock } from './time.ts';
 
 export interface CoreSettings {
   pokeIntervalMs: number;
@@ -25,7 +25,7 @@ export interface CoreSettings {
 
 export interface SandboxCore {
   state: SandboxState;
-  clock: Clock;
+  clock: SandboxClock;
   faults: FaultSwitches;
   /** The platform's own rate limit (`requestsPerHour`), separate from the budget fault. */
   rateLimit: RequestBudget;

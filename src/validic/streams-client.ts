@@ -3,12 +3,16 @@
  * the SSE consumer's job: `connectUrl` / `replayUrl` give it the URLs to pass to
  * `http.openEventStream(url, { budgetKey: token })`.
  */
-import { UserFacingError } from '../errors.ts';
+import {
+  httpStatusOf,
+  PermanentHttpError,
+  UnexpectedResponseError,
+  UserFacingError,
+} from '../errors/index.ts';
 import type { HttpClient } from '../http/http-client.ts';
-import { httpStatusOf, PermanentHttpError } from '../http/http-errors.ts';
 import { buildUrl } from './build-url.ts';
 import { classifyStream422, describeStream422, type Stream422Reason } from './describe-stream-422.ts';
-import { listItems, parseEnvelope, type RawObject, rawObject, UnexpectedResponseError } from './envelopes.ts';
+import { listItems, parseEnvelope, type RawObject, rawObject } from './envelopes.ts';
 import { pathSegmentProblem } from './path-segment.ts';
 
 /** Streams per customer the platform allows. */

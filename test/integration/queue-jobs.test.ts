@@ -7,7 +7,7 @@
 import type { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { PermanentError, RateLimitedError } from '../../src/errors.ts';
+import { PermanentError, RateLimitedError } from '../../src/errors/index.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import type { JobContext } from '../../src/queue/job-context.ts';
 import { defineJob, type JobDefinition } from '../../src/queue/job-definition.ts';

@@ -6,7 +6,7 @@
  */
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
-import { UsageError } from '../../errors.ts';
+import { UsageError } from '../../errors/index.ts';
 import { reconcileCursor } from '../../queue/reconcile-cursor.ts';
 import { CONNECTION_EVENTS_SINCE } from '../../validic/connection-events-since.ts';
 import { parseDateRange } from '../parse-options.ts';
