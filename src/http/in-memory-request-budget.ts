@@ -3,7 +3,7 @@
  * so concurrent callers in the process cannot both take the last one.
  */
 import type { Clock } from '../time/clock.ts';
-import type { RequestBudget } from './request-budget.ts';
+import type { RequestBudget } from './request-budget-types.ts';
 import { type BucketState, type BudgetRate, bucketParams, refill, takeToken } from './token-bucket.ts';
 
 export interface InMemoryRequestBudgetOptions {

@@ -4,7 +4,7 @@
  * with skewed clocks still agree. Only the (clock-independent) wait between tries uses the local clock.
  */
 import type { Clock } from '../time/clock.ts';
-import type { RequestBudget } from './request-budget.ts';
+import type { RequestBudget } from './request-budget-types.ts';
 import { type BudgetRate, bucketParams } from './token-bucket.ts';
 
 /** The part of an ioredis client we use. */
