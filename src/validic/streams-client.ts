@@ -4,6 +4,7 @@
  * `http.openEventStream(url, { budgetKey: token })`.
  */
 import {
+  classifyFailure,
   httpStatusOf,
   PermanentHttpError,
   UnexpectedResponseError,
@@ -154,7 +155,8 @@ export function createStreamsClient(options: StreamsClientOptions): StreamsClien
       } catch (err) {
         // A POST whose answer was lost (cut body, 5xx after acting) is not repeated by the HTTP layer;
         // the stream may exist now, so look again before giving up.
-        if (!isRetryable(err)) throw err;
+        const { kind } = classifyFailure(err);
+        if (kind === 'permanent' || kind === 'unknown') throw err;
         const created = (await listStreams({ signal })).find((s) => s.name === name);
         if (created) return created;
         throw err;
@@ -170,10 +172,6 @@ export function createStreamsClient(options: StreamsClientOptions): StreamsClien
       });
     },
   };
-}
-
-function isRetryable(err: unknown): boolean {
-  return (err as { retryable?: unknown } | null)?.retryable === true;
 }
 
 /** Single objects come bare; tolerate `{ stream: {...} }` and `{ data: {...} }`. */
