@@ -13,8 +13,9 @@ import { InlineRunner } from '../../src/queue/inline-runner.ts';
 import type { JobContext } from '../../src/queue/job-context.ts';
 import { defineJob, type JobDefinition } from '../../src/queue/job-definition.ts';
 import { type JobQueue, openJobQueue } from '../../src/queue/job-queue.ts';
-import { type QueueWorker, startQueueWorker } from '../../src/queue/queue-worker.ts';
+import type { QueueWorker } from '../../src/queue/queue-worker.ts';
 import { createManualClock } from '../../src/time/manual-clock.ts';
+import { startTestQueueWorker } from '../helpers/queue-worker.ts';
 import { createTestRedis, type TestRedis } from '../helpers/redis.ts';
 
 /** Each key fails this many times, then succeeds. */
@@ -113,17 +114,13 @@ describe('both job runners treat a 429 and a database outage the same way', () =
     const catalog = catalogFor(runs);
     const prefix = testRedis.prefix.slice(0, -1);
     jobQueue = openJobQueue({ redis, prefix, catalog, keep: { keepCompleted: 10, keepFailed: 10 } });
-    worker = startQueueWorker({
+    worker = startTestQueueWorker({
       runtime: { log: silentLogger, jobContext: context },
       redis,
       prefix,
       catalog,
       jobQueue,
-      concurrency: 2,
-      lockDurationMs: 5000,
-      maxStalledCount: 1,
       signal: stop.signal,
-      log: silentLogger,
       outageDelayMs: 20,
     });
     for (const key of Object.keys(FAILURES)) await jobQueue.enqueue('test.once', { key });
