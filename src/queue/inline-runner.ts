@@ -44,7 +44,10 @@ export interface InlineRunnerOptions {
    * past it they spend attempts, so a command against a service that never comes back still ends.
    */
   maxWaitWithoutAttemptMs?: number;
-  /** Waits after a 429 without `Retry-After` and after an outage (job-retry-decision.ts defaults). */
+  /**
+   * Waits after a 429 without `Retry-After` (default `maxBackoffMs`) and after an outage (default
+   * `DEFAULT_OUTAGE_DELAY_MS`, 5 s).
+   */
   waits?: JobWaits;
   /** Default the system clock; tests inject a manual one. */
   clock?: Clock;
@@ -135,7 +138,9 @@ export class InlineRunner<Payloads extends PayloadSchemas = any> extends EventEm
         return;
       } catch (thrown) {
         const error = toError(thrown);
-        let decision = jobRetryDecision(error, this.#options.waits);
+        // A one-shot command waits at most the back-off cap after a 429 that named no wait.
+        const waits = { rateLimitDelayMs: this.#options.maxBackoffMs ?? 30_000, ...this.#options.waits };
+        let decision = jobRetryDecision(error, waits);
         if (decision.action === 'wait' && waitedMs + decision.delayMs > maxFreeWaitMs) {
           decision = { action: 'retry' };
         }
