@@ -21,8 +21,7 @@
  * windows done with no records (the run can finish) and ends the job successfully: a deleted user's
  * windows must not fail every hour forever. A user that answers is kept, and the 404 is the resource's.
  */
-import { PermanentError } from '../src/errors.ts';
-import { httpStatusOf } from '../src/http/http-errors.ts';
+import { httpStatusOf, PermanentError } from '../src/errors/index.ts';
 import type { CursorWrite, LoadResult, RawItem, WindowDone } from '../src/pipeline/batch.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';

@@ -1,5 +1,5 @@
 /** Parsing and checking of command-line values; every failure is a UsageError naming the fix (exit 2). */
-import { UsageError } from '../errors.ts';
+import { UsageError } from '../errors/index.ts';
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 

@@ -3,8 +3,9 @@
  * Expected errors (config, usage, user-facing) print without a stack; unexpected ones print their
  * message and a hint, with the stack only when LOG_LEVEL is debug or trace.
  */
-import { redactKnownSecrets } from '../config/redact.ts';
-import { ConfigError, HttpError, UsageError, UserFacingError } from '../errors.ts';
+
+import { ConfigError, HttpError, UsageError, UserFacingError } from '../errors/index.ts';
+import { redactKnownSecrets } from '../redact/redact-secrets.ts';
 import { EXIT_FAILED, EXIT_USAGE } from './exit-codes.ts';
 
 export interface ReportedError {

@@ -6,7 +6,7 @@
  * A command says only what is its own: which jobs to enqueue, what to count, what to print.
  */
 import type { OrganizationConfig } from '../config/schema.ts';
-import { UserFacingError } from '../errors.ts';
+import { UserFacingError } from '../errors/index.ts';
 import type { InlineJob } from '../queue/inline-runner.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import type { CommandContext } from './command-context.ts';

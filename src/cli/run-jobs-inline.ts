@@ -40,6 +40,12 @@ export function createInlineRunner(
       'job failed, retrying',
     ),
   );
+  runner.on('waiting', (job, error, delayMs) =>
+    runtime.log.warn(
+      { job: job.name, jobId: job.id, attempt: job.attempt, delayMs, err: error },
+      'job waits (rate limited or a service is unreachable) without spending an attempt',
+    ),
+  );
   runner.on('failed', (job, error) =>
     runtime.log.error({ job: job.name, jobId: job.id, err: error }, 'job failed'),
   );

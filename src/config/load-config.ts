@@ -8,8 +8,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { z } from 'zod';
-import { ConfigError, type ConfigProblem } from '../errors.ts';
-import { registerSecret } from './redact.ts';
+import { ConfigError, type ConfigProblem } from '../errors/index.ts';
+import { registerSecret } from '../redact/redact-secrets.ts';
 import { type Config, configSchema } from './schema.ts';
 import { readSecretFiles } from './secret-files.ts';
 

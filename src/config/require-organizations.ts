@@ -2,7 +2,7 @@
  * Commands that talk to the platform need at least one organization; the file may list none (a
  * warehouse-only `migrate` or `status` needs no credentials), so the check lives here, per command.
  */
-import { ConfigError, UsageError } from '../errors.ts';
+import { ConfigError, UsageError } from '../errors/index.ts';
 import type { Config, OrganizationConfig } from './schema.ts';
 
 export function requireOrganizations(config: Config): OrganizationConfig[] {

@@ -5,7 +5,7 @@
  * One trailing newline (what `echo` and editors leave) is dropped.
  */
 import { readFileSync } from 'node:fs';
-import type { ConfigProblem } from '../errors.ts';
+import type { ConfigProblem } from '../errors/index.ts';
 
 export const SECRET_ENV_NAMES = [
   'DATABASE_URL',

@@ -3,7 +3,7 @@
  * `{errors:{field:[...]}}`, `{message}`, `{status, error}`, `{code, message}` and plain text. This pulls
  * human-readable messages out of any of them; the status code stays the primary signal.
  */
-import { redactKnownSecrets } from '../config/redact.ts';
+import { redactKnownSecrets } from '../redact/redact-secrets.ts';
 
 const EXCERPT_CHARS = 500;
 

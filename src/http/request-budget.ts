@@ -7,26 +7,14 @@
  * lives in this process. Buckets are keyed by a hash of the token, never the token itself.
  */
 
+import { type Clock, systemClock } from '../time/clock.ts';
 import { budgetKeyOf } from './budget-key.ts';
-import type { Clock } from './clock.ts';
-import { systemClock } from './clock.ts';
 import { createInMemoryRequestBudget } from './in-memory-request-budget.ts';
 import { createRedisRequestBudget, type RedisEvalClient } from './redis-request-budget.ts';
+import type { BudgetRegistry, RequestBudget } from './request-budget-types.ts';
 import type { BudgetRate } from './token-bucket.ts';
 
-export interface RequestBudget {
-  /** Hashed key of the bucket (safe to log). */
-  readonly key: string;
-  /** Resolves when a request may be sent; rejects when `signal` aborts while waiting. */
-  take(signal?: AbortSignal): Promise<void>;
-  /** Whole tokens available now (for metrics). */
-  remaining(): Promise<number>;
-}
-
-/** Hands out one budget per API token (the HTTP client looks budgets up by a request's `budgetKey`). */
-export interface BudgetRegistry {
-  forKey(tokenOrKey: string): RequestBudget;
-}
+export type { BudgetRegistry, RequestBudget } from './request-budget-types.ts';
 
 export interface BudgetRegistryOptions {
   rate: BudgetRate;

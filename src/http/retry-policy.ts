@@ -1,6 +1,12 @@
 /**
- * When to retry and how long to wait. Pure functions, so the back-off maths is tested without HTTP.
+ * The HTTP client's retry settings and the HTTP-only rules on top of `classifyFailure`
+ * (src/errors/classify-failure.ts): which statuses are retryable, when a POST may be repeated, how a
+ * `Retry-After` is read. Pure functions, so they are tested without HTTP. The wait itself is the one
+ * back-off formula of src/time/backoff-delay.ts.
  */
+import { hasErrorCode } from '../errors/cause-chain.ts';
+import { NOT_SENT_CODES } from '../errors/error-codes.ts';
+import { type BackoffOptions as Backoff, backoffDelay } from '../time/backoff-delay.ts';
 
 export interface BackoffOptions {
   /** First back-off step in ms (default 500). */
@@ -12,16 +18,16 @@ export interface BackoffOptions {
 }
 
 /**
- * Exponential back-off with full jitter (AWS architecture blog): a uniform wait in
- * [0, min(cap, base·2^(attempt-1))]. Full jitter spreads a fleet's retries so they do not arrive together.
- * `attempt` is 1 for the first retry.
+ * The HTTP client's wait before retry `attempt` (1 for the first retry): the server's `Retry-After`
+ * when it gave one, else exponential back-off with full jitter in [0, min(cap, base·2^(attempt-1))].
  */
-export function backoffDelayMs(attempt: number, options: BackoffOptions = {}): number {
-  const base = options.baseMs ?? 500;
-  const cap = options.capMs ?? 60_000;
-  const random = options.random ?? Math.random;
-  const ceiling = Math.min(cap, base * 2 ** Math.max(0, attempt - 1));
-  return Math.floor(random() * ceiling);
+export function httpRetryDelayMs(
+  attempt: number,
+  options: BackoffOptions = {},
+  retryAfterMs?: number,
+): number {
+  const backoff: Backoff = { baseMs: options.baseMs ?? 500, capMs: options.capMs ?? 60_000 };
+  return backoffDelay(attempt, backoff, options.random, retryAfterMs);
 }
 
 /**
@@ -48,58 +54,9 @@ export function parseRetryAfter(value: string | string[] | undefined, nowMs: num
   return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, at - nowMs));
 }
 
-/** Error codes of undici and Node that mean the connection failed or was cut: worth another attempt. */
-const RETRYABLE_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ECONNABORTED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'ENETUNREACH',
-  'ENETDOWN',
-  'EHOSTUNREACH',
-  'EHOSTDOWN',
-  'EAI_AGAIN',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CLOSED',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
-  'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH',
-  'UND_ERR_RES_CONTENT_LENGTH_MISMATCH',
-  'UND_ERR_RESPONSE_STATUS_CODE',
-]);
-
-/** True for a network-level failure (reset, refused, timeout, socket closed, body cut). */
-export function isRetryableNetworkError(err: unknown): boolean {
-  let current: unknown = err;
-  // Walk the cause chain: undici and fetch wrap the socket error.
-  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string' && RETRYABLE_CODES.has(code)) return true;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return false;
-}
-
-/** Failures that prove the request never reached the server (safe to repeat even a POST). */
-const NOT_SENT_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ENETUNREACH',
-  'EHOSTUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT',
-]);
-
+/** True when the failure proves the request never reached the server (safe to repeat even a POST). */
 export function isNotSentError(err: unknown): boolean {
-  let current: unknown = err;
-  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string' && NOT_SENT_CODES.has(code)) return true;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return false;
+  return hasErrorCode(err, NOT_SENT_CODES);
 }
 
 /** Statuses worth retrying: 429 and every 5xx. */

@@ -7,7 +7,7 @@
  * The URL is always built from configuration, never taken from a notification: a push body must not be
  * able to send our access token to a host of its choosing.
  */
-import { httpStatusOf } from '../http/http-errors.ts';
+import { httpStatusOf } from '../errors/index.ts';
 import type { OrgClients } from '../runtime/org-clients.ts';
 import { buildUrl } from '../validic/build-url.ts';
 import { listItems, type RawObject } from '../validic/envelopes.ts';

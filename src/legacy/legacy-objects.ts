@@ -1,5 +1,5 @@
 /** The legacy (v1) standard objects; `tobacco_cessation` is known to older clients only. */
-import { UsageError } from '../errors.ts';
+import { UsageError } from '../errors/index.ts';
 
 export const LEGACY_OBJECTS = [
   'fitness',

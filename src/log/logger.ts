@@ -5,7 +5,7 @@
  */
 import { hostname } from 'node:os';
 import { type Logger, type LoggerOptions, pino } from 'pino';
-import { redactKnownSecrets, redactValue } from '../config/redact.ts';
+import { redactKnownSecrets, redactValue } from '../redact/redact-secrets.ts';
 
 export type { Logger };
 

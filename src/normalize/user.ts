@@ -8,7 +8,7 @@
  * parameters are redacted too. Rows and quarantine entries alike.
  */
 import { z } from 'zod';
-import { REDACTED, redactKnownSecrets, SECRET_PARAMS } from '../config/redact.ts';
+import { REDACTED, redactKnownSecrets, SECRET_PARAMS } from '../redact/redact-secrets.ts';
 import { describeJsonType, isJsonObject } from './json-shape.ts';
 import type { Normalized, UserRow } from './normalized-types.ts';
 import { rawJsonText } from './raw-json.ts';

@@ -15,9 +15,9 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Kysely } from 'kysely';
-import { redactUrl, registerSecret } from '../config/redact.ts';
-import { toError } from '../errors.ts';
+import { toError } from '../errors/index.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
+import { redactUrl, registerSecret } from '../redact/redact-secrets.ts';
 import { secretsEqual } from '../runtime/secrets-equal.ts';
 import type { Database } from '../warehouse/database.ts';
 import { extractPushItems, type PushItem } from './push-items.ts';

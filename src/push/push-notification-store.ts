@@ -3,7 +3,7 @@
  * then the row is marked with what came of it.
  */
 import type { Generated, Kysely } from 'kysely';
-import { redactKnownSecrets } from '../config/redact.ts';
+import { redactKnownSecrets } from '../redact/redact-secrets.ts';
 import type { Database } from '../warehouse/database.ts';
 
 export type PushNotificationStatus = 'received' | 'queued' | 'partial' | 'unrecognized' | 'failed';

@@ -1,14 +1,20 @@
 /**
  * Runs job modules in this process, for one-shot commands without Redis. It keeps BullMQ's contract
  * where it matters to a job: payloads are validated on enqueue and on dequeue, a deterministic job id is
- * queued at most once, transient failures are retried with exponential back-off up to `attempts`, and
- * `PermanentError`s are not retried. Concurrency is bounded; an abort stops new jobs from starting.
+ * queued at most once, and a failure is handled as the BullMQ worker handles it (`jobRetryDecision`,
+ * job-retry-decision.ts): a `PermanentError` is not retried, a 429 or an outage is waited out without
+ * spending an attempt, anything else is retried with exponential back-off up to `attempts`. Unlike the
+ * long-running worker, a one-shot command should end: once a job has waited `maxWaitWithoutAttemptMs`
+ * in all, further 429s and outages spend attempts like other failures. Concurrency is bounded; an abort
+ * stops new jobs from starting.
  */
 import { EventEmitter } from 'node:events';
-import { PermanentError, toError } from '../errors.ts';
-import { abortableSleep } from '../http/clock.ts';
+import { PermanentError, toError } from '../errors/index.ts';
+import { backoffDelay } from '../time/backoff-delay.ts';
+import { type Clock, systemClock } from '../time/clock.ts';
 import type { EnqueuePayload, PayloadSchemas } from './job-context.ts';
 import type { JobDefinition } from './job-definition.ts';
+import { type JobWaits, jobRetryDecision } from './job-retry-decision.ts';
 
 export interface InlineJob {
   id: string;
@@ -21,6 +27,8 @@ export interface InlineRunnerEvents {
   completed: [job: InlineJob, result: unknown];
   failed: [job: InlineJob, error: Error];
   retrying: [job: InlineJob, error: Error, delayMs: number];
+  /** A 429 or an outage: the same attempt runs again after `delayMs`. */
+  waiting: [job: InlineJob, error: Error, delayMs: number];
 }
 
 export interface InlineRunnerOptions {
@@ -29,8 +37,20 @@ export interface InlineRunnerOptions {
   /** Runs one job; the caller builds the job's context (log, warehouse, clients …). */
   execute: (definition: JobDefinition, job: InlineJob, signal: AbortSignal) => Promise<unknown>;
   signal?: AbortSignal;
-  /** Back-off cap, so a one-shot command never sleeps for minutes between attempts. */
+  /** Back-off cap, so a one-shot command never sleeps for minutes between attempts. Default 30,000. */
   maxBackoffMs?: number;
+  /**
+   * Longest total wait per job for 429s and outages without spending attempts, ms (default 900,000);
+   * past it they spend attempts, so a command against a service that never comes back still ends.
+   */
+  maxWaitWithoutAttemptMs?: number;
+  /**
+   * Waits after a 429 without `Retry-After` (default `maxBackoffMs`) and after an outage (default
+   * `DEFAULT_OUTAGE_DELAY_MS`, 5 s).
+   */
+  waits?: JobWaits;
+  /** Default the system clock; tests inject a manual one. */
+  clock?: Clock;
 }
 
 /** `Payloads`: the catalog `enqueue` is typed by (run-jobs-inline.ts passes the real one). */
@@ -106,6 +126,9 @@ export class InlineRunner<Payloads extends PayloadSchemas = any> extends EventEm
   async #runOne(job: InlineJob): Promise<void> {
     const definition = this.#definition(job.name);
     const signal = this.#options.signal ?? new AbortController().signal;
+    const clock = this.#options.clock ?? systemClock;
+    const maxFreeWaitMs = this.#options.maxWaitWithoutAttemptMs ?? 900_000;
+    let waitedMs = 0;
     for (;;) {
       try {
         // Validated again on dequeue, as the BullMQ worker does.
@@ -115,24 +138,44 @@ export class InlineRunner<Payloads extends PayloadSchemas = any> extends EventEm
         return;
       } catch (thrown) {
         const error = toError(thrown);
+        // A one-shot command waits at most the back-off cap after a 429 that named no wait.
+        const waits = { rateLimitDelayMs: this.#options.maxBackoffMs ?? 30_000, ...this.#options.waits };
+        let decision = jobRetryDecision(error, waits);
+        if (decision.action === 'wait' && waitedMs + decision.delayMs > maxFreeWaitMs) {
+          decision = { action: 'retry' };
+        }
         const lastAttempt = job.attempt >= definition.options.attempts;
-        if (error instanceof PermanentError || lastAttempt || signal.aborted) {
-          this.#failures.push({ job, error });
-          this.emit('failed', job, error);
+        if (decision.action === 'fail' || (decision.action === 'retry' && lastAttempt) || signal.aborted) {
+          this.#fail(job, error);
           return;
         }
-        const base = definition.options.backoff.delay * 2 ** (job.attempt - 1);
-        const delayMs = Math.min(base, this.#options.maxBackoffMs ?? 30_000);
-        this.emit('retrying', job, error, delayMs);
+        let delayMs: number;
+        if (decision.action === 'wait') {
+          delayMs = decision.delayMs;
+          waitedMs += delayMs;
+          this.emit('waiting', job, error, delayMs);
+        } else {
+          // BullMQ's `exponential` back-off (no jitter), capped for a one-shot command.
+          const backoff = {
+            baseMs: definition.options.backoff.delay,
+            capMs: this.#options.maxBackoffMs ?? 30_000,
+          };
+          delayMs = backoffDelay(job.attempt, { ...backoff, jitter: 0 });
+          this.emit('retrying', job, error, delayMs);
+        }
         try {
-          await abortableSleep(delayMs, signal);
+          await clock.sleep(delayMs, signal);
         } catch {
-          this.#failures.push({ job, error });
-          this.emit('failed', job, error);
+          this.#fail(job, error);
           return;
         }
-        job = { ...job, attempt: job.attempt + 1 };
+        if (decision.action === 'retry') job = { ...job, attempt: job.attempt + 1 };
       }
     }
+  }
+
+  #fail(job: InlineJob, error: Error): void {
+    this.#failures.push({ job, error });
+    this.emit('failed', job, error);
   }
 }

@@ -5,7 +5,7 @@
  */
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { PermanentError } from '../errors.ts';
+import { PermanentError } from '../errors/index.ts';
 import { bullmqTelemetry } from '../telemetry/start-tracing.ts';
 import type { EnqueueJob, PayloadSchemas } from './job-context.ts';
 import type { JobDefinition } from './job-definition.ts';

@@ -2,34 +2,29 @@
  * The BullMQ worker of one process: takes jobs of the `jobs` queue, validates their payload again,
  * runs the job module with a context cut from the runtime (its `enqueue` goes back to BullMQ), and maps
  * our error classes onto BullMQ's outcomes:
- * - `PermanentError` → `UnrecoverableError` (no more attempts);
- * - `RateLimitedError` → the job is delayed by `retryAfterMs` without spending an attempt;
  * - stopped by a signal mid-job → the job goes back to the queue at once (no attempt spent); the loader's
  *   transaction guarantees nothing half-done was committed;
- * - Postgres or a connection away (transient-error.ts) → delayed a few seconds, no attempt spent, so
- *   an outage of any length is waited out;
- * - anything else → BullMQ retries with the definition's back-off.
+ * - otherwise `jobRetryDecision` (job-retry-decision.ts, shared with the inline runner): `fail` →
+ *   `UnrecoverableError`; `wait` (a 429, an outage) → the job is delayed without spending an attempt,
+ *   so an outage of any length is waited out; `retry` → BullMQ retries with the definition's back-off.
  * A SIGKILLed process's jobs are moved back to waiting by another process's stalled-job check after
  * `lockDurationMs` and redone; jobs are idempotent, so redoing one costs requests but never data.
  */
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { redactKnownSecrets } from '../config/redact.ts';
-import { PermanentError, RateLimitedError, toError } from '../errors.ts';
+import { toError } from '../errors/index.ts';
 import type { Logger } from '../log/logger.ts';
 import type { WorkerMetrics } from '../metrics/worker-metrics.ts';
 import type { LoadCounts } from '../pipeline/batch.ts';
+import { redactKnownSecrets } from '../redact/redact-secrets.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { bullmqTelemetry } from '../telemetry/start-tracing.ts';
 import { jobAttributes, withSpan } from '../telemetry/tracer.ts';
 import type { JobDefinition } from './job-definition.ts';
 import { type JobQueue, QUEUE_NAME } from './job-queue.ts';
-import { isTransientInfraError } from './transient-error.ts';
+import { jobRetryDecision } from './job-retry-decision.ts';
 
-/** Delay of a rate-limited job when the platform gave no Retry-After. */
-export const DEFAULT_RATE_LIMIT_DELAY_MS = 60_000;
-/** Delay of a job that met an outage (Postgres or a connection away). */
-export const DEFAULT_OUTAGE_DELAY_MS = 5_000;
+export { DEFAULT_OUTAGE_DELAY_MS, DEFAULT_RATE_LIMIT_DELAY_MS } from './job-retry-decision.ts';
 
 export interface QueueWorkerOptions {
   runtime: Pick<Runtime, 'jobContext' | 'log'>;
@@ -98,25 +93,20 @@ export function startQueueWorker(options: QueueWorkerOptions): QueueWorker {
         metrics?.recordJob(job.name, 'abandoned', seconds());
         throw new DelayedError('abandoned by shutdown');
       }
-      if (error instanceof PermanentError) {
+      const decision = jobRetryDecision(error, { outageDelayMs: options.outageDelayMs });
+      if (decision.action === 'fail') {
         metrics?.recordJob(job.name, 'failed', seconds());
         throw new UnrecoverableError(redactKnownSecrets(error.message));
       }
-      if (error instanceof RateLimitedError) {
-        const delayMs = error.retryAfterMs ?? DEFAULT_RATE_LIMIT_DELAY_MS;
-        log.warn({ job: job.name, jobId, delayMs }, 'rate limited; job delayed without spending an attempt');
+      if (decision.action === 'wait') {
+        const { delayMs, reason } = decision;
+        log.warn(
+          { job: job.name, jobId, delayMs, err: error },
+          `${reason}; job delayed without spending an attempt`,
+        );
         await job.moveToDelayed(Date.now() + delayMs, token);
         metrics?.recordJob(job.name, 'delayed', seconds());
-        throw new DelayedError('rate limited');
-      }
-      if (isTransientInfraError(error)) {
-        log.warn(
-          { job: job.name, jobId, delayMs: options.outageDelayMs ?? DEFAULT_OUTAGE_DELAY_MS, err: error },
-          'a service is unreachable; job delayed without spending an attempt',
-        );
-        await job.moveToDelayed(Date.now() + (options.outageDelayMs ?? DEFAULT_OUTAGE_DELAY_MS), token);
-        metrics?.recordJob(job.name, 'delayed', seconds());
-        throw new DelayedError('service unreachable');
+        throw new DelayedError(reason);
       }
       const last = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
       metrics?.recordJob(job.name, last ? 'failed' : 'retried', seconds());

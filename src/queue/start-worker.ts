@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { type JobPayloads, jobCatalog } from '../../jobs/index.ts';
 import type { Config } from '../config/schema.ts';
-import { ConfigError, UserFacingError } from '../errors.ts';
+import { ConfigError, UserFacingError } from '../errors/index.ts';
 import type { Logger } from '../log/logger.ts';
 import { createWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics.ts';
 import { handlePushRequest } from '../push/handle-push.ts';

@@ -8,8 +8,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { abortableSleep } from '../http/clock.ts';
 import type { Logger } from '../log/logger.ts';
+import { abortableSleep } from '../time/clock.ts';
 import { MAX_STREAM_CONNECTIONS } from '../validic/platform-limits.ts';
 import { RELEASE_LEASE, RENEW_LEASE } from './redis-lease.ts';
 

@@ -7,12 +7,12 @@
  * A stream that stops with an error is restarted after a back-off (capped at a minute).
  */
 
-import { abortableSleep } from '../http/clock.ts';
 import type { Logger } from '../log/logger.ts';
 import type { WorkerMetrics } from '../metrics/worker-metrics.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { consumerOptionsFromConfig } from '../stream/consumer-options.ts';
 import { runOrgStream } from '../stream/run-org-stream.ts';
+import { abortableSleep } from '../time/clock.ts';
 import type { JobQueue } from './job-queue.ts';
 import type { StreamSlots } from './stream-slots.ts';
 

@@ -3,8 +3,9 @@
  * endless reconnect loop. Once connected, ioredis reconnects by itself when Redis goes away and returns.
  */
 import { Redis } from 'ioredis';
-import { redactKnownSecrets } from '../config/redact.ts';
-import { UserFacingError } from '../errors.ts';
+import { UserFacingError } from '../errors/index.ts';
+import { redactKnownSecrets } from '../redact/redact-secrets.ts';
+import { backoffDelay } from '../time/backoff-delay.ts';
 
 export async function connectRedis(url: string, options: { timeoutMs?: number } = {}): Promise<Redis> {
   const redis = new Redis(url, {
@@ -12,7 +13,8 @@ export async function connectRedis(url: string, options: { timeoutMs?: number } 
     // BullMQ requires this for its blocking workers; it is also what lets commands wait out a restart.
     maxRetriesPerRequest: null,
     connectTimeout: options.timeoutMs ?? 5000,
-    retryStrategy: (times) => Math.min(times * 200, 2000),
+    // Reconnect waits: the one back-off (200 ms doubling, jittered, at most 2 s).
+    retryStrategy: (times) => backoffDelay(times, { baseMs: 200, capMs: 2000, minMs: 100 }),
   });
   try {
     await Promise.race([

@@ -5,7 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { Config } from '../config/schema.ts';
-import { ConfigError } from '../errors.ts';
+import { ConfigError } from '../errors/index.ts';
 import type { Logger } from '../log/logger.ts';
 import type { JobContext } from '../queue/job-context.ts';
 import { type JobOrg, jobOrg } from '../queue/job-org.ts';

@@ -5,7 +5,7 @@ import type { Prng } from './prng.ts';
 import type { RequestBudget } from './request-budget.ts';
 import type { SandboxState } from './state.ts';
 import type { RequestStats } from './stats.ts';
-import type { Clock } from './time.ts';
+import type { SandboxClock } from './time.ts';
 
 export interface CoreSettings {
   pokeIntervalMs: number;
@@ -24,7 +24,7 @@ export interface CoreSettings {
 
 export interface CoreBase {
   state: SandboxState;
-  clock: Clock;
+  clock: SandboxClock;
   faults: FaultSwitches;
   /** The platform's own rate limit (`requestsPerHour`), separate from the budget fault. */
   rateLimit: RequestBudget;

@@ -1,4 +1,5 @@
 /** Date helpers shared by the sandbox routes: the platform's timestamp and date formats. */
+import type { Clock } from '../time/clock.ts';
 
 export const DAY_MS = 86_400_000;
 
@@ -40,15 +41,15 @@ export function formatOffset(seconds: number): string {
 
 /**
  * The sandbox clock: an anchor that advances with real time, plus a manual offset that tests move
- * (PIN expiry, checkpoint retention, request-budget windows) without waiting.
+ * (PIN expiry, checkpoint retention, request-budget windows) without waiting. It reads time like the
+ * one `Clock` of src/time/clock.ts; it never sleeps (the sandbox answers at once), so it has no `sleep`.
  */
-export interface Clock {
-  now(): number;
+export interface SandboxClock extends Pick<Clock, 'now'> {
   advance(ms: number): void;
   set(ms: number): void;
 }
 
-export function createClock(anchor: number): Clock {
+export function createClock(anchor: number): SandboxClock {
   const startedAt = Date.now();
   let offset = 0;
   return {

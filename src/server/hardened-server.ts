@@ -18,7 +18,7 @@
 import { createServer, IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../config/schema.ts';
-import { UserFacingError } from '../errors.ts';
+import { UserFacingError } from '../errors/index.ts';
 import type { Logger } from '../log/logger.ts';
 import { requestPath, sendJson } from './respond.ts';
 

@@ -1,8 +1,8 @@
 /**
- * Exponential back-off with full jitter (AWS architecture blog): a uniform delay in [0, cap) where the
- * cap grows by `factor` per attempt up to `maxMs`. Full jitter spreads reconnects of several workers
- * (and of the platform's 3 connections per stream) so they do not hit a rebalancing stream together.
+ * The SSE consumer's waits, in its own option names (`BackoffOptions` of types.ts), on top of the one
+ * back-off formula of src/time/backoff-delay.ts.
  */
+import { backoffDelay as backoff } from '../time/backoff-delay.ts';
 import type { BackoffOptions } from './types.ts';
 
 /** Delay before attempt `attempt + 1` (attempt 0 is the first retry). `random` is uniform in [0, 1). */
@@ -11,8 +11,11 @@ export function backoffDelay(
   options: Pick<BackoffOptions, 'initialMs' | 'maxMs' | 'factor'>,
   random: () => number,
 ): number {
-  const cap = Math.min(options.maxMs, options.initialMs * options.factor ** Math.max(0, attempt));
-  return Math.floor(random() * cap);
+  return backoff(
+    attempt + 1,
+    { baseMs: options.initialMs, capMs: options.maxMs, factor: options.factor },
+    random,
+  );
 }
 
 /**
@@ -27,9 +30,11 @@ export function reconnectDelay(
   capMs: number,
   random: () => number,
 ): number {
-  const min = Math.max(0, Math.min(options.minMs, capMs));
-  const span = Math.min(capMs - min, options.initialMs * options.factor ** Math.max(0, attempt));
-  return min + Math.floor(random() * Math.max(0, span));
+  return backoff(
+    attempt + 1,
+    { baseMs: options.initialMs, capMs, factor: options.factor, minMs: options.minMs },
+    random,
+  );
 }
 
 /** Pause before reconnecting after the `round`-th idle drop (0-based): the last listed delay repeats. */

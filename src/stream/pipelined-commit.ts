@@ -9,12 +9,16 @@
  *
  * Safety is unchanged. Writes run one after another in order, and each one carries its own checkpoint
  * in the same transaction, so a cursor never moves past data that is not committed. If a write fails,
- * it is retried here with back-off. Once its attempts are used up, the failure is reported by the next
+ * it is retried here with back-off, unless `classifyFailure` calls the failure permanent (the same
+ * write would fail again). Once its attempts are used up (or at once when permanent), the failure is reported by the next
  * `commit` call (or by `drain`), which tries that batch again first. The consumer's own commit retries
  * therefore still apply, and after them the run fails as before. A crash can lose only what a crash
  * without this wrapper also loses: frames held in memory whose checkpoint never moved. Replay fills
  * that gap at the next start.
  */
+import { classifyFailure } from '../errors/classify-failure.ts';
+import { backoffDelay } from '../time/backoff-delay.ts';
+import { abortableSleep } from '../time/clock.ts';
 import type { SseLog } from './types.ts';
 
 export interface PipelinedWriter<Args extends unknown[]> {
@@ -29,7 +33,7 @@ export interface PipelinedWriter<Args extends unknown[]> {
 export interface PipelineOptions {
   /** Attempts per write before the failure is reported to the caller. Default 3. */
   attempts?: number;
-  /** Pause between attempts, ms (doubled each time). Default 100. */
+  /** Pause between attempts, ms (doubled each time, at most 30 s). Default 100. */
   retryDelayMs?: number;
   log?: SseLog;
   sleep?: (ms: number) => Promise<void>;
@@ -41,7 +45,7 @@ export function pipelineWrites<Args extends unknown[]>(
 ): PipelinedWriter<Args> {
   const attempts = Math.max(1, options.attempts ?? 3);
   const retryDelayMs = options.retryDelayMs ?? 100;
-  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const sleep = options.sleep ?? ((ms: number) => abortableSleep(ms));
   // Settles when the write in flight has landed or failed for good; never rejects.
   let inFlight: Promise<void> | undefined;
   let writing = false;
@@ -84,12 +88,12 @@ export function pipelineWrites<Args extends unknown[]>(
         await write(...args);
         return;
       } catch (error) {
-        if (attempt >= attempts) {
+        if (attempt >= attempts || classifyFailure(error).kind === 'permanent') {
           failed = { args, error };
           return;
         }
         options.log?.warn({ err: error, attempt }, 'stream commit failed; retrying');
-        await sleep(retryDelayMs * 2 ** (attempt - 1));
+        await sleep(backoffDelay(attempt, { baseMs: retryDelayMs, capMs: 30_000, jitter: 0 }));
       }
     }
   }

@@ -9,15 +9,16 @@
  * flushes what was fully received and resolves) or a permanent error (401/403, `PermanentError`, a
  * commit that keeps failing) ends it (then it rejects with that error).
  */
-import { redactKnownSecrets } from '../config/redact.ts';
+
 import { silentLogger } from '../log/logger.ts';
+import { redactKnownSecrets } from '../redact/redact-secrets.ts';
+import { systemClock } from '../time/clock.ts';
 import { backoffDelay, idleDelay, reconnectDelay } from './backoff-delay.ts';
 import { classifyFrame } from './classify-frame.ts';
 import { DEFAULT_STREAM_CONSUMER_OPTIONS } from './default-options.ts';
 import { planGapFill } from './plan-gap-fill.ts';
 import { quietForMs } from './quiet-for.ts';
 import { readSseFrameBatches } from './read-sse-frames.ts';
-import { systemClock } from './system-clock.ts';
 import type {
   BackoffOptions,
   Clock,

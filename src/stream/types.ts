@@ -3,7 +3,9 @@
  * injected dependencies, options, states and counters. Everything the consumer needs from the HTTP
  * client, the clock and the loader is injected through these types, so the module is tested alone.
  */
+
 import type { Logger } from '../log/logger.ts';
+import type { Clock } from '../time/clock.ts';
 
 /** One dispatched SSE event. `event` is `message` when the server sent no `event:` field (SSE default). */
 export interface SseEventFrame {
@@ -87,10 +89,8 @@ export interface SseSource {
 }
 
 /** Time, injectable so tests drive it. `sleep` resolves after `ms`, or rejects/resolves early on abort. */
-export interface Clock {
-  now(): number;
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
-}
+/** The one clock interface (src/time/clock.ts), re-exported for the stream's modules and tests. */
+export type { Clock };
 
 export interface GapTooLong {
   /** ISO start of the part the consumer cannot fill itself (or that the stream cannot resume). */

@@ -5,7 +5,7 @@
  */
 import type { ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
-import { redactKnownSecrets, redactValue } from '../config/redact.ts';
+import { redactKnownSecrets, redactValue } from '../redact/redact-secrets.ts';
 
 /** A copy of the span (methods such as `spanContext()` still come from the original) with secrets masked. */
 export function redactSpan(span: ReadableSpan): ReadableSpan {

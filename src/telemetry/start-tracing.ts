@@ -15,7 +15,7 @@
 import { context, propagation, trace } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
 import type { BullMQOtel } from 'bullmq-otel';
-import { redactUrl } from '../config/redact.ts';
+import { redactUrl } from '../redact/redact-secrets.ts';
 import { VERSION } from '../runtime/version.ts';
 import { RedactingSpanExporter } from './redacting-span-exporter.ts';
 

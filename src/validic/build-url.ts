@@ -4,7 +4,8 @@
  * A segment that encoding cannot keep in its place (empty, `.`, `..`, control characters; see
  * path-segment.ts) throws `UnsafePathSegmentError` instead of addressing another endpoint.
  */
-import { pathSegmentProblem, UnsafePathSegmentError } from './path-segment.ts';
+import { UnsafePathSegmentError } from '../errors/index.ts';
+import { pathSegmentProblem } from './path-segment.ts';
 
 export type QueryValue = string | number | boolean | undefined | null;
 

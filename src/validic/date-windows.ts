@@ -9,7 +9,7 @@
  * edge of a range, and a record whose UTC date lies in the range is fetched under either reading
  * (the loader makes the overlap a no-op).
  */
-import { UsageError } from '../errors.ts';
+import { UsageError } from '../errors/index.ts';
 import { MAX_REQUEST_WINDOW_DAYS } from './platform-limits.ts';
 
 export interface DateWindow {

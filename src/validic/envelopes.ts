@@ -4,7 +4,7 @@
  * because normalization validates them (and quarantines bad ones) later.
  */
 import { z } from 'zod';
-import { PermanentError } from '../errors.ts';
+import { UnexpectedResponseError } from '../errors/index.ts';
 
 export type RawObject = Record<string, unknown>;
 
@@ -12,16 +12,6 @@ export const rawObject = z.custom<RawObject>(
   (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
   { message: 'expected a JSON object' },
 );
-
-/** The answer had a shape the platform never sends: not retried, it would be the same next time. */
-export class UnexpectedResponseError extends PermanentError {
-  constructor(what: string, detail: string) {
-    super(
-      `unexpected response from ${what}: ${detail}; check the configured base URL points at the platform`,
-    );
-    this.name = 'UnexpectedResponseError';
-  }
-}
 
 export function parseEnvelope<T>(schema: z.ZodType<T>, body: unknown, what: string): T {
   const result = schema.safeParse(body);

@@ -8,7 +8,6 @@
  */
 
 import type { z } from 'zod';
-import { PermanentError } from '../errors.ts';
 
 /** Longer than any real id; bounds what an id can put in a URL, a log line or a job id. */
 export const MAX_PATH_ID_LENGTH = 1024;
@@ -22,16 +21,6 @@ export function pathSegmentProblem(value: string): string | undefined {
   if (CONTROL.test(value)) return 'holds control characters';
   if (value.length > MAX_PATH_ID_LENGTH) return `is longer than ${MAX_PATH_ID_LENGTH} characters`;
   return undefined;
-}
-
-/** An id that cannot be used in a URL path. A PermanentError: the same id fails the same way again. */
-export class UnsafePathSegmentError extends PermanentError {
-  readonly segment: string;
-  constructor(segment: string, problem: string) {
-    super(`refused to put ${JSON.stringify(segment.slice(0, 80))} in a URL path: it ${problem}`);
-    this.name = 'UnsafePathSegmentError';
-    this.segment = segment;
-  }
 }
 
 /** For zod schemas of ids that go into paths (`.superRefine(refinePathSegment)`): the same check. */

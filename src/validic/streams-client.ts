@@ -3,12 +3,17 @@
  * the SSE consumer's job: `connectUrl` / `replayUrl` give it the URLs to pass to
  * `http.openEventStream(url, { budgetKey: token })`.
  */
-import { UserFacingError } from '../errors.ts';
+import {
+  classifyFailure,
+  httpStatusOf,
+  PermanentHttpError,
+  UnexpectedResponseError,
+  UserFacingError,
+} from '../errors/index.ts';
 import type { HttpClient } from '../http/http-client.ts';
-import { httpStatusOf, PermanentHttpError } from '../http/http-errors.ts';
 import { buildUrl } from './build-url.ts';
 import { classifyStream422, describeStream422, type Stream422Reason } from './describe-stream-422.ts';
-import { listItems, parseEnvelope, type RawObject, rawObject, UnexpectedResponseError } from './envelopes.ts';
+import { listItems, parseEnvelope, type RawObject, rawObject } from './envelopes.ts';
 import { pathSegmentProblem } from './path-segment.ts';
 import { MAX_STREAMS_PER_CUSTOMER } from './platform-limits.ts';
 
@@ -159,7 +164,8 @@ export function createStreamsClient(options: StreamsClientOptions): StreamsClien
       } catch (err) {
         // A POST whose answer was lost (cut body, 5xx after acting) is not repeated by the HTTP layer;
         // the stream may exist now, so look again before giving up.
-        if (!isRetryable(err)) throw err;
+        const { kind } = classifyFailure(err);
+        if (kind === 'permanent' || kind === 'unknown') throw err;
         const created = (await listStreams({ signal })).find((s) => s.name === name);
         if (created) return created;
         throw err;
@@ -175,10 +181,6 @@ export function createStreamsClient(options: StreamsClientOptions): StreamsClien
       });
     },
   };
-}
-
-function isRetryable(err: unknown): boolean {
-  return (err as { retryable?: unknown } | null)?.retryable === true;
 }
 
 /** Single objects come bare; tolerate `{ stream: {...} }` and `{ data: {...} }`. */

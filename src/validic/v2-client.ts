@@ -6,7 +6,7 @@
  * previous page's ids (a server ignoring `offset` would otherwise be read forever).
  */
 
-import { UsageError } from '../errors.ts';
+import { UsageError } from '../errors/index.ts';
 import type { HttpClient } from '../http/http-client.ts';
 import { buildUrl, type QueryValue } from './build-url.ts';
 import { parseUtcDate } from './date-windows.ts';

@@ -3,7 +3,7 @@
  * summaries, workouts, sleep, cgm`); records carry singular types (`measurement`, `summary`, `workout`;
  * the spec also states `measurements`), and stream/replay filters use the record types.
  */
-import { UsageError } from '../errors.ts';
+import { UsageError } from '../errors/index.ts';
 
 export const V2_RESOURCES = [
   'measurements',

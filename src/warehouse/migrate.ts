@@ -12,7 +12,7 @@
 import { readdir } from 'node:fs/promises';
 import { type Kysely, sql } from 'kysely';
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
-import { UserFacingError } from '../errors.ts';
+import { UserFacingError } from '../errors/index.ts';
 
 /** Arbitrary constant shared by every validic-sync process: "migrations are running". */
 const MIGRATION_LOCK_KEY = 7_436_112_001;

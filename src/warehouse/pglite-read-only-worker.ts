@@ -5,7 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { sql } from 'kysely';
-import { UserFacingError } from '../errors.ts';
+import { UserFacingError } from '../errors/index.ts';
 import { migrateToLatest } from './migrate.ts';
 import { openWarehouse, type Warehouse } from './open-warehouse.ts';
 import type { Row, WorkerAnswer } from './read-only-query.ts';

@@ -25,7 +25,7 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import pg from 'pg';
-import { ConfigError, UsageError, UserFacingError } from '../errors.ts';
+import { ConfigError, UsageError, UserFacingError } from '../errors/index.ts';
 import { firstKeyword } from './first-keyword.ts';
 import { connectError, DEFAULT_PGLITE_DIR, pgTypes } from './open-warehouse.ts';
 

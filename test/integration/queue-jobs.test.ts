@@ -7,13 +7,14 @@
 import type { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { PermanentError, RateLimitedError } from '../../src/errors.ts';
+import { PermanentError, RateLimitedError } from '../../src/errors/index.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import type { JobContext } from '../../src/queue/job-context.ts';
 import { defineJob, type JobDefinition } from '../../src/queue/job-definition.ts';
 import { type JobQueue, openJobQueue } from '../../src/queue/job-queue.ts';
-import { type QueueWorker, startQueueWorker } from '../../src/queue/queue-worker.ts';
+import type { QueueWorker } from '../../src/queue/queue-worker.ts';
 import type { Runtime } from '../../src/runtime/runtime.ts';
+import { startTestQueueWorker } from '../helpers/queue-worker.ts';
 import { createTestRedis, type TestRedis } from '../helpers/redis.ts';
 
 const keep = { keepCompleted: 10, keepFailed: 10 };
@@ -95,17 +96,13 @@ describe('job queue and worker', () => {
   });
 
   const startWorker = (outageDelayMs = 100) => {
-    worker = startQueueWorker({
+    worker = startTestQueueWorker({
       runtime: fakeRuntime(),
       redis,
       prefix,
       catalog,
       jobQueue,
-      concurrency: 2,
-      lockDurationMs: 5000,
-      maxStalledCount: 1,
       signal: stop.signal,
-      log: silentLogger,
       outageDelayMs,
     });
     return worker;

@@ -8,7 +8,6 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { utcDate } from '../../src/stream/plan-gap-fill.ts';
 import { StreamConsumer, type StreamConsumerOptionsInput } from '../../src/stream/stream-consumer.ts';
-import { systemClock } from '../../src/stream/system-clock.ts';
 import type {
   Clock,
   CommitMeta,
@@ -18,6 +17,7 @@ import type {
   StreamCheckpoint,
   StreamState,
 } from '../../src/stream/types.ts';
+import { systemClock } from '../../src/time/clock.ts';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;
 

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { formatStatus } from '../../src/cli/commands/status.ts';
 import { organizationSchema } from '../../src/config/schema.ts';
-import { UserFacingError } from '../../src/errors.ts';
+import { UserFacingError } from '../../src/errors/index.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { collectSyncStatus } from '../../src/metrics/sync-status.ts';
 import { createOrgClients, type OrgClients } from '../../src/runtime/org-clients.ts';

@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { UserFacingError } from '../../src/errors.ts';
+import { UserFacingError } from '../../src/errors/index.ts';
 import { openWarehouse } from '../../src/warehouse/open-warehouse.ts';
 import { ADMIN_URL } from '../helpers/pg.ts';
 

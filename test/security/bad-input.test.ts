@@ -11,15 +11,15 @@ import { createServer, type Server } from 'node:http';
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BodyTooLargeError, UnexpectedResponseError } from '../../src/errors/index.ts';
 import { createHttpClient } from '../../src/http/http-client.ts';
-import { BodyTooLargeError } from '../../src/http/http-errors.ts';
 import { normalizeItem } from '../../src/normalize/normalize-item.ts';
 import type { RawItem } from '../../src/pipeline/batch.ts';
 import { classifyFrame } from '../../src/stream/classify-frame.ts';
 import { readSseFrames } from '../../src/stream/read-sse-frames.ts';
 import { toRawItems } from '../../src/stream/to-raw-items.ts';
 import type { DataFrame } from '../../src/stream/types.ts';
-import { listItems, UnexpectedResponseError } from '../../src/validic/envelopes.ts';
+import { listItems } from '../../src/validic/envelopes.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 

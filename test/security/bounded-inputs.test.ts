@@ -11,9 +11,14 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
-import { ConfigError, PermanentError, RateLimitedError } from '../../src/errors.ts';
+import {
+  BodyTooLargeError,
+  ConfigError,
+  PermanentError,
+  RateLimitedError,
+  UnsafePathSegmentError,
+} from '../../src/errors/index.ts';
 import { createHttpClient, DEFAULT_MAX_BODY_BYTES } from '../../src/http/http-client.ts';
-import { BodyTooLargeError } from '../../src/http/http-errors.ts';
 import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../../src/http/retry-policy.ts';
 import { createLegacyClient } from '../../src/legacy/legacy-client.ts';
 import { extractPushItems } from '../../src/push/push-items.ts';
@@ -21,7 +26,6 @@ import { classifyFrame } from '../../src/stream/classify-frame.ts';
 import { readSseFrames } from '../../src/stream/read-sse-frames.ts';
 import { DEFAULT_STREAM_CONSUMER_OPTIONS } from '../../src/stream/stream-consumer.ts';
 import { buildUrl } from '../../src/validic/build-url.ts';
-import { UnsafePathSegmentError } from '../../src/validic/path-segment.ts';
 import { createStreamsClient } from '../../src/validic/streams-client.ts';
 import { createV2Client } from '../../src/validic/v2-client.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';

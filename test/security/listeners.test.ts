@@ -15,7 +15,7 @@ import type { IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
-import { UserFacingError } from '../../src/errors.ts';
+import { UserFacingError } from '../../src/errors/index.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { pushConfigured } from '../../src/push/push-configured.ts';
 import { startWorker } from '../../src/queue/start-worker.ts';

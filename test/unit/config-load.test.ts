@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
-import { REDACTED, redactKnownSecrets, redactValue } from '../../src/config/redact.ts';
-import { ConfigError } from '../../src/errors.ts';
+import { ConfigError } from '../../src/errors/index.ts';
+import { REDACTED, redactKnownSecrets, redactValue } from '../../src/redact/redact-secrets.ts';
 
 const emptyDir = mkdtempSync(join(tmpdir(), 'vs-config-'));
 

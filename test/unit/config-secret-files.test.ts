@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
-import { redactKnownSecrets } from '../../src/config/redact.ts';
-import { ConfigError } from '../../src/errors.ts';
+import { ConfigError } from '../../src/errors/index.ts';
+import { redactKnownSecrets } from '../../src/redact/redact-secrets.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'vs-secret-files-'));
 const file = (name: string, content: string) => {

@@ -1,8 +1,8 @@
 import { MockAgent } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createManualClock } from '../../src/http/clock.ts';
+import { BodyTooLargeError } from '../../src/errors/index.ts';
 import { createHttpClient } from '../../src/http/http-client.ts';
-import { BodyTooLargeError } from '../../src/http/http-errors.ts';
+import { createManualClock } from '../../src/time/manual-clock.ts';
 
 const ORIGIN = 'https://api.example.test';
 const agent = new MockAgent();

@@ -1,10 +1,9 @@
 import { MockAgent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { PermanentError } from '../../src/errors.ts';
-import { createManualClock } from '../../src/http/clock.ts';
+import { httpStatusOf, PermanentError, PermanentHttpError } from '../../src/errors/index.ts';
 import { extractErrorMessages } from '../../src/http/error-body.ts';
 import { createHttpClient } from '../../src/http/http-client.ts';
-import { httpStatusOf, PermanentHttpError } from '../../src/http/http-errors.ts';
+import { createManualClock } from '../../src/time/manual-clock.ts';
 
 const ORIGIN = 'https://api.example.test';
 const URL_ = `${ORIGIN}/organizations/o1/users/u1/measurements?token=tok-abc-999&start_date=2026-01-01`;

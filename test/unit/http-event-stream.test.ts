@@ -1,10 +1,14 @@
 import { MockAgent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { HttpError, PermanentError, RateLimitedError } from '../../src/errors.ts';
-import { createManualClock } from '../../src/http/clock.ts';
+import {
+  HttpError,
+  PermanentError,
+  RateLimitedError,
+  StreamRebalancingError,
+} from '../../src/errors/index.ts';
 import { createHttpClient } from '../../src/http/http-client.ts';
-import { StreamRebalancingError } from '../../src/http/http-errors.ts';
 import { createBudgetRegistry } from '../../src/http/request-budget.ts';
+import { createManualClock } from '../../src/time/manual-clock.ts';
 
 const ORIGIN = 'https://streams.example.test';
 const CONNECT = `${ORIGIN}/streams/s1/connect?token=sse-token-1`;

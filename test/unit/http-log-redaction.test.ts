@@ -1,9 +1,9 @@
 import { PassThrough } from 'node:stream';
 import { MockAgent } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { createManualClock } from '../../src/http/clock.ts';
 import { createHttpClient } from '../../src/http/http-client.ts';
 import { createLogger } from '../../src/log/logger.ts';
+import { createManualClock } from '../../src/time/manual-clock.ts';
 
 const ORIGIN = 'https://api.example.test';
 const TOKEN = 'very-secret-token-42';

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { budgetKeyOf } from '../../src/http/budget-key.ts';
-import { createManualClock } from '../../src/http/clock.ts';
 import { createBudgetRegistry } from '../../src/http/request-budget.ts';
 import { type BucketState, bucketParams, takeToken } from '../../src/http/token-bucket.ts';
+import { createManualClock } from '../../src/time/manual-clock.ts';
 
 describe('token bucket sizing', () => {
   it('spends 85–98 % of the hourly limit in a long run and never more than the limit in any hour', () => {

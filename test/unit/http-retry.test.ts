@@ -1,9 +1,8 @@
 import { MockAgent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { HttpError, RateLimitedError } from '../../src/errors.ts';
-import { createManualClock, type ManualClock } from '../../src/http/clock.ts';
+import { HttpError, NetworkError, RateLimitedError, ResponseBodyError } from '../../src/errors/index.ts';
 import { createHttpClient, type RequestEvent } from '../../src/http/http-client.ts';
-import { NetworkError, ResponseBodyError } from '../../src/http/http-errors.ts';
+import { createManualClock, type ManualClock } from '../../src/time/manual-clock.ts';
 
 const ORIGIN = 'https://api.example.test';
 const URL_ = `${ORIGIN}/organizations/o1/users?token=secret-token-123&limit=2&offset=0`;

@@ -1,9 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createManualClock } from '../../src/http/clock.ts';
+import { ResponseBodyError } from '../../src/errors/index.ts';
 import { createHttpClient, type HttpClient } from '../../src/http/http-client.ts';
-import { ResponseBodyError } from '../../src/http/http-errors.ts';
+import { createManualClock } from '../../src/time/manual-clock.ts';
 
 // A real server on loopback: only a real socket can cut a body after its headers were sent.
 let server: Server | undefined;

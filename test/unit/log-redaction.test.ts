@@ -1,8 +1,8 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { redactSecrets, redactUrl, registerSecret } from '../../src/config/redact.ts';
-import { HttpError } from '../../src/errors.ts';
+import { HttpError } from '../../src/errors/index.ts';
 import { createLogger } from '../../src/log/logger.ts';
+import { redactSecrets, redactUrl, registerSecret } from '../../src/redact/redact-secrets.ts';
 
 function captureLogger() {
   const stream = new PassThrough();

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { PermanentError } from '../../src/errors.ts';
+import { PermanentError } from '../../src/errors/index.ts';
 import { backoffDelay, idleDelay } from '../../src/stream/backoff-delay.ts';
 import { planGapFill, utcDate } from '../../src/stream/plan-gap-fill.ts';
 import { classifyOpenFailure } from '../../src/stream/stream-consumer.ts';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { UsageError } from '../../src/errors.ts';
+import { UsageError } from '../../src/errors/index.ts';
 import {
   formatUtcDate,
   parseUtcDate,

@@ -1,11 +1,11 @@
 import { MockAgent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { UsageError } from '../../src/errors.ts';
-import { createManualClock } from '../../src/http/clock.ts';
+import { UsageError } from '../../src/errors/index.ts';
 import { createHttpClient } from '../../src/http/http-client.ts';
 import { createLegacyClient, formatLegacyInstant } from '../../src/legacy/legacy-client.ts';
 import { LEGACY_OBJECTS, toLegacyObject } from '../../src/legacy/legacy-objects.ts';
 import type { SummaryPage } from '../../src/legacy/legacy-summary-pager.ts';
+import { createManualClock } from '../../src/time/manual-clock.ts';
 
 const ORIGIN = 'http://127.0.0.1:9';
 let agent: MockAgent;

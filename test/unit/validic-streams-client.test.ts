@@ -1,8 +1,8 @@
 import { MockAgent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { PermanentError, UserFacingError } from '../../src/errors.ts';
-import { createManualClock } from '../../src/http/clock.ts';
+import { PermanentError, UserFacingError } from '../../src/errors/index.ts';
 import { createHttpClient } from '../../src/http/http-client.ts';
+import { createManualClock } from '../../src/time/manual-clock.ts';
 import { createStreamsClient } from '../../src/validic/streams-client.ts';
 
 const ORIGIN = 'https://streams.example.test';

@@ -1,9 +1,8 @@
 import { MockAgent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { PermanentError, UsageError } from '../../src/errors.ts';
-import { createManualClock } from '../../src/http/clock.ts';
+import { PermanentError, UnexpectedResponseError, UsageError } from '../../src/errors/index.ts';
 import { createHttpClient } from '../../src/http/http-client.ts';
-import { UnexpectedResponseError } from '../../src/validic/envelopes.ts';
+import { createManualClock } from '../../src/time/manual-clock.ts';
 import { createV2Client } from '../../src/validic/v2-client.ts';
 import { recordTypeOf, toV2Resource, V2_RESOURCES } from '../../src/validic/v2-resources.ts';
 

@@ -1,7 +1,7 @@
 import { MockAgent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createManualClock } from '../../src/http/clock.ts';
 import { createHttpClient } from '../../src/http/http-client.ts';
+import { createManualClock } from '../../src/time/manual-clock.ts';
 import { createV2Client, type UsersPage } from '../../src/validic/v2-client.ts';
 
 const ORIGIN = 'http://127.0.0.1:9';

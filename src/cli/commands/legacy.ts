@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
-import { UsageError } from '../../errors.ts';
+import { UsageError } from '../../errors/index.ts';
 import { emptyCounts, type LoadCounts } from '../../pipeline/batch.ts';
 import { parseInstantOption, parseList } from '../parse-options.ts';
 import { createProgress } from '../progress.ts';

@@ -6,7 +6,7 @@
  */
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
-import { UsageError } from '../../errors.ts';
+import { UsageError } from '../../errors/index.ts';
 import { CONNECTION_EVENTS_SINCE } from '../../validic/platform-limits.ts';
 import { reconcileLastWrite } from '../../warehouse/cursors/reconcile-last-cursor.ts';
 import { parseDateRange } from '../parse-options.ts';

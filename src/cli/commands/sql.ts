@@ -7,7 +7,7 @@
  * or a refused login.
  */
 import type { Command } from 'commander';
-import { ConfigError, UsageError, UserFacingError } from '../../errors.ts';
+import { ConfigError, UsageError, UserFacingError } from '../../errors/index.ts';
 import { formatTable } from '../format-table.ts';
 import type { CommandRunner } from '../run-command.ts';
 import { escapeControlChars, terminalSafeJson } from '../terminal-safe.ts';

@@ -8,7 +8,7 @@
  * failed jobs and schedules. Read-only; works on the embedded warehouse too.
  */
 import type { Command } from 'commander';
-import { UserFacingError } from '../../errors.ts';
+import { UserFacingError } from '../../errors/index.ts';
 import type { SyncStatus } from '../../metrics/sync-status.ts';
 import type { BudgetStatus } from '../../queue/budget-status.ts';
 import { formatPeriod } from '../../queue/format-period.ts';

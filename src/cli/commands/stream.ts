@@ -7,7 +7,7 @@
  */
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
-import { UsageError } from '../../errors.ts';
+import { UsageError } from '../../errors/index.ts';
 import { PLATFORM_POKE_INTERVAL_MS } from '../../stream/default-options.ts';
 import type { OrgStreamSummary } from '../../stream/stream-summary.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';

@@ -8,7 +8,7 @@
  */
 import type { Command } from 'commander';
 import { requireOrganizations } from '../../config/require-organizations.ts';
-import { UsageError } from '../../errors.ts';
+import { UsageError } from '../../errors/index.ts';
 import { EXIT_OK } from '../exit-codes.ts';
 import type { CommandRunner } from '../run-command.ts';
 

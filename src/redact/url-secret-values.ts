@@ -3,14 +3,12 @@
  * back bare in an error body ("token abc… not authorized"), where the `token=` pattern cannot catch it;
  * the client masks these exact values in every body excerpt and message it builds.
  */
-import { REDACTED } from '../config/redact.ts';
-
-const SECRET_PARAMS = new Set(['token', 'access_token', 'api_key', 'authentication_token', 'secret']);
+import { REDACTED, SECRET_PARAMS } from './redact-secrets.ts';
 
 export function secretValuesOf(url: URL): string[] {
   const values: string[] = [];
   for (const [name, value] of url.searchParams) {
-    if (SECRET_PARAMS.has(name.toLowerCase()) && value.length >= 4) values.push(value);
+    if (SECRET_PARAMS.includes(name.toLowerCase()) && value.length >= 4) values.push(value);
   }
   return values;
 }

@@ -1,0 +1,132 @@
+/**
+ * `classifyFailure`: the one table of errors → what a retry loop does, and its agreement with the SSE
+ * consumer's `classifyOpenFailure` (so the consumer can switch to it in one line).
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  BodyTooLargeError,
+  classifyFailure,
+  type Failure,
+  HttpError,
+  NetworkError,
+  PermanentError,
+  PermanentHttpError,
+  RateLimitedError,
+  RedirectRefusedError,
+  ResponseBodyError,
+  StreamRebalancingError,
+  UnexpectedResponseError,
+  UserFacingError,
+} from '../../src/errors/index.ts';
+import { classifyOpenFailure, type OpenFailureKind } from '../../src/stream/stream-consumer.ts';
+
+const answer = {
+  method: 'GET',
+  url: 'https://api.example/x?token=[REDACTED]',
+  bodyExcerpt: '',
+  messages: [],
+};
+const coded = (code: string, message = code) => Object.assign(new Error(message), { code });
+const cyclic = new Error('cyclic');
+(cyclic as { cause?: unknown }).cause = cyclic;
+
+const table: [string, unknown, Failure][] = [
+  ['PermanentError', new PermanentError('nope'), { kind: 'permanent', unauthorized: false }],
+  ['404', new PermanentHttpError({ ...answer, status: 404 }), { kind: 'permanent', unauthorized: false }],
+  ['401', new PermanentHttpError({ ...answer, status: 401 }), { kind: 'permanent', unauthorized: true }],
+  ['plain 403', Object.assign(new Error('x'), { status: 403 }), { kind: 'permanent', unauthorized: true }],
+  [
+    'retryable: false',
+    Object.assign(new Error('x'), { status: 400, retryable: false }),
+    { kind: 'permanent', unauthorized: false },
+  ],
+  ['body too large', new BodyTooLargeError('GET', 'u', 10), { kind: 'permanent', unauthorized: false }],
+  [
+    'redirect refused',
+    new RedirectRefusedError('GET', 'u', 302, 'x'),
+    { kind: 'permanent', unauthorized: false },
+  ],
+  ['bad envelope', new UnexpectedResponseError('v2', 'x'), { kind: 'permanent', unauthorized: false }],
+  [
+    '401 wrapped in a UserFacingError',
+    new UserFacingError('refused', { cause: new PermanentHttpError({ ...answer, status: 401 }) }),
+    { kind: 'permanent', unauthorized: true },
+  ],
+  [
+    '429 with Retry-After',
+    new RateLimitedError({ ...answer, status: 429, retryable: true }, 30_000),
+    { kind: 'rate-limited', retryAfterMs: 30_000 },
+  ],
+  [
+    '429 without',
+    new RateLimitedError({ ...answer, status: 429, retryable: true }, undefined),
+    { kind: 'rate-limited', retryAfterMs: undefined },
+  ],
+  ['stream 422', new StreamRebalancingError({ ...answer, status: 422 }), { kind: 'rebalancing' }],
+  ['plain 422', Object.assign(new Error('x'), { status: 422, retryable: true }), { kind: 'rebalancing' }],
+  ['503', new HttpError({ ...answer, status: 503, retryable: true }), { kind: 'retry' }],
+  ['cut body', new ResponseBodyError('GET', 'u', 200, 'cut'), { kind: 'retry' }],
+  ['socket closed', new NetworkError('GET', 'u', coded('UND_ERR_SOCKET')), { kind: 'retry' }],
+  ['headers timeout', coded('UND_ERR_HEADERS_TIMEOUT'), { kind: 'retry' }],
+  ['refused platform', new NetworkError('GET', 'u', coded('ECONNREFUSED')), { kind: 'outage' }],
+  [
+    'cut body of a reset connection',
+    new ResponseBodyError('GET', 'u', 200, 'cut', { cause: coded('ECONNRESET') }),
+    { kind: 'outage' },
+  ],
+  ['Postgres shutting down', coded('57P01', 'terminating connection'), { kind: 'outage' }],
+  ['Postgres starting', coded('57P03', 'the database system is starting up'), { kind: 'outage' }],
+  ['pg message only', new Error('Connection terminated unexpectedly'), { kind: 'outage' }],
+  [
+    'happy eyeballs',
+    new AggregateError([coded('ECONNREFUSED'), coded('ECONNREFUSED')], 'connect failed'),
+    { kind: 'outage' },
+  ],
+  [
+    'deep cause',
+    new Error('a', { cause: new Error('b', { cause: coded('ETIMEDOUT') }) }),
+    { kind: 'outage' },
+  ],
+  [
+    'database unreachable at start',
+    new UserFacingError('Cannot reach the PostgreSQL database', { cause: coded('ECONNREFUSED') }),
+    { kind: 'outage' },
+  ],
+  ['a bug', new TypeError('x is not a function'), { kind: 'unknown' }],
+  ['a TLS setting', coded('CERT_HAS_EXPIRED'), { kind: 'unknown' }],
+  ['a string', 'boom', { kind: 'unknown' }],
+  ['undefined', undefined, { kind: 'unknown' }],
+  ['a cyclic chain', cyclic, { kind: 'unknown' }],
+];
+
+describe('classifyFailure', () => {
+  it.each(table)('%s', (_name, error, expected) => {
+    expect(classifyFailure(error)).toEqual(expected);
+  });
+});
+
+/** The consumer's open-failure kinds from `classifyFailure`: the one line it will switch to. */
+function openFailureKind(failure: Failure): OpenFailureKind {
+  if (failure.kind === 'permanent') return failure.unauthorized ? 'permanent' : 'refused';
+  return failure.kind === 'rebalancing' ? 'rebalancing' : 'retry';
+}
+
+describe('classifyFailure covers classifyOpenFailure', () => {
+  const cases: unknown[] = [
+    Object.assign(new Error('x'), { status: 422, retryable: true }),
+    new StreamRebalancingError({ ...answer, status: 422 }),
+    Object.assign(new Error('x'), { status: 401 }),
+    Object.assign(new Error('x'), { status: 403 }),
+    new PermanentHttpError({ ...answer, status: 401 }),
+    Object.assign(new Error('x'), { status: 400, retryable: false }),
+    new PermanentError('nope'),
+    new PermanentHttpError({ ...answer, status: 404 }),
+    Object.assign(new Error('x'), { status: 503, retryable: true }),
+    new RateLimitedError({ ...answer, status: 429, retryable: true }, 1000),
+    new TypeError('fetch failed'),
+    new NetworkError('GET', 'u', coded('ECONNRESET')),
+  ];
+  it.each(cases.map((error) => [String((error as Error).name), error]))('%s', (_name, error) => {
+    expect(openFailureKind(classifyFailure(error))).toBe(classifyOpenFailure(error));
+  });
+});
