@@ -1,17 +1,11 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Batch, RawItem } from '../../src/pipeline/batch.ts';
 import { readCursor } from '../../src/warehouse/checkpoints.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
-let t: TestDatabase;
-beforeAll(async () => {
-  t = await createTestDatabase();
-});
-afterAll(async () => {
-  await t?.drop();
-});
+const t = useTestDatabase();
 
 let orgSeq = 0;
 const newOrg = () => `org-dedupe-${++orgSeq}`;

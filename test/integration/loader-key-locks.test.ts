@@ -1,17 +1,11 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Batch, RawItem } from '../../src/pipeline/batch.ts';
 import { applyBatch, loadLocks, MAX_KEY_LOCKS } from '../../src/warehouse/loader/apply-batch.ts';
 import { loadTransaction } from '../../src/warehouse/loader/load-transaction.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
-let t: TestDatabase;
-beforeAll(async () => {
-  t = await createTestDatabase();
-});
-afterAll(async () => {
-  await t?.drop();
-});
+const t = useTestDatabase();
 
 const measurement = (id: string, checksum = 'c1') => ({
   id,

@@ -5,18 +5,12 @@
  */
 import fc from 'fast-check';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Batch } from '../../src/pipeline/batch.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
-let t: TestDatabase;
-beforeAll(async () => {
-  t = await createTestDatabase();
-});
-afterAll(async () => {
-  await t?.drop();
-});
+const t = useTestDatabase();
 
 const TYPES = ['measurement', 'nutrition', 'intraday', 'sleep'] as const;
 

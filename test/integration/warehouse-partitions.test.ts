@@ -4,19 +4,13 @@
  * while every normalized relation keeps its rows.
  */
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RawItem } from '../../src/pipeline/batch.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { createPartitionsAhead, emptyRawBefore } from '../../src/warehouse/warehouse-upkeep.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
-let t: TestDatabase;
-beforeAll(async () => {
-  t = await createTestDatabase();
-});
-afterAll(async () => {
-  await t?.drop();
-});
+const t = useTestDatabase();
 
 const ORG = 'org-partitions';
 
