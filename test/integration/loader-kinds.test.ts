@@ -14,11 +14,13 @@ import {
   summarizeLedgerByResource,
 } from '../../src/warehouse/window-ledger.ts';
 import {
+  food,
+  metric,
   rawConnectionEvent,
   rawLegacyRecord,
   rawRecord,
   rawUser,
-  recordUser,
+  segment,
 } from '../helpers/fixtures/index.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
 
@@ -41,20 +43,13 @@ describe('records of every resource type', () => {
     const raw = envelope('n1', 'nutrition', {
       name: 'Breakfast',
       category: 'meal',
-      metrics: [{ type: 'energy_consumed', origin: 'manual', unit: 'kcal', value: 420 }],
+      metrics: [metric('energy_consumed', 420, 'kcal', 'manual')],
       segments: [
-        {
-          name: 'eggs',
-          metrics: [{ type: 'protein', origin: 'manual', unit: 'g', value: 12 }],
-          food: [
-            {
-              name: 'Egg',
-              brand: '',
-              metrics: [{ type: 'fat', origin: 'manual', unit: 'g', value: 5 }],
-              serving: { amount: 2, unit_name: 'large' },
-            },
-          ],
-        },
+        segment(
+          'eggs',
+          [metric('protein', 12, 'g', 'manual')],
+          [food('Egg', [2, 'large'], [metric('fat', 5, 'g', 'manual')])],
+        ),
       ],
     });
     await applyBatch(t.warehouse, batch(org, [{ kind: 'record', raw }]));
@@ -198,7 +193,7 @@ describe('records of every resource type', () => {
     const items: RawItem[] = ['summary', 'workout', 'sleep', 'cgm', 'mood_journal'].map((type, i) => ({
       kind: 'record',
       raw: envelope(`g${i}`, type, {
-        metrics: [{ type: 'steps', origin: 'device', unit: 'steps', value: 1000 + i }, { weird: true }],
+        metrics: [metric('steps', 1000 + i, 'steps'), { weird: true }],
         novel_field: { nested: [1, 2, 3] },
       }),
     }));
@@ -264,7 +259,7 @@ describe('users', () => {
 describe('connection events', () => {
   it('are immutable and keyed by id; frames are routed by shape', async () => {
     const org = newOrg();
-    const user = recordUser('u1', { user_id: 's1', organization_id: org });
+    const user = { uid: 'u1', user_id: 's1', organization_id: org };
     const create = rawConnectionEvent('create', {
       id: 'e1',
       user,
@@ -395,7 +390,7 @@ describe('quarantine', () => {
   it('keeps bad items with a precise reason, once per distinct item, while the rest lands', async () => {
     const org = newOrg();
     const bad = envelope('b1', 'measurement', {
-      metrics: [{ type: 'pulse', origin: 'device', unit: 'bpm', value: 'fast' }],
+      metrics: [metric('pulse', 'fast', 'bpm')],
     });
     const nul = envelope('b2', 'measurement', { user_notes: ['a\u0000b'] });
     const items: RawItem[] = [

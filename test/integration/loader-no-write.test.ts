@@ -8,7 +8,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Batch, RawItem } from '../../src/pipeline/batch.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/open-warehouse.ts';
-import { rawConnectionEvent, rawLegacyRecord, rawRecord, rawUser } from '../helpers/fixtures/index.ts';
+import {
+  food,
+  metric,
+  rawConnectionEvent,
+  rawLegacyRecord,
+  rawRecord,
+  rawUser,
+  segment,
+} from '../helpers/fixtures/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
 let t: TestDatabase;
@@ -38,7 +46,7 @@ function items(checksumSuffix: string): RawItem[] {
       kind: 'record',
       raw: {
         ...common('m1', 'measurement'),
-        metrics: [{ type: 'pulse', origin: 'device', unit: 'bpm', value: 60 }],
+        metrics: [metric('pulse', 60, 'bpm')],
       },
     },
     {
@@ -47,14 +55,8 @@ function items(checksumSuffix: string): RawItem[] {
         ...common('n1', 'nutrition'),
         name: 'lunch',
         category: 'meal',
-        metrics: [{ type: 'energy_consumed', origin: 'manual', unit: 'kcal', value: 500 }],
-        segments: [
-          {
-            name: 'main',
-            metrics: [{ type: 'fat', origin: 'manual', unit: 'g', value: 10 }],
-            food: [{ name: 'rice', brand: '', metrics: [], serving: { amount: 100, unit_name: 'g' } }],
-          },
-        ],
+        metrics: [metric('energy_consumed', 500, 'kcal', 'manual')],
+        segments: [segment('main', [metric('fat', 10, 'g', 'manual')], [food('rice', [100, 'g'])])],
       },
     },
     {

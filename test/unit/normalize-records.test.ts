@@ -7,11 +7,14 @@ import { normalizeRecord } from '../../src/normalize/normalize-record.ts';
 import { routeFrame } from '../../src/normalize/route-frame.ts';
 import { normalizeUser } from '../../src/normalize/user.ts';
 import {
+  food,
+  metric,
   rawConnectionEvent,
   rawLegacyRecord,
   rawRecord,
   rawUser,
   recordUser,
+  segment,
 } from '../helpers/fixtures/index.ts';
 
 /** A record of `type` with the values the assertions below name. */
@@ -41,9 +44,9 @@ function reason(result: { ok: boolean; quarantine?: { reason: string } }): strin
 describe('measurement', () => {
   const raw = record('measurement', {
     metrics: [
-      { type: 'systolic', origin: 'device', unit: 'mmHg', value: 120 },
-      { type: 'diastolic', origin: 'device', unit: 'mmHg', value: 80 },
-      { type: 'pulse', origin: 'manual', unit: 'bpm', value: 61 },
+      metric('systolic', 120, 'mmHg'),
+      metric('diastolic', 80, 'mmHg'),
+      metric('pulse', 61, 'bpm', 'manual'),
     ],
   });
 
@@ -101,7 +104,7 @@ describe('measurement', () => {
       normalizeRecord({
         ...raw,
         id: 12345,
-        metrics: [{ type: 'pulse', origin: 'device', unit: 'bpm', value: '61.5' }],
+        metrics: [metric('pulse', '61.5', 'bpm')],
       }),
     );
     expect(n.record.id).toBe('12345');
@@ -121,27 +124,17 @@ describe('nutrition', () => {
     const raw = record('nutrition', {
       name: 'Lunch',
       category: 'meal',
-      metrics: [{ type: 'energy_consumed', origin: 'manual', unit: 'kcal', value: 650 }],
+      metrics: [metric('energy_consumed', 650, 'kcal', 'manual')],
       segments: [
-        { name: 'soup', metrics: [{ type: 'sodium', origin: 'manual', unit: 'mg', value: 900 }], food: [] },
-        {
-          name: 'main',
-          metrics: [],
-          food: [
-            {
-              name: 'Pasta',
-              brand: 'Acme',
-              metrics: [{ type: 'carbohydrate', origin: 'manual', unit: 'g', value: 70 }],
-              serving: { amount: 1.5, unit_name: 'cup' },
-            },
-            {
-              name: 'Water',
-              brand: '',
-              metrics: [{ type: 'water', origin: 'unknown', unit: 'mL', value: 250 }],
-              serving: { amount: 250, unit_name: 'mL' },
-            },
+        segment('soup', [metric('sodium', 900, 'mg', 'manual')]),
+        segment(
+          'main',
+          [],
+          [
+            food('Pasta', [1.5, 'cup'], [metric('carbohydrate', 70, 'g', 'manual')], 'Acme'),
+            food('Water', [250, 'mL'], [metric('water', 250, 'mL', 'unknown')]),
           ],
-        },
+        ),
       ],
     });
     const n = ok(normalizeRecord(raw));
@@ -287,7 +280,7 @@ describe('other and unknown types', () => {
     (type) => {
       const raw = record(type, {
         metrics: [
-          { type: 'steps', origin: 'device', unit: 'steps', value: 5000 },
+          metric('steps', 5000, 'steps'),
           {
             type: 'blood_glucose',
             unit: 'mg/dL',

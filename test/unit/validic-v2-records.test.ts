@@ -31,15 +31,8 @@ describe('fetchRecords', () => {
     const record = rawRecord('measurement', { id: 'r1', metrics: [{ type: 'pulse', value: 60 }] });
     serve(() => ({ body: { data: [record] } }));
     // Singular and plural names both map to the plural path.
-    for (const resource of [
-      'measurement',
-      'nutrition',
-      'intraday',
-      'summaries',
-      'workouts',
-      'sleep',
-      'cgm',
-    ]) {
+    const names = ['measurement', 'nutrition', 'intraday', 'summaries', 'workouts', 'sleep', 'cgm'];
+    for (const resource of names) {
       const records = await v2().fetchRecords({
         uid: 'user/1',
         resource,
