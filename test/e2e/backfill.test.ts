@@ -6,15 +6,16 @@ import { sql } from 'kysely';
 import { describe, expect, it, vi } from 'vitest';
 import { runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
+import { day } from '../helpers/fixtures/index.ts';
 import type { TestDatabase } from '../helpers/pg.ts';
 import { useSandbox } from '../helpers/use-before-all.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
 
 const DAYS = 40;
 const range = () => {
-  const to = new Date().toISOString().slice(0, 10);
+  const to = day(0);
   // Connection events of the generated users start some days before their first records.
-  const from = new Date(Date.now() - (DAYS + 20) * 86_400_000).toISOString().slice(0, 10);
+  const from = day(DAYS + 20);
   return ['--from', from, '--to', to];
 };
 
@@ -70,8 +71,8 @@ describe('backfill killed mid-way resumes', () => {
   const db = useTestDatabase();
 
   const args = () => {
-    const to = new Date().toISOString().slice(0, 10);
-    const from = new Date(Date.now() - 80 * 86_400_000).toISOString().slice(0, 10);
+    const to = day(0);
+    const from = day(80);
     return ['backfill', '--from', from, '--to', to];
   };
 

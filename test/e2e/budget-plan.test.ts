@@ -29,6 +29,7 @@ import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import type { ResourceType } from '../../src/sandbox/types.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { runCli } from '../helpers/cli.ts';
+import { day } from '../helpers/fixtures/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
 import { sandboxOrganization } from '../helpers/sandbox-organization.ts';
@@ -82,7 +83,7 @@ describe('schedules within the request budget of 3,000 users', () => {
       .map((u) => u.uid)
       .sort();
     const activeUids = uids.slice(0, ACTIVE);
-    const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    const yesterday = day(1);
     const records = activeUids.map((uid) =>
       sandbox.control.addRecord({ uid, type: 'measurement', day: yesterday }),
     );
@@ -136,7 +137,7 @@ describe('schedules within the request budget of 3,000 users', () => {
     try {
       await worker.jobQueue.enqueue('records.backfill', {
         orgId: sandbox.orgId,
-        from: new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10),
+        from: day(2),
         to: yesterday,
         uids: uids.slice(ACTIVE, ACTIVE + 800),
         connections: false,

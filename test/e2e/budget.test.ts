@@ -9,6 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
+import { day } from '../helpers/fixtures/index.ts';
 import { useSandbox } from '../helpers/use-before-all.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
 
@@ -26,8 +27,8 @@ describe('request budget', () => {
   const db = useTestDatabase();
 
   it('paces a backfill under the limit: no 429, and most of the budget used', async () => {
-    const to = new Date().toISOString().slice(0, 10);
-    const from = new Date(Date.now() - 80 * 86_400_000).toISOString().slice(0, 10);
+    const to = day(0);
+    const from = day(80);
     const env = sandboxEnv(sandbox, {
       DATABASE_URL: db.url,
       VALIDIC_REQUESTS_PER_HOUR: String(LIMIT * (3_600_000 / WINDOW_MS)),

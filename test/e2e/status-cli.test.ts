@@ -14,10 +14,9 @@ import { openJobQueue } from '../../src/queue/job-queue.ts';
 import { createStreamSlots } from '../../src/queue/stream-slots.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
+import { day } from '../helpers/fixtures/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
-
-const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10);
 
 describe('status', () => {
   let sandbox: Sandbox;

@@ -7,12 +7,11 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
+import { day } from '../helpers/fixtures/index.ts';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { createTestRedis } from '../helpers/redis.ts';
 import { startWorkerChild, workerChildEnv } from '../helpers/worker-fleet.ts';
-
-const day = (daysAgo: number) => new Date(Date.now() - daysAgo * 86_400_000).toISOString().slice(0, 10);
 
 /** The chain of a span's ancestors' names, nearest first. */
 function ancestors(span: ReceivedSpan, spans: ReceivedSpan[]): string[] {
