@@ -21,7 +21,7 @@ import { toRawItems } from '../../src/stream/to-raw-items.ts';
 import type { DataFrame } from '../../src/stream/types.ts';
 import { listItems, UnexpectedResponseError } from '../../src/validic/envelopes.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
 const ORG = 'bad-input-org';
 let nextId = 0;
@@ -281,13 +281,7 @@ function listToItems(cases: Case[]): RawItem[] {
 const isObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 describe('bad input through parse, normalize and load', () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = useTestDatabase();
 
   it('lands every valid item and quarantines every broken one, over 10,000 generated cases', async () => {
     const totals = { cases: 0, valid: 0, broken: 0, ignored: 0, batches: 0 };

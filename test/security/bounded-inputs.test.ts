@@ -15,17 +15,17 @@ import { ConfigError, PermanentError, RateLimitedError } from '../../src/errors.
 import { createHttpClient, DEFAULT_MAX_BODY_BYTES } from '../../src/http/http-client.ts';
 import { BodyTooLargeError } from '../../src/http/http-errors.ts';
 import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../../src/http/retry-policy.ts';
+import { createLegacyClient } from '../../src/legacy/legacy-client.ts';
 import { extractPushItems } from '../../src/push/push-items.ts';
 import { classifyFrame } from '../../src/stream/classify-frame.ts';
 import { readSseFrames } from '../../src/stream/read-sse-frames.ts';
 import { DEFAULT_STREAM_CONSUMER_OPTIONS } from '../../src/stream/stream-consumer.ts';
 import { buildUrl } from '../../src/validic/build-url.ts';
-import { createLegacyClient } from '../../src/legacy/legacy-client.ts';
 import { UnsafePathSegmentError } from '../../src/validic/path-segment.ts';
 import { createStreamsClient } from '../../src/validic/streams-client.ts';
 import { createV2Client } from '../../src/validic/v2-client.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
 const MiB = 1024 * 1024;
 const BAD_IDS = ['..', '.', '', 'a\u0000b', 'tab\there', 'esc\u001b[2J', 'c1\u009b', 'x'.repeat(1025)];
@@ -171,13 +171,7 @@ describe('ids in URL paths', () => {
 });
 
 describe('a user whose uid cannot be a path segment', () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = useTestDatabase();
 
   it('is quarantined with the reason; the others land', async () => {
     const uids = ['ok-1', 'a/b', '%2e%2e', '..', '.', 'bell\u0007'];
