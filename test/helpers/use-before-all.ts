@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { type Sandbox, type SandboxOptions, startSandbox } from '../../src/sandbox/index.ts';
+import { createTestRedis, type TestRedis } from './redis.ts';
 
 export function useBeforeAll<T extends object>(
   create: () => Promise<T>,
@@ -57,3 +58,10 @@ export function useTempDir(prefix: string) {
     },
   };
 }
+
+/** A Redis key prefix of its own for the file (or describe), its keys deleted after it. */
+export const useTestRedis = (name: string): TestRedis =>
+  useBeforeAll(
+    async () => createTestRedis(name),
+    (redis) => redis.cleanup(),
+  );

@@ -25,6 +25,7 @@ import { UnsafePathSegmentError } from '../../src/validic/path-segment.ts';
 import { createStreamsClient } from '../../src/validic/streams-client.ts';
 import { createV2Client } from '../../src/validic/v2-client.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
+import { endlessAnswer } from '../helpers/fixtures/index.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
 
 const MiB = 1024 * 1024;
@@ -234,22 +235,11 @@ describe('bodies and frames at the defaults the worker runs with', () => {
   let bytesSent = 0;
   const TOTAL = 128 * MiB;
   // Answers with no Content-Length that would go on for 128 MiB: the limit must stop the reading.
-  const endless = recordingServer((req, res) => {
-    const sse = req.url!.startsWith('/sse');
-    res.writeHead(200, { 'content-type': sse ? 'text/event-stream' : 'application/json' });
-    const chunk = Buffer.alloc(64 * 1024, 'x');
-    let sent = 0;
-    res.write(sse ? 'event: data\ndata: {"id":"' : '{"data":[{"id":"');
-    const pump = () => {
-      while (sent < TOTAL && !res.destroyed) {
-        sent += chunk.length;
-        bytesSent += chunk.length;
-        if (!res.write(chunk)) return void res.once('drain', pump);
-      }
-      if (!res.destroyed) res.end(sse ? '"}\n\nevent: data\ndata: {"id":"after"}\n\n' : '"}]}');
-    };
-    pump();
-  });
+  const endless = recordingServer(
+    endlessAnswer(TOTAL, (bytes) => {
+      bytesSent += bytes;
+    }),
+  );
   let base: string;
   beforeAll(async () => {
     base = await endless.start();
