@@ -3,17 +3,19 @@
  * warehouse compared with the sandbox's ground truth row for row.
  */
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { describe, expect, it, vi } from 'vitest';
 import { runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { day } from '../helpers/fixtures/index.ts';
+import type { TestDatabase } from '../helpers/pg.ts';
+import { useSandbox } from '../helpers/use-before-all.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
 const DAYS = 40;
 const range = () => {
-  const to = new Date().toISOString().slice(0, 10);
+  const to = day(0);
   // Connection events of the generated users start some days before their first records.
-  const from = new Date(Date.now() - (DAYS + 20) * 86_400_000).toISOString().slice(0, 10);
+  const from = day(DAYS + 20);
   return ['--from', from, '--to', to];
 };
 
@@ -26,22 +28,13 @@ async function validicTupleWrites(db: TestDatabase): Promise<number> {
 }
 
 describe('backfill against the sandbox with faults', () => {
-  let sandbox: Sandbox;
-  let db: TestDatabase;
-
-  beforeAll(async () => {
-    sandbox = await startSandbox({
-      seed: 7,
-      users: 5,
-      days: DAYS,
-      faults: { latencyMs: 2, rate429: 0.08, retryAfterSeconds: null, rate5xx: 0.08, truncateRate: 0.05 },
-    });
-    db = await createTestDatabase();
+  const sandbox = useSandbox({
+    seed: 7,
+    users: 5,
+    days: DAYS,
+    faults: { latencyMs: 2, rate429: 0.08, retryAfterSeconds: null, rate5xx: 0.08, truncateRate: 0.05 },
   });
-  afterAll(async () => {
-    await sandbox?.close();
-    await db?.drop();
-  });
+  const db = useTestDatabase();
 
   it('lands exactly the truth, and again after the platform changes', async () => {
     const env = sandboxEnv(sandbox, { DATABASE_URL: db.url });
@@ -73,22 +66,13 @@ describe('backfill against the sandbox with faults', () => {
 });
 
 describe('backfill killed mid-way resumes', () => {
-  let sandbox: Sandbox;
-  let db: TestDatabase;
-
-  beforeAll(async () => {
-    // Enough windows (3 per user and resource) and latency that the kill lands mid-run.
-    sandbox = await startSandbox({ seed: 11, users: 6, days: 75, faults: { latencyMs: 40 } });
-    db = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await sandbox?.close();
-    await db?.drop();
-  });
+  // Enough windows (3 per user and resource) and latency that the kill lands mid-run.
+  const sandbox = useSandbox({ seed: 11, users: 6, days: 75, faults: { latencyMs: 40 } });
+  const db = useTestDatabase();
 
   const args = () => {
-    const to = new Date().toISOString().slice(0, 10);
-    const from = new Date(Date.now() - 80 * 86_400_000).toISOString().slice(0, 10);
+    const to = day(0);
+    const from = day(80);
     return ['backfill', '--from', from, '--to', to];
   };
 

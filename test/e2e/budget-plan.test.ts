@@ -15,23 +15,21 @@
  * (rates per hour, periods in ms of the same clock), so the plan is the same as at real speed: status
  * reports 240,000 requests per (real) hour = 2,000 per simulated hour, and a sweep of ~33 s = ~1.1 h.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import type { BudgetStatus } from '../../src/queue/budget-status.ts';
 import { startWorker } from '../../src/queue/start-worker.ts';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import type { ResourceType } from '../../src/sandbox/types.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { runCli } from '../helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
-import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
+import { day } from '../helpers/fixtures/index.ts';
+import { TEST_REDIS_URL } from '../helpers/redis.ts';
 import { sandboxOrganization } from '../helpers/sandbox-organization.ts';
+import { useSandbox, useTempDir, useTestRedis } from '../helpers/use-before-all.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
 const SPEED = 120;
 const HOUR = 3_600_000 / SPEED; // one simulated hour, real ms
@@ -49,30 +47,17 @@ const NO_DATA: Record<ResourceType, number> = {
 };
 
 describe('schedules within the request budget of 3,000 users', () => {
-  let sandbox: Sandbox;
-  let db: TestDatabase;
-  let testRedis: TestRedis;
-  let dir: string;
-
-  beforeAll(async () => {
-    // No generated records: the dormant users have none; the active ones get one each below.
-    sandbox = await startSandbox({
-      seed: 16,
-      users: USERS,
-      days: 5,
-      mix: NO_DATA,
-      faults: { requestBudget: { limit: LIMIT, windowMs: HOUR } },
-    });
-    db = await createTestDatabase();
-    testRedis = createTestRedis('budget-plan');
-    dir = await mkdtemp(join(tmpdir(), 'budget-plan-'));
+  // No generated records: the dormant users have none; the active ones get one each below.
+  const sandbox = useSandbox({
+    seed: 16,
+    users: USERS,
+    days: 5,
+    mix: NO_DATA,
+    faults: { requestBudget: { limit: LIMIT, windowMs: HOUR } },
   });
-  afterAll(async () => {
-    await testRedis?.cleanup();
-    await sandbox?.close();
-    await db?.drop();
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
+  const db = useTestDatabase();
+  const testRedis = useTestRedis('budget-plan');
+  const dir = useTempDir('budget-plan-');
 
   it('polls every active user within the reported sweep, keeps backfill at its share, draws no 429', async () => {
     // The warehouse as a running installation has it: every user, and the recent record of each active
@@ -82,7 +67,7 @@ describe('schedules within the request budget of 3,000 users', () => {
       .map((u) => u.uid)
       .sort();
     const activeUids = uids.slice(0, ACTIVE);
-    const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    const yesterday = day(1);
     const records = activeUids.map((uid) =>
       sandbox.control.addRecord({ uid, type: 'measurement', day: yesterday }),
     );
@@ -117,8 +102,7 @@ describe('schedules within the request budget of 3,000 users', () => {
       },
       organizations: [sandboxOrganization(sandbox, { requestsPerHour: LIMIT * SPEED })],
     };
-    const configFile = join(dir, 'config.json');
-    await writeFile(configFile, JSON.stringify(fileConfig));
+    const configFile = await dir.writeJson('config.json', fileConfig);
     const config = configSchema.parse(fileConfig);
 
     const lines: string[] = [];
@@ -136,7 +120,7 @@ describe('schedules within the request budget of 3,000 users', () => {
     try {
       await worker.jobQueue.enqueue('records.backfill', {
         orgId: sandbox.orgId,
-        from: new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10),
+        from: day(2),
         to: yesterday,
         uids: uids.slice(ACTIVE, ACTIVE + 800),
         connections: false,

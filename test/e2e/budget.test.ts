@@ -7,36 +7,28 @@
  * client is told 400 × 180 per hour: the same rate. (The client's burst of 20 fits in any fixed window
  * only from about 400 per window upward, which is why the window is not shorter.)
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { describe, expect, it } from 'vitest';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { day } from '../helpers/fixtures/index.ts';
+import { useSandbox } from '../helpers/use-before-all.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
 const WINDOW_MS = 20_000;
 const LIMIT = 400;
 
 describe('request budget', () => {
-  let sandbox: Sandbox;
-  let db: TestDatabase;
-
-  beforeAll(async () => {
-    // 24 users × 7 resources × 3 windows of 30 days ≈ 500 requests: more than one window's budget.
-    sandbox = await startSandbox({
-      seed: 5,
-      users: 24,
-      days: 3,
-      faults: { requestBudget: { limit: LIMIT, windowMs: WINDOW_MS } },
-    });
-    db = await createTestDatabase();
+  // 24 users × 7 resources × 3 windows of 30 days ≈ 500 requests: more than one window's budget.
+  const sandbox = useSandbox({
+    seed: 5,
+    users: 24,
+    days: 3,
+    faults: { requestBudget: { limit: LIMIT, windowMs: WINDOW_MS } },
   });
-  afterAll(async () => {
-    await sandbox?.close();
-    await db?.drop();
-  });
+  const db = useTestDatabase();
 
   it('paces a backfill under the limit: no 429, and most of the budget used', async () => {
-    const to = new Date().toISOString().slice(0, 10);
-    const from = new Date(Date.now() - 80 * 86_400_000).toISOString().slice(0, 10);
+    const to = day(0);
+    const from = day(80);
     const env = sandboxEnv(sandbox, {
       DATABASE_URL: db.url,
       VALIDIC_REQUESTS_PER_HOUR: String(LIMIT * (3_600_000 / WINDOW_MS)),

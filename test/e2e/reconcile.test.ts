@@ -3,35 +3,21 @@
  * misses them; `reconcile` pages `/connections` in ≤ 30-day windows, adds exactly the missed events,
  * counts them (output and the `reconcile:last` cursor), and adds nothing on a second run.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { describe, expect, it, vi } from 'vitest';
 import { readCursor } from '../../src/warehouse/checkpoints.ts';
 import { reconcileLastCursor } from '../../src/warehouse/cursors/reconcile-last-cursor.ts';
 import { runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { useSandbox, useTempDir } from '../helpers/use-before-all.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 import { compareStreamWithTruth, NO_STREAM_DIFFERENCES } from './stream-compare.ts';
 
 const day = (msAgo: number) => new Date(Date.now() - msAgo).toISOString().slice(0, 10);
 
 describe('reconcile adds the connection events the stream missed', () => {
-  let sandbox: Sandbox;
-  let db: TestDatabase;
-  let dir: string;
-
-  beforeAll(async () => {
-    sandbox = await startSandbox({ seed: 13, users: 3, days: 5, pokeIntervalMs: 100 });
-    db = await createTestDatabase();
-    dir = mkdtempSync(join(tmpdir(), 'validic-reconcile-'));
-  });
-  afterAll(async () => {
-    await sandbox?.close();
-    await db?.drop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  const sandbox = useSandbox({ seed: 13, users: 3, days: 5, pokeIntervalMs: 100 });
+  const db = useTestDatabase();
+  const dir = useTempDir('validic-reconcile-');
 
   const storedEvents = async () =>
     (
@@ -43,14 +29,10 @@ describe('reconcile adds the connection events the stream missed', () => {
     ).rows[0]!.n;
 
   it('counts and adds what the stream missed, once', async () => {
-    const config = join(dir, 'config.json');
-    writeFileSync(
-      config,
-      JSON.stringify({
-        stream: { staleAfterMs: 3000, gapAfterMs: 60_000, batchMaxWaitMs: 50, backoffInitialMs: 20 },
-        organizations: [{ stream: { name: 'measurements-only', resources: ['measurement'] } }],
-      }),
-    );
+    const config = await dir.writeJson('config.json', {
+      stream: { staleAfterMs: 3000, gapAfterMs: 60_000, batchMaxWaitMs: 50, backoffInitialMs: 20 },
+      organizations: [{ stream: { name: 'measurements-only', resources: ['measurement'] } }],
+    });
     const env = sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONFIG: config });
     const fromSeq = sandbox.truth.events().length;
     const cli = spawnCli(['stream', '--exit-when-idle', '2'], env);

@@ -3,43 +3,26 @@
  * backfill, as a table and as JSON; and on Postgres with Redis, where it adds queue depths, failed jobs
  * and stream slot holders.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type JobPayloads, jobCatalog } from '../../jobs/index.ts';
 import type { SyncStatus } from '../../src/metrics/sync-status.ts';
 import type { JobDefinition } from '../../src/queue/job-definition.ts';
 import { openJobQueue } from '../../src/queue/job-queue.ts';
 import { createStreamSlots } from '../../src/queue/stream-slots.ts';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
-import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
-
-const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10);
+import { day } from '../helpers/fixtures/index.ts';
+import { TEST_REDIS_URL } from '../helpers/redis.ts';
+import { useSandbox, useTempDir, useTestRedis } from '../helpers/use-before-all.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
 describe('status', () => {
-  let sandbox: Sandbox;
-  let dataDir: string;
-  let db: TestDatabase;
-  let testRedis: TestRedis;
-
-  beforeAll(async () => {
-    sandbox = await startSandbox({ seed: 5, users: 2, days: 6 });
-    dataDir = await mkdtemp(join(tmpdir(), 'validic-sync-status-'));
-    db = await createTestDatabase();
-    testRedis = createTestRedis('status');
-  });
-  afterAll(async () => {
-    await sandbox?.close();
-    await rm(dataDir, { recursive: true, force: true });
-    await testRedis?.cleanup();
-    await db?.drop();
-  });
+  const sandbox = useSandbox({ seed: 5, users: 2, days: 6 });
+  const dataDir = useTempDir('validic-sync-status-');
+  const db = useTestDatabase();
+  const testRedis = useTestRedis('status');
 
   it('reports an embedded warehouse after a backfill, as a table and as JSON', async () => {
-    const env = sandboxEnv(sandbox, { VALIDIC_DATA_DIR: dataDir });
+    const env = sandboxEnv(sandbox, { VALIDIC_DATA_DIR: dataDir.path });
     const empty = await runCli(['status'], env);
     expect(empty.code).toBe(1);
     expect(empty.stderr).toMatch(/validic-sync migrate/);

@@ -4,47 +4,30 @@
  * older versions after newer ones, as the `replayOlderVersions` fault does) before the stream resumes.
  * The warehouse ends equal to the truth, and no record regresses to an older checksum.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { describe, expect, it, vi } from 'vitest';
 import { readCursor } from '../../src/warehouse/checkpoints.ts';
 import { streamCheckpointCursor } from '../../src/warehouse/cursors/stream-checkpoint-cursor.ts';
 import { sandboxEnv, spawnCli } from '../helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { useSandbox, useTempDir } from '../helpers/use-before-all.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 import { compareStreamWithTruth, NO_STREAM_DIFFERENCES } from './stream-compare.ts';
 
 const STREAM = { staleAfterMs: 3000, batchMaxWaitMs: 50, backoffInitialMs: 20, backoffMaxMs: 300 };
 
 describe('stream downtime is filled by replay', () => {
-  let sandbox: Sandbox;
-  let db: TestDatabase;
-  let dir: string;
-
-  beforeAll(async () => {
-    sandbox = await startSandbox({
-      seed: 12,
-      users: 4,
-      days: 3,
-      pokeIntervalMs: 100,
-      faults: { replayOlderVersions: true, unknownEventRate: 0.1 },
-    });
-    db = await createTestDatabase();
-    dir = mkdtempSync(join(tmpdir(), 'validic-stream-'));
+  const sandbox = useSandbox({
+    seed: 12,
+    users: 4,
+    days: 3,
+    pokeIntervalMs: 100,
+    faults: { replayOlderVersions: true, unknownEventRate: 0.1 },
   });
-  afterAll(async () => {
-    await sandbox?.close();
-    await db?.drop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  const db = useTestDatabase();
+  const dir = useTempDir('validic-stream-');
 
-  const configFile = (name: string, stream: Record<string, number>) => {
-    const file = join(dir, name);
-    writeFileSync(file, JSON.stringify({ stream: { ...STREAM, ...stream } }));
-    return file;
-  };
+  const configFile = (name: string, stream: Record<string, number>) =>
+    dir.writeJson(name, { stream: { ...STREAM, ...stream } });
 
   const storedCount = async () =>
     (
@@ -62,7 +45,7 @@ describe('stream downtime is filled by replay', () => {
     const uid = sandbox.truth.users()[0]!.uid;
 
     // Run 1: stream live data, then Ctrl-C.
-    const first = spawnCli(['stream'], env(configFile('live.json', { gapAfterMs: 60_000 })));
+    const first = spawnCli(['stream'], env(await configFile('live.json', { gapAfterMs: 60_000 })));
     await vi.waitFor(() => expect(sandbox.truth.streams()[0]?.members).toBe(1), {
       timeout: 20_000,
       interval: 20,
@@ -100,7 +83,7 @@ describe('stream downtime is filled by replay', () => {
     // Run 2: any downtime counts as a gap here, so the start-up replays before the stream resumes.
     const second = await spawnCli(
       ['stream', '--exit-when-idle', '2'],
-      env(configFile('gap.json', { gapAfterMs: 1 })),
+      env(await configFile('gap.json', { gapAfterMs: 1 })),
     ).result;
     expect(second.stderr).not.toContain(sandbox.token);
     expect(second.code, second.stderr).toBe(0);

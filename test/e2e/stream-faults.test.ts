@@ -5,60 +5,42 @@
  * deleted records. The warehouse must end equal to the truth for everything the stream carried, with no
  * record at an older version than the truth's.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { describe, expect, it, vi } from 'vitest';
 import { listCursors } from '../../src/warehouse/checkpoints.ts';
 import { sandboxEnv, spawnCli } from '../helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { useSandbox, useTempDir } from '../helpers/use-before-all.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 import { compareStreamWithTruth, NO_STREAM_DIFFERENCES } from './stream-compare.ts';
 
 describe('stream with every stream fault on', () => {
-  let sandbox: Sandbox;
-  let db: TestDatabase;
-  let dir: string;
-
-  beforeAll(async () => {
-    sandbox = await startSandbox({
-      seed: 11,
-      users: 4,
-      days: 3,
-      pokeIntervalMs: 100,
-      faults: {
-        streamDropEvery: 7,
-        reconnectStorm: { rejections: 2, windowMs: 300 },
-        unknownEventRate: 0.2,
-        replayOlderVersions: true,
-      },
-    });
-    db = await createTestDatabase();
-    dir = mkdtempSync(join(tmpdir(), 'validic-stream-'));
+  const sandbox = useSandbox({
+    seed: 11,
+    users: 4,
+    days: 3,
+    pokeIntervalMs: 100,
+    faults: {
+      streamDropEvery: 7,
+      reconnectStorm: { rejections: 2, windowMs: 300 },
+      unknownEventRate: 0.2,
+      replayOlderVersions: true,
+    },
   });
-  afterAll(async () => {
-    await sandbox?.close();
-    await db?.drop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  const db = useTestDatabase();
+  const dir = useTempDir('validic-stream-');
 
   it('lands what the stream carried, at the newest versions, through drops, storms and redelivery', async () => {
-    const config = join(dir, 'config.json');
-    writeFileSync(
-      config,
-      JSON.stringify({
-        // Drops resume from the stream's own checkpoint (gapAfterMs above the back-off), as in production.
-        stream: {
-          staleAfterMs: 2000,
-          gapAfterMs: 10_000,
-          batchMaxWaitMs: 50,
-          backoffInitialMs: 20,
-          backoffMaxMs: 300,
-        },
-        organizations: [{ stream: { connections: 2 } }],
-      }),
-    );
+    const config = await dir.writeJson('config.json', {
+      // Drops resume from the stream's own checkpoint (gapAfterMs above the back-off), as in production.
+      stream: {
+        staleAfterMs: 2000,
+        gapAfterMs: 10_000,
+        batchMaxWaitMs: 50,
+        backoffInitialMs: 20,
+        backoffMaxMs: 300,
+      },
+      organizations: [{ stream: { connections: 2 } }],
+    });
     const fromSeq = sandbox.truth.events().length;
     const cli = spawnCli(
       ['stream', '--exit-when-idle', '2'],

@@ -3,49 +3,31 @@
  * the watchdog after `staleAfterMs`, dropped and reconnected after a back-off; the logged state
  * transitions show it (live → stale → backing_off → connecting → live), and nothing sent meanwhile is lost.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { describe, expect, it, vi } from 'vitest';
 import { sandboxEnv, spawnCli } from '../helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { useSandbox, useTempDir } from '../helpers/use-before-all.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 import { compareStreamWithTruth, NO_STREAM_DIFFERENCES, stateTransitions } from './stream-compare.ts';
 
 const STALE_AFTER_MS = 800;
 const BACKOFF_MAX_MS = 200;
 
 describe('silent stream', () => {
-  let sandbox: Sandbox;
-  let db: TestDatabase;
-  let dir: string;
-
-  beforeAll(async () => {
-    sandbox = await startSandbox({ seed: 14, users: 3, days: 2, pokeIntervalMs: 100 });
-    db = await createTestDatabase();
-    dir = mkdtempSync(join(tmpdir(), 'validic-stream-'));
-  });
-  afterAll(async () => {
-    await sandbox?.close();
-    await db?.drop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  const sandbox = useSandbox({ seed: 14, users: 3, days: 2, pokeIntervalMs: 100 });
+  const db = useTestDatabase();
+  const dir = useTempDir('validic-stream-');
 
   it('is detected after staleAfterMs and reconnected after a back-off', async () => {
-    const config = join(dir, 'config.json');
-    writeFileSync(
-      config,
-      JSON.stringify({
-        stream: {
-          staleAfterMs: STALE_AFTER_MS,
-          gapAfterMs: 60_000,
-          batchMaxWaitMs: 50,
-          backoffInitialMs: 50,
-          backoffMaxMs: BACKOFF_MAX_MS,
-        },
-      }),
-    );
+    const config = await dir.writeJson('config.json', {
+      stream: {
+        staleAfterMs: STALE_AFTER_MS,
+        gapAfterMs: 60_000,
+        batchMaxWaitMs: 50,
+        backoffInitialMs: 50,
+        backoffMaxMs: BACKOFF_MAX_MS,
+      },
+    });
     const fromSeq = sandbox.truth.events().length;
     const cli = spawnCli(
       ['stream', '--exit-when-idle', '3'],

@@ -4,15 +4,14 @@
  * of the loader's transaction and COPY; without the variable it sends nothing. A running worker traces a
  * push notification through BullMQ to the job it queued, its request and its write.
  */
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { describe, expect, it, vi } from 'vitest';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
-import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { day } from '../helpers/fixtures/index.ts';
+import { type ReceivedSpan, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { createTestRedis } from '../helpers/redis.ts';
+import { useBeforeAll, useSandbox } from '../helpers/use-before-all.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 import { startWorkerChild, workerChildEnv } from '../helpers/worker-fleet.ts';
-
-const day = (daysAgo: number) => new Date(Date.now() - daysAgo * 86_400_000).toISOString().slice(0, 10);
 
 /** The chain of a span's ancestors' names, nearest first. */
 function ancestors(span: ReceivedSpan, spans: ReceivedSpan[]): string[] {
@@ -26,21 +25,10 @@ function ancestors(span: ReceivedSpan, spans: ReceivedSpan[]): string[] {
 }
 
 describe('tracing', () => {
-  let sandbox: Sandbox;
-  let db: TestDatabase;
-  let receiver: OtlpReceiver;
-
-  beforeAll(async () => {
-    // Enough records per user and resource that the loader COPYs (100 new records and up).
-    sandbox = await startSandbox({ seed: 21, users: 2, days: 30 });
-    db = await createTestDatabase();
-    receiver = await startOtlpReceiver();
-  });
-  afterAll(async () => {
-    await sandbox?.close();
-    await db?.drop();
-    await receiver?.close();
-  });
+  // Enough records per user and resource that the loader COPYs (100 new records and up).
+  const sandbox = useSandbox({ seed: 21, users: 2, days: 30 });
+  const db = useTestDatabase();
+  const receiver = useBeforeAll(startOtlpReceiver, (r) => r.close());
 
   it('is off without an OTLP endpoint', async () => {
     const result = await runCli(

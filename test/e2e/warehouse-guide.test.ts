@@ -9,6 +9,7 @@ import { bindExample, EXAMPLE_QUERIES } from '../../src/docs/example-queries.ts'
 import { generateDocs } from '../../src/docs/generate-warehouse-guide.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
+import { day } from '../helpers/fixtures/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
 describe('warehouse guide', () => {
@@ -20,8 +21,8 @@ describe('warehouse guide', () => {
   beforeAll(async () => {
     sandbox = await startSandbox({ seed: 3, users: 4, days: 14 });
     db = await createTestDatabase();
-    const to = new Date().toISOString().slice(0, 10);
-    const from = new Date(Date.now() - 40 * 86_400_000).toISOString().slice(0, 10);
+    const to = day(0);
+    const from = day(40);
     const result = await runCli(
       ['backfill', '--from', from, '--to', to],
       sandboxEnv(sandbox, { DATABASE_URL: db.url }),

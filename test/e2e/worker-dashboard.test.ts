@@ -2,30 +2,18 @@
  * bull-board on a running `validic-sync worker`: its page and API answer on the admin listener (without a
  * token to loopback clients, with one only to requests that carry it), and never on the push listener.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { QUEUE_NAME } from '../../src/queue/job-queue.ts';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
-import { createTestRedis, type TestRedis } from '../helpers/redis.ts';
+import { useSandbox, useTestRedis } from '../helpers/use-before-all.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 import { startWorkerChild, workerChildEnv } from '../helpers/worker-fleet.ts';
 
 const TOKEN = 'dashboard-admin-token-0123456789';
 
 describe('the queue dashboard of a running worker', () => {
-  let sandbox: Sandbox;
-  let db: TestDatabase;
-  let testRedis: TestRedis;
-
-  beforeAll(async () => {
-    sandbox = await startSandbox({ seed: 31, users: 2, days: 3 });
-    db = await createTestDatabase();
-    testRedis = createTestRedis('dashboard');
-  });
-  afterAll(async () => {
-    await testRedis?.cleanup();
-    await sandbox?.close();
-    await db?.drop();
-  });
+  const sandbox = useSandbox({ seed: 31, users: 2, days: 3 });
+  const db = useTestDatabase();
+  const testRedis = useTestRedis('dashboard');
 
   const run = async (
     extra: Record<string, string>,

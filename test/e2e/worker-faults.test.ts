@@ -16,11 +16,11 @@ import { type JobQueue, openJobQueue } from '../../src/queue/job-queue.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { sandboxEnv } from '../helpers/cli.ts';
 import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
+import { day } from '../helpers/fixtures/index.ts';
 import { ADMIN_URL, createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { startWorkerChild, type WorkerChild } from '../helpers/worker-fleet.ts';
 
 const DAYS = 35;
-const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10);
 
 async function freePort(): Promise<number> {
   const server = createServer();

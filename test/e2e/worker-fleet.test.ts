@@ -13,13 +13,13 @@ import { type JobQueue, openJobQueue } from '../../src/queue/job-queue.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { sandboxEnv } from '../helpers/cli.ts';
 import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
+import { day } from '../helpers/fixtures/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
 import { startWorkerChild, type WorkerChild } from '../helpers/worker-fleet.ts';
 
 const DAYS = 35;
 const PUSH_SECRET = 'fleet-push-secret-0123456789';
-const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10);
 
 describe('a fleet of three workers', () => {
   let sandbox: Sandbox;

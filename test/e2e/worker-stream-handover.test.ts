@@ -14,11 +14,10 @@ import { createStreamSlots } from '../../src/queue/stream-slots.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
+import { day } from '../helpers/fixtures/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
 import { startWorkerChild, type WorkerChild } from '../helpers/worker-fleet.ts';
-
-const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10);
 
 describe('stream slot handover in a fleet', () => {
   let sandbox: Sandbox;

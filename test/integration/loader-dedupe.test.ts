@@ -1,17 +1,12 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Batch, RawItem } from '../../src/pipeline/batch.ts';
 import { listCursors } from '../../src/warehouse/checkpoints.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { metric, rawRecord } from '../helpers/fixtures/index.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
-let t: TestDatabase;
-beforeAll(async () => {
-  t = await createTestDatabase();
-});
-afterAll(async () => {
-  await t?.drop();
-});
+const t = useTestDatabase();
 
 let orgSeq = 0;
 const newOrg = () => `org-dedupe-${++orgSeq}`;
@@ -23,28 +18,16 @@ function measurement(
   weight: number,
   extra: Record<string, unknown> = {},
 ) {
-  return {
-    version: '1.0',
+  return rawRecord('measurement', {
     id,
     checksum,
-    type: 'measurement',
-    start_time: '2024-03-01T08:00:00Z',
-    end_time: '2024-03-01T08:00:00Z',
     utc_offset: -18000,
-    offset_origin: 'source',
-    user: { uid: 'u1', user_id: 'svc-u1', organization_id: 'org' },
     log_id: `log-${id}`,
     source: { type: 'withings', device: { name: 'Body+', type: 'scale' } },
-    metrics: [
-      { type: 'body_weight', origin: 'device', unit: 'kg', value: weight },
-      { type: 'bmi', origin: 'device', unit: 'kg/m2', value: 22.5 },
-    ],
+    metrics: [metric('body_weight', weight, 'kg'), metric('bmi', 22.5, 'kg/m2')],
     created_at: createdAt,
-    deleted_at: null,
-    tags: [],
-    user_notes: [],
     ...extra,
-  };
+  });
 }
 
 const records = (orgId: string, raws: unknown[], arrivedVia: Batch['arrivedVia'] = 'poll'): Batch => ({

@@ -1,29 +1,20 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Batch, RawItem } from '../../src/pipeline/batch.ts';
 import { applyBatch, loadLocks, MAX_KEY_LOCKS } from '../../src/warehouse/loader/apply-batch.ts';
 import { loadTransaction } from '../../src/warehouse/loader/load-transaction.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { metric, rawRecord } from '../helpers/fixtures/index.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
-let t: TestDatabase;
-beforeAll(async () => {
-  t = await createTestDatabase();
-});
-afterAll(async () => {
-  await t?.drop();
-});
+const t = useTestDatabase();
 
-const measurement = (id: string, checksum = 'c1') => ({
-  id,
-  checksum,
-  type: 'measurement',
-  start_time: '2024-03-01T08:00:00Z',
-  end_time: '2024-03-01T08:00:00Z',
-  user: { uid: 'u1', user_id: 'svc-u1', organization_id: 'org' },
-  source: { type: 'withings' },
-  metrics: [{ type: 'body_weight', origin: 'device', unit: 'kg', value: 70 }],
-  created_at: '2024-03-01T09:00:00Z',
-});
+const measurement = (id: string, checksum = 'c1') =>
+  rawRecord('measurement', {
+    id,
+    checksum,
+    metrics: [metric('body_weight', 70, 'kg')],
+    created_at: '2024-03-01T09:00:00Z',
+  });
 
 const batchOf = (orgId: string, ids: string[]): Batch => ({
   orgId,

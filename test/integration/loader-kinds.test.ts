@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Batch, RawItem } from '../../src/pipeline/batch.ts';
 import { listCursors } from '../../src/warehouse/checkpoints.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
@@ -13,15 +13,18 @@ import {
   summarizeLedger,
   summarizeLedgerByResource,
 } from '../../src/warehouse/window-ledger.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import {
+  food,
+  metric,
+  rawConnectionEvent,
+  rawLegacyRecord,
+  rawRecord,
+  rawUser,
+  segment,
+} from '../helpers/fixtures/index.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
-let t: TestDatabase;
-beforeAll(async () => {
-  t = await createTestDatabase();
-});
-afterAll(async () => {
-  await t?.drop();
-});
+const t = useTestDatabase();
 
 let seq = 0;
 const newOrg = () => `org-kinds-${++seq}`;
@@ -31,24 +34,8 @@ const batch = (orgId: string, items: RawItem[], arrivedVia: Batch['arrivedVia'] 
   items,
 });
 
-const envelope = (id: string, type: string, extra: Record<string, unknown> = {}) => ({
-  version: '1.0',
-  id,
-  checksum: `${id}-c1`,
-  type,
-  start_time: '2024-06-01T00:00:00Z',
-  end_time: '2024-06-01T23:59:59Z',
-  utc_offset: 7200,
-  offset_origin: 'user_defined',
-  user: { uid: 'u7', user_id: 'svc-7', organization_id: 'x' },
-  log_id: 'L',
-  source: { type: 'dexcom', device: null },
-  created_at: '2024-06-02T00:00:00.123Z',
-  deleted_at: null,
-  tags: [],
-  user_notes: [],
-  ...extra,
-});
+const envelope = (id: string, type: string, extra: Record<string, unknown> = {}) =>
+  rawRecord(type, { id, offset_origin: 'user_defined', ...extra });
 
 describe('records of every resource type', () => {
   it('stores nutrition segments, food, serving and their metrics', async () => {
@@ -56,20 +43,13 @@ describe('records of every resource type', () => {
     const raw = envelope('n1', 'nutrition', {
       name: 'Breakfast',
       category: 'meal',
-      metrics: [{ type: 'energy_consumed', origin: 'manual', unit: 'kcal', value: 420 }],
+      metrics: [metric('energy_consumed', 420, 'kcal', 'manual')],
       segments: [
-        {
-          name: 'eggs',
-          metrics: [{ type: 'protein', origin: 'manual', unit: 'g', value: 12 }],
-          food: [
-            {
-              name: 'Egg',
-              brand: '',
-              metrics: [{ type: 'fat', origin: 'manual', unit: 'g', value: 5 }],
-              serving: { amount: 2, unit_name: 'large' },
-            },
-          ],
-        },
+        segment(
+          'eggs',
+          [metric('protein', 12, 'g', 'manual')],
+          [food('Egg', [2, 'large'], [metric('fat', 5, 'g', 'manual')])],
+        ),
       ],
     });
     await applyBatch(t.warehouse, batch(org, [{ kind: 'record', raw }]));
@@ -213,7 +193,7 @@ describe('records of every resource type', () => {
     const items: RawItem[] = ['summary', 'workout', 'sleep', 'cgm', 'mood_journal'].map((type, i) => ({
       kind: 'record',
       raw: envelope(`g${i}`, type, {
-        metrics: [{ type: 'steps', origin: 'device', unit: 'steps', value: 1000 + i }, { weird: true }],
+        metrics: [metric('steps', 1000 + i, 'steps'), { weird: true }],
         novel_field: { nested: [1, 2, 3] },
       }),
     }));
@@ -242,16 +222,7 @@ describe('users', () => {
     const org = newOrg();
     const user = (updatedAt: string, timezone: string) => ({
       kind: 'user' as const,
-      raw: {
-        id: 'svc-1',
-        uid: 'u1',
-        status: 'active',
-        marketplace: { token: 'mt', url: 'https://market.example/x?token=SECRET123' },
-        mobile: { token: 'mob' },
-        location: { timezone, country_code: 'US' },
-        created_at: '2024-01-01T00:00:00Z',
-        updated_at: updatedAt,
-      },
+      raw: rawUser({ location: { timezone, country_code: 'US' }, updated_at: updatedAt }),
     });
     expect(
       (await applyBatch(t.warehouse, batch(org, [user('2024-02-01T00:00:00Z', 'America/New_York')])))
@@ -288,25 +259,19 @@ describe('users', () => {
 describe('connection events', () => {
   it('are immutable and keyed by id; frames are routed by shape', async () => {
     const org = newOrg();
-    const create = {
+    const user = { uid: 'u1', user_id: 's1', organization_id: org };
+    const create = rawConnectionEvent('create', {
       id: 'e1',
-      action: 'create',
-      user: { uid: 'u1', user_id: 's1', organization_id: org },
-      source: { type: 'fitbit' },
-      created_at: '2024-07-01T00:00:00Z',
+      user,
       event_time: '2024-07-01T00:00:00Z',
       profile: { name: 'x' },
-    };
-    const del = {
+    });
+    const del = rawConnectionEvent('delete', {
       id: 'e2',
-      action: 'delete',
-      user: { uid: 'u1', user_id: 's1' },
-      source: { type: 'fitbit' },
-      created_at: '2024-07-02T00:00:00Z',
+      user,
       event_time: '2024-07-02T00:00:00Z',
-      deleted_at: '2024-07-02T00:00:00Z',
       deleted_reason: 'user_request',
-    };
+    });
     const r1 = await applyBatch(
       t.warehouse,
       batch(
@@ -352,7 +317,7 @@ describe('legacy records', () => {
     const fitness = (lastUpdated: string, distance: number) => ({
       kind: 'legacy' as const,
       object: 'fitness',
-      raw: {
+      raw: rawLegacyRecord({
         _id: 'f1',
         timestamp: '2024-05-01T10:00:00.000-04:00',
         utc_offset: '-04:00',
@@ -369,7 +334,7 @@ describe('legacy records', () => {
         source_name: 'Run App',
         last_updated: lastUpdated,
         user_id: 'svc-9',
-      },
+      }),
     });
     const r1 = await applyBatch(t.warehouse, batch(org, [fitness('2024-05-01T15:00:00Z', 5000)], 'legacy'));
     expect(r1.byType['legacy:fitness']).toMatchObject({ inserted: 1 });
@@ -400,12 +365,12 @@ describe('legacy records', () => {
           {
             kind: 'legacy',
             object: 'routine',
-            raw: {
+            raw: rawLegacyRecord({
               _id: 'f1',
               timestamp: '2024-05-01T04:00:00Z',
               steps: '12',
               last_updated: '2024-05-02T00:00:00Z',
-            },
+            }),
           },
         ],
         'legacy',
@@ -425,7 +390,7 @@ describe('quarantine', () => {
   it('keeps bad items with a precise reason, once per distinct item, while the rest lands', async () => {
     const org = newOrg();
     const bad = envelope('b1', 'measurement', {
-      metrics: [{ type: 'pulse', origin: 'device', unit: 'bpm', value: 'fast' }],
+      metrics: [metric('pulse', 'fast', 'bpm')],
     });
     const nul = envelope('b2', 'measurement', { user_notes: ['a\u0000b'] });
     const items: RawItem[] = [

@@ -8,6 +8,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Batch, RawItem } from '../../src/pipeline/batch.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/open-warehouse.ts';
+import {
+  food,
+  metric,
+  rawConnectionEvent,
+  rawLegacyRecord,
+  rawRecord,
+  rawUser,
+  segment,
+} from '../helpers/fixtures/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
 let t: TestDatabase;
@@ -24,27 +33,20 @@ afterAll(async () => {
 const ORG = 'org-no-write';
 
 function items(checksumSuffix: string): RawItem[] {
-  const common = (id: string, type: string) => ({
-    version: '1.0',
-    id,
-    checksum: `${id}-${checksumSuffix}`,
-    type,
-    start_time: '2024-04-01T00:00:00Z',
-    end_time: '2024-04-01T00:00:00Z',
-    utc_offset: 0,
-    user: { uid: 'u1', user_id: 'svc-1', organization_id: ORG },
-    source: { type: 'fitbit', device: null },
-    created_at: checksumSuffix === 'v1' ? '2024-04-01T01:00:00Z' : '2024-04-02T01:00:00Z',
-    deleted_at: null,
-    tags: [],
-    user_notes: [],
-  });
+  const common = (id: string, type: string) =>
+    rawRecord(type, {
+      id,
+      checksum: `${id}-${checksumSuffix}`,
+      start_time: '2024-04-01T00:00:00Z',
+      end_time: '2024-04-01T00:00:00Z',
+      created_at: checksumSuffix === 'v1' ? '2024-04-01T01:00:00Z' : '2024-04-02T01:00:00Z',
+    });
   return [
     {
       kind: 'record',
       raw: {
         ...common('m1', 'measurement'),
-        metrics: [{ type: 'pulse', origin: 'device', unit: 'bpm', value: 60 }],
+        metrics: [metric('pulse', 60, 'bpm')],
       },
     },
     {
@@ -53,14 +55,8 @@ function items(checksumSuffix: string): RawItem[] {
         ...common('n1', 'nutrition'),
         name: 'lunch',
         category: 'meal',
-        metrics: [{ type: 'energy_consumed', origin: 'manual', unit: 'kcal', value: 500 }],
-        segments: [
-          {
-            name: 'main',
-            metrics: [{ type: 'fat', origin: 'manual', unit: 'g', value: 10 }],
-            food: [{ name: 'rice', brand: '', metrics: [], serving: { amount: 100, unit_name: 'g' } }],
-          },
-        ],
+        metrics: [metric('energy_consumed', 500, 'kcal', 'manual')],
+        segments: [segment('main', [metric('fat', 10, 'g', 'manual')], [food('rice', [100, 'g'])])],
       },
     },
     {
@@ -81,35 +77,21 @@ function items(checksumSuffix: string): RawItem[] {
     { kind: 'record', raw: { ...common('s1', 'sleep'), metrics: [] } },
     {
       kind: 'user',
-      raw: {
-        id: 'svc-1',
-        uid: 'u1',
-        location: { timezone: 'UTC', country_code: 'US' },
-        created_at: '2024-01-01T00:00:00Z',
-        updated_at: '2024-01-01T00:00:00Z',
-      },
+      raw: rawUser({ updated_at: '2024-01-01T00:00:00Z' }),
     },
     {
       kind: 'connection_event',
-      raw: {
-        id: 'e1',
-        action: 'create',
-        user: { uid: 'u1', user_id: 'svc-1' },
-        source: { type: 'fitbit' },
-        created_at: '2024-04-01T00:00:00Z',
-        event_time: '2024-04-01T00:00:00Z',
-      },
+      raw: rawConnectionEvent('create', { id: 'e1', event_time: '2024-04-01T00:00:00Z' }),
     },
     {
       kind: 'legacy',
       object: 'routine',
-      raw: {
+      raw: rawLegacyRecord({
         _id: 'L1',
         timestamp: '2024-04-01T00:00:00+00:00',
-        utc_offset: '+00:00',
         steps: 1000,
         last_updated: '2024-04-01T05:00:00.000-04:00',
-      },
+      }),
     },
   ];
 }

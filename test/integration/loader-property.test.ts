@@ -5,18 +5,13 @@
  */
 import fc from 'fast-check';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Batch } from '../../src/pipeline/batch.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { metric, rawRecord } from '../helpers/fixtures/index.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
-let t: TestDatabase;
-beforeAll(async () => {
-  t = await createTestDatabase();
-});
-afterAll(async () => {
-  await t?.drop();
-});
+const t = useTestDatabase();
 
 const TYPES = ['measurement', 'nutrition', 'intraday', 'sleep'] as const;
 
@@ -29,40 +24,33 @@ interface Version {
 }
 
 function rawOf(v: Version): Record<string, unknown> {
-  const common = {
-    version: '1.0',
+  const common = rawRecord(v.type, {
     id: v.id,
     checksum: v.checksum,
-    type: v.type,
     start_time: '2024-05-01T00:00:00Z',
     end_time: '2024-05-01T23:59:59Z',
     utc_offset: 3600,
     offset_origin: 'profile',
-    user: { uid: 'u1', user_id: 'svc-1', organization_id: 'o' },
-    log_id: null,
-    source: { type: 'fitbit', device: null },
     created_at: v.createdAt,
     deleted_at: v.seed % 5 === 0 ? v.createdAt : null,
-    tags: [],
-    user_notes: [],
-  };
-  const metric = (type: string, k: number) => ({ type, origin: 'device', unit: 'u', value: v.seed * 10 + k });
+  });
+  const metricOf = (type: string, k: number) => metric(type, v.seed * 10 + k);
   switch (v.type) {
     case 'measurement':
-      return { ...common, metrics: Array.from({ length: 1 + (v.seed % 3) }, (_, k) => metric(`m${k}`, k)) };
+      return { ...common, metrics: Array.from({ length: 1 + (v.seed % 3) }, (_, k) => metricOf(`m${k}`, k)) };
     case 'nutrition':
       return {
         ...common,
         name: `meal ${v.seed}`,
         category: 'meal',
-        metrics: [metric('energy_consumed', 0)],
+        metrics: [metricOf('energy_consumed', 0)],
         segments: Array.from({ length: v.seed % 3 }, (_, s) => ({
           name: `seg${s}`,
-          metrics: [metric('fat', s)],
+          metrics: [metricOf('fat', s)],
           food: Array.from({ length: 1 + ((v.seed + s) % 2) }, (_, f) => ({
             name: `food${f}`,
             brand: '',
-            metrics: [metric('protein', f)],
+            metrics: [metricOf('protein', f)],
             serving: { amount: v.seed + f, unit_name: 'g' },
           })),
         })),
@@ -84,7 +72,7 @@ function rawOf(v: Version): Record<string, unknown> {
     default:
       return {
         ...common,
-        metrics: [metric('sleep_duration', 0)],
+        metrics: [metricOf('sleep_duration', 0)],
         stages: [{ stage: 'rem', seconds: v.seed }],
       };
   }

@@ -11,6 +11,7 @@ import { createHttpClient, type HttpClient } from '../../src/http/http-client.ts
 import { eagerBody } from '../../src/stream/eager-body.ts';
 import { readSseFrames } from '../../src/stream/read-sse-frames.ts';
 import type { SseFrame } from '../../src/stream/types.ts';
+import { sseFrame } from '../helpers/fixtures/index.ts';
 
 const FRAMES = 50;
 
@@ -24,7 +25,7 @@ describe('eagerBody', () => {
     server = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       let body = '';
-      for (let i = 0; i < FRAMES; i++) body += `event: data\ndata: {"id":"r${i}"}\n\n`;
+      for (let i = 0; i < FRAMES; i++) body += sseFrame('data', { id: `r${i}` });
       dropped = new Promise<void>((resolve) => {
         res.write(body, () => {
           res.socket?.destroy();

@@ -1,20 +1,15 @@
 /** 0008 on a warehouse that already holds data: users' secrets redacted in place; down and up again. */
 import { sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FolderMigrationProvider, migrateToLatest } from '../../src/warehouse/migrate.ts';
-import { createEmptyDatabase, migrationsBefore, type TestDatabase } from '../helpers/pg.ts';
+import { createEmptyDatabase, migrationsBefore } from '../helpers/pg.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
 /** The migrations before 0008 only: the warehouse as it was before it. */
 const before = migrationsBefore('0008');
 
-let t: TestDatabase;
-beforeAll(async () => {
-  t = await createEmptyDatabase();
-});
-afterAll(async () => {
-  await t?.drop();
-});
+const t = useTestDatabase(createEmptyDatabase);
 
 describe('migration 0008', () => {
   it('redacts stored users tokens in place, keeps everything else, and goes down and up again', async () => {

@@ -5,20 +5,15 @@
  */
 import { sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FolderMigrationProvider, migrateToLatest } from '../../src/warehouse/migrate.ts';
-import { createEmptyDatabase, migrationsBefore, type TestDatabase } from '../helpers/pg.ts';
+import { createEmptyDatabase, migrationsBefore } from '../helpers/pg.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
 /** The migrations before 0010 only: the warehouse as it was before it. */
 const before = migrationsBefore('0010');
 
-let t: TestDatabase;
-beforeAll(async () => {
-  t = await createEmptyDatabase();
-});
-afterAll(async () => {
-  await t?.drop();
-});
+const t = useTestDatabase(createEmptyDatabase);
 
 const RELATIONS = [
   'record_metrics',

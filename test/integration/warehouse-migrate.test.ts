@@ -1,20 +1,15 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FolderMigrationProvider, migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { openWarehouse } from '../../src/warehouse/open-warehouse.ts';
-import { createEmptyDatabase, createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { createEmptyDatabase } from '../helpers/pg.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
 /** Every migration in migrations/, in order (others add migrations; the tests must not pin a list). */
 const allMigrations = async () => Object.keys(await new FolderMigrationProvider().getMigrations()).sort();
 
 describe('migrateToLatest', () => {
-  let empty: TestDatabase;
-  beforeAll(async () => {
-    empty = await createEmptyDatabase();
-  });
-  afterAll(async () => {
-    await empty?.drop();
-  });
+  const empty = useTestDatabase(createEmptyDatabase);
 
   it('applies every migration once; running it again does nothing', async () => {
     expect(await migrateToLatest(empty.warehouse.db)).toEqual(await allMigrations());
@@ -39,13 +34,7 @@ describe('migrateToLatest', () => {
 });
 
 describe('the migrated schema', () => {
-  let t: TestDatabase;
-  beforeAll(async () => {
-    t = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await t?.drop();
-  });
+  const t = useTestDatabase();
 
   it('has a comment on every table, view and column of validic and validic_sync', async () => {
     const { rows } = await sql<{ relation: string; column: string | null }>`

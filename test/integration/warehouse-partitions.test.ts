@@ -4,49 +4,40 @@
  * while every normalized relation keeps its rows.
  */
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RawItem } from '../../src/pipeline/batch.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { createPartitionsAhead, emptyRawBefore } from '../../src/warehouse/warehouse-upkeep.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { metric, rawRecord, series } from '../helpers/fixtures/index.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
-let t: TestDatabase;
-beforeAll(async () => {
-  t = await createTestDatabase();
-});
-afterAll(async () => {
-  await t?.drop();
-});
+const t = useTestDatabase();
 
 const ORG = 'org-partitions';
 
 function record(id: string, start: string, checksum = 'c1'): RawItem {
+  const second = checksum === 'c1' ? 12 : 13;
   return {
     kind: 'record',
-    raw: {
+    raw: rawRecord(id.startsWith('i') ? 'intraday' : 'measurement', {
       id,
       checksum,
-      type: id.startsWith('i') ? 'intraday' : 'measurement',
       start_time: start,
       end_time: start,
-      utc_offset: 0,
-      user: { uid: 'u1', user_id: 'svc-u1' },
-      source: { type: 'fitbit' },
       created_at: checksum === 'c1' ? '2024-06-01T00:00:00Z' : '2024-06-02T00:00:00Z',
       metrics: id.startsWith('i')
         ? [
-            {
-              type: 'steps',
-              unit: 'steps',
-              origin: 'device',
-              data_points: [
-                { time: start, value: 10 },
-                { time: start.replace('00:00:00', '00:01:00'), value: checksum === 'c1' ? 12 : 13 },
+            series(
+              'steps',
+              [
+                [start, 10],
+                [start.replace('00:00:00', '00:01:00'), second],
               ],
-            },
+              'steps',
+            ),
           ]
-        : [{ type: 'body_weight', origin: 'device', unit: 'kg', value: checksum === 'c1' ? 70 : 71 }],
-    },
+        : [metric('body_weight', checksum === 'c1' ? 70 : 71, 'kg')],
+    }),
   };
 }
 

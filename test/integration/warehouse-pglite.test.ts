@@ -6,6 +6,7 @@ import { listCursors } from '../../src/warehouse/checkpoints.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { FolderMigrationProvider, migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/open-warehouse.ts';
+import { rawRecord, series } from '../helpers/fixtures/index.ts';
 
 /** Every migration in migrations/, in order (others add migrations; the tests must not pin a list). */
 const allMigrations = async () => Object.keys(await new FolderMigrationProvider().getMigrations()).sort();
@@ -18,30 +19,22 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const record = (id: string, checksum: string, createdAt: string, steps: number[]) => ({
-  version: '1.0',
-  id,
-  checksum,
-  type: 'intraday',
-  start_time: '2024-06-01T00:00:00Z',
-  end_time: '2024-06-01T23:59:59Z',
-  utc_offset: 0,
-  user: { uid: 'u1', user_id: 's1', organization_id: 'o' },
-  source: { type: 'fitbit', device: null },
-  granularity: { interval: 1, unit: 'minutes' },
-  metrics: [
-    {
-      type: 'steps',
-      unit: 'steps',
-      origin: 'device',
-      data_points: steps.map((value, i) => ({ time: `2024-06-01T00:0${i}:00Z`, value })),
-    },
-  ],
-  created_at: createdAt,
-  deleted_at: null,
-  tags: [],
-  user_notes: [],
-});
+const record = (id: string, checksum: string, createdAt: string, steps: number[]) =>
+  rawRecord('intraday', {
+    id,
+    checksum,
+    start_time: '2024-06-01T00:00:00Z',
+    end_time: '2024-06-01T23:59:59Z',
+    granularity: { interval: 1, unit: 'minutes' },
+    metrics: [
+      series(
+        'steps',
+        steps.map((value, i) => [`2024-06-01T00:0${i}:00Z`, value]),
+        'steps',
+      ),
+    ],
+    created_at: createdAt,
+  });
 
 describe('embedded PGlite warehouse', () => {
   it('runs the same migrations and loads batches with the same dedupe rules, persisted on disk', async () => {

@@ -1,15 +1,11 @@
 import { request } from 'undici';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Sandbox } from '../../src/sandbox/index.ts';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { useBeforeAll } from '../helpers/use-before-all.ts';
 import { getJson, sendJson, startTestSandbox } from './fixtures.ts';
 import { openSse, type SseConnection } from './sse-client.ts';
 
-let sb: Sandbox;
+const sb = useBeforeAll(startTestSandbox, (sandbox) => sandbox.close());
 const open: SseConnection[] = [];
-beforeAll(async () => {
-  sb = await startTestSandbox();
-});
-afterAll(() => sb.close());
 afterEach(async () => {
   for (const c of open.splice(0)) c.close();
   sb.control.resetFaults();

@@ -1,14 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Sandbox } from '../../src/sandbox/index.ts';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { useBeforeAll } from '../helpers/use-before-all.ts';
 import { getJson, sendJson, startTestSandbox } from './fixtures.ts';
 import { openSse, type SseConnection } from './sse-client.ts';
 
-let sb: Sandbox;
+const sb = useBeforeAll(startTestSandbox, (sandbox) => sandbox.close());
 const open: SseConnection[] = [];
-beforeAll(async () => {
-  sb = await startTestSandbox();
-});
-afterAll(() => sb.close());
 afterEach(async () => {
   for (const c of open.splice(0)) c.close();
   // Leave no stream behind: each test starts below the 5-stream limit.

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import type { V2Record } from '../../src/sandbox/types.ts';
+import { useBeforeAll } from '../helpers/use-before-all.ts';
 import { ANCHOR, getJson, startTestSandbox } from './fixtures.ts';
 
 /** Every time a record claims: start, end, range tags and series points. */
@@ -21,13 +22,7 @@ function expectNotInFuture(records: V2Record[], nowMs: number) {
 }
 
 describe('generated data', () => {
-  let sb: Sandbox;
-  beforeAll(async () => {
-    sb = await startTestSandbox();
-  });
-  afterAll(async () => {
-    await sb?.close();
-  });
+  const sb = useBeforeAll(startTestSandbox, (sandbox) => sandbox.close());
 
   it('holds no record, point or created_at in the future of the clock, and today is served as far as it went', async () => {
     const nowMs = Date.parse(sb.control.now());

@@ -21,7 +21,8 @@ import { toRawItems } from '../../src/stream/to-raw-items.ts';
 import type { DataFrame } from '../../src/stream/types.ts';
 import { listItems } from '../../src/validic/envelopes.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { endlessAnswer } from '../helpers/fixtures/index.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
 const ORG = 'bad-input-org';
 let nextId = 0;
@@ -281,13 +282,7 @@ function listToItems(cases: Case[]): RawItem[] {
 const isObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 describe('bad input through parse, normalize and load', () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = useTestDatabase();
 
   it('lands every valid item and quarantines every broken one, over 10,000 generated cases', async () => {
     const totals = { cases: 0, valid: 0, broken: 0, ignored: 0, batches: 0 };
@@ -385,23 +380,11 @@ describe('oversized bodies and frames', () => {
 
   beforeAll(async () => {
     // Endless-looking answers with no Content-Length: the limit must stop the reading, not the server.
-    const chunk = Buffer.alloc(64 * 1024, 'x');
-    server = createServer((req, res) => {
-      const sse = req.url?.startsWith('/sse');
-      res.writeHead(200, { 'content-type': sse ? 'text/event-stream' : 'application/json' });
-      let sent = 0;
-      res.write(sse ? 'event: data\ndata: {"id":"' : '{"data":[{"id":"');
-      const pump = () => {
-        while (sent < TOTAL && !res.destroyed) {
-          sent += chunk.length;
-          bytesSent += chunk.length;
-          if (!res.write(chunk)) return void res.once('drain', pump);
-        }
-        if (!res.destroyed) res.end(sse ? '"}\n\nevent: data\ndata: {"id":"after"}\n\n' : '"}]}');
-      };
-      res.on('error', () => {});
-      pump();
-    });
+    server = createServer(
+      endlessAnswer(TOTAL, (bytes) => {
+        bytesSent += bytes;
+      }),
+    );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   });

@@ -29,7 +29,8 @@ import { buildUrl } from '../../src/validic/build-url.ts';
 import { createStreamsClient } from '../../src/validic/streams-client.ts';
 import { createV2Client } from '../../src/validic/v2-client.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { endlessAnswer } from '../helpers/fixtures/index.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 
 const MiB = 1024 * 1024;
 const BAD_IDS = ['..', '.', '', 'a\u0000b', 'tab\there', 'esc\u001b[2J', 'c1\u009b', 'x'.repeat(1025)];
@@ -175,13 +176,7 @@ describe('ids in URL paths', () => {
 });
 
 describe('a user whose uid cannot be a path segment', () => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = useTestDatabase();
 
   it('is quarantined with the reason; the others land', async () => {
     const uids = ['ok-1', 'a/b', '%2e%2e', '..', '.', 'bell\u0007'];
@@ -244,22 +239,11 @@ describe('bodies and frames at the defaults the worker runs with', () => {
   let bytesSent = 0;
   const TOTAL = 128 * MiB;
   // Answers with no Content-Length that would go on for 128 MiB: the limit must stop the reading.
-  const endless = recordingServer((req, res) => {
-    const sse = req.url!.startsWith('/sse');
-    res.writeHead(200, { 'content-type': sse ? 'text/event-stream' : 'application/json' });
-    const chunk = Buffer.alloc(64 * 1024, 'x');
-    let sent = 0;
-    res.write(sse ? 'event: data\ndata: {"id":"' : '{"data":[{"id":"');
-    const pump = () => {
-      while (sent < TOTAL && !res.destroyed) {
-        sent += chunk.length;
-        bytesSent += chunk.length;
-        if (!res.write(chunk)) return void res.once('drain', pump);
-      }
-      if (!res.destroyed) res.end(sse ? '"}\n\nevent: data\ndata: {"id":"after"}\n\n' : '"}]}');
-    };
-    pump();
-  });
+  const endless = recordingServer(
+    endlessAnswer(TOTAL, (bytes) => {
+      bytesSent += bytes;
+    }),
+  );
   let base: string;
   beforeAll(async () => {
     base = await endless.start();

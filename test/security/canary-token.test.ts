@@ -16,6 +16,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { type CliResult, runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
+import { day } from '../helpers/fixtures/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { createTestRedis, type TestRedis } from '../helpers/redis.ts';
 import { startWorkerChild } from '../helpers/worker-fleet.ts';
@@ -24,8 +25,6 @@ const CANARY = `canary${randomBytes(12).toString('hex')}`;
 const LEGACY_CANARY = `canarylegacy${randomBytes(12).toString('hex')}`;
 const APP_CANARY = `canaryapp${randomBytes(12).toString('hex')}`;
 const CANARIES = [CANARY, LEGACY_CANARY, APP_CANARY];
-
-const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10);
 
 function expectNoCanary(where: string, text: string): void {
   for (const canary of CANARIES) {

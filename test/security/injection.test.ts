@@ -16,6 +16,7 @@ import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
+import { day } from '../helpers/fixtures/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'validic-injection-'));
@@ -75,8 +76,8 @@ describe('hostile uids, names and notes', () => {
   });
 
   it('are stored verbatim by a backfill', async () => {
-    const to = new Date().toISOString().slice(0, 10);
-    const from = new Date(Date.now() - 25 * 86_400_000).toISOString().slice(0, 10);
+    const to = day(0);
+    const from = day(25);
     const result = await runCli(
       ['backfill', '--from', from, '--to', to],
       sandboxEnv(sandbox, { DATABASE_URL: db.url }),

@@ -14,6 +14,7 @@ import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/open-warehouse.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
+import { day } from '../helpers/fixtures/index.ts';
 import { ADMIN_URL, asLogin, asRole, createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { sandboxItems } from '../helpers/sandbox-items.ts';
 
@@ -122,8 +123,8 @@ describe('least-privilege roles', () => {
     const other = await createTestDatabase();
     try {
       const env = sandboxEnv(sandbox, { DATABASE_URL: asRole(other.url, 'validic_loader') });
-      const to = new Date().toISOString().slice(0, 10);
-      const from = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
+      const to = day(0);
+      const from = day(30);
       const result = await runCli(['backfill', '--from', from, '--to', to], env);
       expect(result.code, result.stderr).toBe(0);
       expect(await compareWithTruth(other.warehouse, sandbox)).toEqual(NO_DIFFERENCES);

@@ -6,23 +6,30 @@ import { normalizeItem } from '../../src/normalize/normalize-item.ts';
 import { normalizeRecord } from '../../src/normalize/normalize-record.ts';
 import { routeFrame } from '../../src/normalize/route-frame.ts';
 import { normalizeUser } from '../../src/normalize/user.ts';
+import {
+  food,
+  metric,
+  rawConnectionEvent,
+  rawLegacyRecord,
+  rawRecord,
+  rawUser,
+  recordUser,
+  segment,
+} from '../helpers/fixtures/index.ts';
 
-const common = {
-  version: '1.0',
-  id: '5b1f1d7e0e0a4b0001a1b2c3',
-  checksum: '6f1ed002ab5595859014ebf0951522d9',
-  start_time: '2024-03-01T08:00:00Z',
-  end_time: '2024-03-01T08:30:00Z',
-  utc_offset: -18000,
-  offset_origin: 'source',
-  user: { uid: 'cust-42', user_id: 'svc-42', organization_id: 'org-1' },
-  log_id: 'src-log-1',
-  source: { type: 'omron', device: { name: 'BP7000', type: 'blood_pressure_monitor' } },
-  created_at: '2024-03-01T08:31:02.123Z',
-  deleted_at: null,
-  tags: [],
-  user_notes: [],
-};
+/** A record of `type` with the values the assertions below name. */
+const record = (type: string, overrides: Record<string, unknown> = {}) =>
+  rawRecord(type, {
+    id: '5b1f1d7e0e0a4b0001a1b2c3',
+    checksum: '6f1ed002ab5595859014ebf0951522d9',
+    end_time: '2024-03-01T08:30:00Z',
+    utc_offset: -18000,
+    user: recordUser('cust-42', { user_id: 'svc-42' }),
+    log_id: 'src-log-1',
+    source: { type: 'omron', device: { name: 'BP7000', type: 'blood_pressure_monitor' } },
+    created_at: '2024-03-01T08:31:02.123Z',
+    ...overrides,
+  });
 
 function ok<T>(result: { ok: true; value: T } | { ok: false; quarantine: { reason: string } }): T {
   if (!result.ok) throw new Error(`expected ok, got quarantine: ${result.quarantine.reason}`);
@@ -35,15 +42,13 @@ function reason(result: { ok: boolean; quarantine?: { reason: string } }): strin
 }
 
 describe('measurement', () => {
-  const raw = {
-    ...common,
-    type: 'measurement',
+  const raw = record('measurement', {
     metrics: [
-      { type: 'systolic', origin: 'device', unit: 'mmHg', value: 120 },
-      { type: 'diastolic', origin: 'device', unit: 'mmHg', value: 80 },
-      { type: 'pulse', origin: 'manual', unit: 'bpm', value: 61 },
+      metric('systolic', 120, 'mmHg'),
+      metric('diastolic', 80, 'mmHg'),
+      metric('pulse', 61, 'bpm', 'manual'),
     ],
-  };
+  });
 
   it('maps the common fields and metrics', () => {
     const n = ok(normalizeRecord(raw));
@@ -99,7 +104,7 @@ describe('measurement', () => {
       normalizeRecord({
         ...raw,
         id: 12345,
-        metrics: [{ type: 'pulse', origin: 'device', unit: 'bpm', value: '61.5' }],
+        metrics: [metric('pulse', '61.5', 'bpm')],
       }),
     );
     expect(n.record.id).toBe('12345');
@@ -116,34 +121,22 @@ describe('measurement', () => {
 
 describe('nutrition', () => {
   it('maps name, category, segments, food, serving and every metric', () => {
-    const raw = {
-      ...common,
-      type: 'nutrition',
+    const raw = record('nutrition', {
       name: 'Lunch',
       category: 'meal',
-      metrics: [{ type: 'energy_consumed', origin: 'manual', unit: 'kcal', value: 650 }],
+      metrics: [metric('energy_consumed', 650, 'kcal', 'manual')],
       segments: [
-        { name: 'soup', metrics: [{ type: 'sodium', origin: 'manual', unit: 'mg', value: 900 }], food: [] },
-        {
-          name: 'main',
-          metrics: [],
-          food: [
-            {
-              name: 'Pasta',
-              brand: 'Acme',
-              metrics: [{ type: 'carbohydrate', origin: 'manual', unit: 'g', value: 70 }],
-              serving: { amount: 1.5, unit_name: 'cup' },
-            },
-            {
-              name: 'Water',
-              brand: '',
-              metrics: [{ type: 'water', origin: 'unknown', unit: 'mL', value: 250 }],
-              serving: { amount: 250, unit_name: 'mL' },
-            },
+        segment('soup', [metric('sodium', 900, 'mg', 'manual')]),
+        segment(
+          'main',
+          [],
+          [
+            food('Pasta', [1.5, 'cup'], [metric('carbohydrate', 70, 'g', 'manual')], 'Acme'),
+            food('Water', [250, 'mL'], [metric('water', 250, 'mL', 'unknown')]),
           ],
-        },
+        ),
       ],
-    };
+    });
     const n = ok(normalizeRecord(raw));
     expect(n.record).toMatchObject({ type: 'nutrition', name: 'Lunch', category: 'meal' });
     expect(n.metrics).toHaveLength(1);
@@ -174,20 +167,14 @@ describe('nutrition', () => {
   it('quarantines a malformed segment', () => {
     expect(
       reason(
-        normalizeRecord({
-          ...common,
-          type: 'nutrition',
-          segments: [{ food: [{ serving: { amount: 'lots' } }] }],
-        }),
+        normalizeRecord(record('nutrition', { segments: [{ food: [{ serving: { amount: 'lots' } }] }] })),
       ),
     ).toMatch(/segments\.0\.food\.0\.serving\.amount/);
   });
 });
 
 describe('intraday', () => {
-  const raw = {
-    ...common,
-    type: 'intraday',
+  const raw = record('intraday', {
     granularity: { interval: 15, unit: 'minutes' },
     tags: [
       { name: 'range_start', value: '2024-03-01T00:00:00Z' },
@@ -205,7 +192,7 @@ describe('intraday', () => {
       },
       { type: 'distance', unit: 'm', origin: 'device', data_points: [] },
     ],
-  };
+  });
 
   it('turns each metric into one series of parallel arrays; string values become numbers', () => {
     const n = ok(normalizeRecord(raw));
@@ -272,9 +259,7 @@ describe('intraday', () => {
   });
 
   it('a cgm series with a bad point keeps its good points too', () => {
-    const cgm = {
-      ...common,
-      type: 'cgm',
+    const cgm = record('cgm', {
       metrics: [
         {
           type: 'blood_glucose',
@@ -282,7 +267,7 @@ describe('intraday', () => {
           data_points: [{ time: '2024-03-01T00:00:00Z', value: 110 }, { time: '2024-03-01T00:05:00Z' }],
         },
       ],
-    };
+    });
     const n = ok(normalizeRecord(cgm));
     expect(n.intraday).toEqual([expect.objectContaining({ values: [110], badPoints: 1 })]);
     expect(n.badPoints).toEqual(['metrics[0].data_points[1].value: not a finite number: undefined']);
@@ -293,11 +278,9 @@ describe('other and unknown types', () => {
   it.each(['summary', 'workout', 'sleep', 'cgm', 'something_new'])(
     '%s keeps common fields, metrics and raw',
     (type) => {
-      const raw = {
-        ...common,
-        type,
+      const raw = record(type, {
         metrics: [
-          { type: 'steps', origin: 'device', unit: 'steps', value: 5000 },
+          metric('steps', 5000, 'steps'),
           {
             type: 'blood_glucose',
             unit: 'mg/dL',
@@ -307,7 +290,7 @@ describe('other and unknown types', () => {
           'not a metric',
         ],
         extra: { x: 1 },
-      };
+      });
       const n = ok(normalizeRecord(raw));
       expect(n.record.type).toBe(type);
       expect(n.metrics).toEqual([
@@ -329,16 +312,13 @@ describe('other and unknown types', () => {
 describe('users, connection events, legacy', () => {
   it('maps a user and redacts tokens in URLs', () => {
     const u = ok(
-      normalizeUser({
-        id: 'svc-1',
-        uid: 'cust-1',
-        marketplace: { token: 'abc', url: 'https://app.example/m?token=s3cr3t&x=1' },
-        mobile: { token: 'mob' },
-        location: { timezone: 'America/Chicago', country_code: 'US' },
-        created_at: '2024-01-01T00:00:00Z',
-        updated_at: '2024-01-02T00:00:00Z',
-        status: 'active',
-      }),
+      normalizeUser(
+        rawUser({
+          uid: 'cust-1',
+          marketplace: { token: 'abc', url: 'https://app.example/m?token=s3cr3t&x=1' },
+          location: { timezone: 'America/Chicago', country_code: 'US' },
+        }),
+      ),
     );
     expect(u).toMatchObject({
       uid: 'cust-1',
@@ -353,13 +333,12 @@ describe('users, connection events, legacy', () => {
   });
 
   it('stores no per-user secret: marketplace.token and mobile.token redacted, also inside the URL and in quarantine', () => {
-    const user = {
-      id: 'svc-1',
+    const user = rawUser({
       uid: 'cust-1',
       marketplace: { token: 'mkt0a1b2c3d4e5', url: 'https://app.example/marketplace/mkt0a1b2c3d4e5' },
       mobile: { token: 'mob9f8e7d6c5b' },
       sources: [{ type: 'fitbit', token: 'src-token-77' }],
-    };
+    });
     const u = ok(normalizeUser(user));
     const raw = JSON.parse(u.raw);
     expect(raw.marketplace).toEqual({
@@ -381,16 +360,15 @@ describe('users, connection events, legacy', () => {
 
   it('maps connection events of both actions', () => {
     const del = ok(
-      normalizeConnectionEvent({
-        id: 'ev-2',
-        action: 'delete',
-        user: { uid: 'cust-1', user_id: 'svc-1', organization_id: 'o' },
-        source: { type: 'garmin' },
-        created_at: '2025-07-02T00:00:00Z',
-        event_time: '2025-07-01T23:59:00Z',
-        deleted_at: '2025-07-01T23:59:00Z',
-        deleted_reason: 'user',
-      }),
+      normalizeConnectionEvent(
+        rawConnectionEvent('delete', {
+          id: 'ev-2',
+          user: recordUser('cust-1'),
+          source: { type: 'garmin' },
+          created_at: '2025-07-02T00:00:00Z',
+          event_time: '2025-07-01T23:59:00Z',
+        }),
+      ),
     );
     expect(del).toMatchObject({
       id: 'ev-2',
@@ -405,16 +383,16 @@ describe('users, connection events, legacy', () => {
 
   it('maps legacy records with both timestamp forms', () => {
     const r = ok(
-      normalizeLegacyRecord('routine', {
-        _id: '51552cd7fded0807c4000017',
-        timestamp: '2013-03-10T00:00:00+00:00',
-        utc_offset: '-05:00',
-        steps: 10000,
-        last_updated: '2013-03-10T12:10:03.000-05:00',
-        source: 'fitbit',
-        source_name: 'Fitbit',
-        validated: false,
-      }),
+      normalizeLegacyRecord(
+        'routine',
+        rawLegacyRecord({
+          _id: '51552cd7fded0807c4000017',
+          timestamp: '2013-03-10T00:00:00+00:00',
+          utc_offset: '-05:00',
+          steps: 10000,
+          last_updated: '2013-03-10T12:10:03.000-05:00',
+        }),
+      ),
     );
     expect(r).toMatchObject({
       object: 'routine',
@@ -436,7 +414,7 @@ describe('routeFrame and normalizeItem', () => {
     expect(routeFrame({ id: 'e', action: 'delete' })).toBe('connection_event');
     expect(routeFrame({ id: 'r', action: 'create', checksum: 'c' })).toBe('record');
     expect(routeFrame({ id: 'r', action: 'update' })).toBe('record');
-    expect(routeFrame({ ...common, type: 'measurement' })).toBe('record');
+    expect(routeFrame(record('measurement'))).toBe('record');
     expect(routeFrame([1])).toBe('record');
   });
 

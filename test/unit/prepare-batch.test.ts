@@ -6,25 +6,10 @@
 import { describe, expect, it } from 'vitest';
 import type { RawItem } from '../../src/pipeline/batch.ts';
 import { prepareBatch } from '../../src/warehouse/loader/apply-batch.ts';
+import { metric, rawRecord } from '../helpers/fixtures/index.ts';
 
-const record = (i: number) => ({
-  version: '1.0',
-  id: `rec-${i}`,
-  checksum: `checksum-${i}`,
-  type: 'measurement',
-  start_time: '2024-03-01T08:00:00Z',
-  end_time: '2024-03-01T08:00:00Z',
-  utc_offset: 0,
-  offset_origin: 'source',
-  user: { uid: 'cust-1', user_id: 'svc-1', organization_id: 'org-1' },
-  log_id: null,
-  source: { type: 'omron', device: null },
-  created_at: '2024-03-01T08:00:01Z',
-  deleted_at: null,
-  tags: [],
-  user_notes: [],
-  metrics: [{ type: 'body_weight', origin: 'device', unit: 'kg', value: 70 + i / 100 }],
-});
+const record = (i: number) =>
+  rawRecord('measurement', { id: `rec-${i}`, metrics: [metric('body_weight', 70 + i / 100, 'kg')] });
 
 const frames = (raws: unknown[]): RawItem[] => raws.map((raw) => ({ kind: 'frame', raw }));
 

@@ -2,12 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { classifyFrame, extractCreatedAt } from '../../src/stream/classify-frame.ts';
 import { toRawItems } from '../../src/stream/to-raw-items.ts';
 import type { SseFrame } from '../../src/stream/types.ts';
+import { rawRecord } from '../helpers/fixtures/index.ts';
 
 const frame = (event: string, data: string): SseFrame => ({ type: 'event', event, data, receivedAt: 1 });
 
 describe('classifyFrame', () => {
   it('passes a data frame payload through raw, with its created_at', () => {
-    const record = { id: 'r1', type: 'sleep', created_at: '2026-03-01T10:00:00.123Z', extra: { x: 1 } };
+    const record = rawRecord('sleep', { id: 'r1', created_at: '2026-03-01T10:00:00.123Z', extra: { x: 1 } });
     expect(classifyFrame(frame('data', JSON.stringify(record)))).toEqual({
       kind: 'data',
       payload: record,

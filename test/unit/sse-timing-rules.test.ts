@@ -10,6 +10,7 @@ import { reconnectDelay } from '../../src/stream/backoff-delay.ts';
 import { quietForMs } from '../../src/stream/quiet-for.ts';
 import { StreamConsumer, type StreamConsumerOptionsInput } from '../../src/stream/stream-consumer.ts';
 import type { Clock, DataFrame, GapTooLong, StreamCheckpoint, StreamState } from '../../src/stream/types.ts';
+import { rawRecord, sseFrame } from '../helpers/fixtures/index.ts';
 
 const START = Date.parse('2026-05-20T12:00:00.000Z');
 
@@ -71,7 +72,7 @@ class Body {
 
   send(event: string, data: unknown): void {
     if (this.#closed) return;
-    this.#controller.enqueue(this.#encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`));
+    this.#controller.enqueue(this.#encoder.encode(sseFrame(event, data)));
   }
 
   end(): void {
@@ -162,7 +163,7 @@ function harness(
 }
 
 function record(id: string, createdAtMs: number) {
-  return { id, checksum: `c-${id}`, type: 'measurement', created_at: new Date(createdAtMs).toISOString() };
+  return rawRecord('measurement', { id, created_at: new Date(createdAtMs).toISOString() });
 }
 
 describe('reconnectDelay', () => {

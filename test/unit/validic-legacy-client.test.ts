@@ -1,55 +1,30 @@
-import { MockAgent } from 'undici';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/errors/index.ts';
-import { createHttpClient } from '../../src/http/http-client.ts';
 import { createLegacyClient, formatLegacyInstant } from '../../src/legacy/legacy-client.ts';
 import { LEGACY_OBJECTS, toLegacyObject } from '../../src/legacy/legacy-objects.ts';
 import type { SummaryPage } from '../../src/legacy/legacy-summary-pager.ts';
-import { createManualClock } from '../../src/time/manual-clock.ts';
+import { rawLegacyRecord } from '../helpers/fixtures/index.ts';
+import { useMockAgent } from '../helpers/mock-agent.ts';
 
 const ORIGIN = 'http://127.0.0.1:9';
-let agent: MockAgent;
-let requests: Array<{ url: URL; headers: Record<string, string> }>;
-
-beforeEach(() => {
-  agent = new MockAgent();
-  agent.disableNetConnect();
-  requests = [];
-});
-afterEach(async () => {
-  await agent.close();
-});
+const mock = useMockAgent(ORIGIN);
 
 /** Legacy list server: `total` records, limit capped at 200, `next` null after the last page. */
 function serve(object: string, total: number) {
-  agent
-    .get(ORIGIN)
-    .intercept({ path: () => true, method: 'GET' })
-    .reply((req) => {
-      const url = new URL(req.path, ORIGIN);
-      requests.push({ url, headers: { ...(req.headers as Record<string, string>) } });
-      const offset = Number(url.searchParams.get('offset') ?? 0);
-      const limit = Math.min(200, Number(url.searchParams.get('limit') ?? 100));
-      const items = Array.from({ length: Math.max(0, Math.min(total, offset + limit) - offset) }, (_, i) => ({
-        _id: `${object}-${offset + i}`,
-        last_updated: '2026-01-01T00:00:00+00:00',
-      }));
-      const next =
-        offset + limit < total ? `${ORIGIN}/v1/next?offset=${offset + limit}&limit=${limit}` : null;
-      return {
-        statusCode: 200,
-        data: JSON.stringify({
-          summary: { results: total, offset, limit, next, previous: null },
-          [object]: items,
-        }),
-      };
-    })
-    .persist();
+  mock.serve(({ url }) => {
+    const offset = Number(url.searchParams.get('offset') ?? 0);
+    const limit = Math.min(200, Number(url.searchParams.get('limit') ?? 100));
+    const items = Array.from({ length: Math.max(0, Math.min(total, offset + limit) - offset) }, (_, i) =>
+      rawLegacyRecord({ _id: `${object}-${offset + i}`, last_updated: '2026-01-01T00:00:00+00:00' }),
+    );
+    const next = offset + limit < total ? `${ORIGIN}/v1/next?offset=${offset + limit}&limit=${limit}` : null;
+    return { body: { summary: { results: total, offset, limit, next, previous: null }, [object]: items } };
+  });
 }
 
 function client(serviceVersion?: string) {
   return createLegacyClient({
-    http: createHttpClient({ dispatcher: agent, clock: createManualClock() }),
+    http: mock.http(),
     legacyUrl: `${ORIGIN}/legacy`,
     orgId: 'org9',
     accessToken: 'legacy-tok',
@@ -71,8 +46,8 @@ describe('legacy client', () => {
     const ids = await collect(client('2026-01-15').pageLatest('fitness', range));
     expect(ids).toHaveLength(450);
     expect(new Set(ids).size).toBe(450);
-    expect(requests.map((r) => r.url.searchParams.get('offset'))).toEqual(['0', '200', '400']);
-    const first = requests[0]!;
+    expect(mock.requests.map((r) => r.url.searchParams.get('offset'))).toEqual(['0', '200', '400']);
+    const first = mock.requests[0]!;
     expect(first.url.pathname).toBe('/legacy/v1/organizations/org9/fitness/latest.json');
     expect(first.url.searchParams.get('access_token')).toBe('legacy-tok');
     expect(first.url.searchParams.get('expanded')).toBe('1');
@@ -88,16 +63,16 @@ describe('legacy client', () => {
     await collect(c.pageOrgList('routine', range));
     await collect(c.pageUserList('user 1', 'routine', range));
     await collect(c.pageUserLatest('user 1', 'routine', range));
-    expect(requests.map((r) => r.url.pathname)).toEqual([
+    expect(mock.requests.map((r) => r.url.pathname)).toEqual([
       '/legacy/v1/organizations/org9/routine.json',
       '/legacy/v1/organizations/org9/users/user%201/routine.json',
       '/legacy/v1/organizations/org9/users/user%201/routine/latest.json',
     ]);
-    expect(requests[0]!.headers['service-version']).toBeUndefined();
+    expect(mock.requests[0]!.headers['service-version']).toBeUndefined();
   });
 
   it('reads the organization summary', async () => {
-    agent
+    mock.agent
       .get(ORIGIN)
       .intercept({ path: '/legacy/v1/organizations/org9.json?access_token=legacy-tok', method: 'GET' })
       .reply(200, { summary: { status: 200 }, organization: { name: 'Acme' } });

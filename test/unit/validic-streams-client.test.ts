@@ -1,23 +1,12 @@
-import { MockAgent } from 'undici';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PermanentError, UserFacingError } from '../../src/errors/index.ts';
 import { createHttpClient } from '../../src/http/http-client.ts';
 import { createManualClock } from '../../src/time/manual-clock.ts';
 import { createStreamsClient } from '../../src/validic/streams-client.ts';
+import { useMockAgent } from '../helpers/mock-agent.ts';
 
 const ORIGIN = 'https://streams.example.test';
-type Call = { method: string; url: URL; body: unknown };
-let agent: MockAgent;
-let calls: Call[];
-
-beforeEach(() => {
-  agent = new MockAgent();
-  agent.disableNetConnect();
-  calls = [];
-});
-afterEach(async () => {
-  await agent.close();
-});
+const mock = useMockAgent(ORIGIN);
 
 /** A tiny in-memory streams service with the 5-stream limit; `refuse` answers every create instead. */
 function serveStreams(
@@ -28,40 +17,40 @@ function serveStreams(
   const streams = [...initial];
   let next = 100;
   for (const method of ['GET', 'POST', 'PUT', 'DELETE']) {
-    agent
-      .get(ORIGIN)
-      .intercept({ path: () => true, method })
-      .reply((req) => {
-        const url = new URL(req.path, ORIGIN);
-        const body = typeof req.body === 'string' && req.body !== '' ? JSON.parse(req.body) : undefined;
-        calls.push({ method, url, body });
+    mock.serve(
+      ({ url, body }) => {
         const [, , id, action] = url.pathname.split('/');
-        if (method === 'GET' && !id) return { statusCode: 200, data: JSON.stringify({ streams }) };
+        if (method === 'GET' && !id) return { body: { streams } };
         if (method === 'POST') {
-          if (refuse) return { statusCode: refuse.status, data: JSON.stringify(refuse.body) };
-          if (streams.length >= 5)
-            return { statusCode: limitStatus, data: JSON.stringify({ message: 'too many' }) };
-          const created = { id: `s${next++}`, name: body.name, resource_filter: body.resource_filter ?? [] };
+          if (refuse) return refuse;
+          if (streams.length >= 5) return { status: limitStatus, body: { message: 'too many' } };
+          const asked = body as { name: string; resource_filter?: string[] };
+          const created = {
+            id: `s${next++}`,
+            name: asked.name,
+            resource_filter: asked.resource_filter ?? [],
+          };
           streams.unshift(created);
-          return { statusCode: 201, data: JSON.stringify(created) };
+          return { status: 201, body: created };
         }
         const found = streams.find((s) => s.id === id);
-        if (!found || action) return { statusCode: 404, data: JSON.stringify({ message: 'not found' }) };
-        if (method === 'PUT') found.name = body.name;
+        if (!found || action) return { status: 404, body: { message: 'not found' } };
+        if (method === 'PUT') found.name = (body as { name: string }).name;
         if (method === 'DELETE') {
           streams.splice(streams.indexOf(found), 1);
-          return { statusCode: 204, data: '' };
+          return { status: 204, body: '' };
         }
-        return { statusCode: 200, data: JSON.stringify(found) };
-      })
-      .persist();
+        return { body: found };
+      },
+      { method },
+    );
   }
   return streams;
 }
 
 const client = () =>
   createStreamsClient({
-    http: createHttpClient({ dispatcher: agent, clock: createManualClock() }),
+    http: mock.http(),
     streamsUrl: `${ORIGIN}/`,
     token: 'stream-tok',
   });
@@ -73,7 +62,7 @@ describe('streams client', () => {
     expect((await c.listStreams()).map((s) => s.id)).toEqual(['s1']);
     const created = await c.createStream({ name: 'warehouse', resource_filter: ['measurement'] });
     expect(created).toMatchObject({ id: 's100', name: 'warehouse', resource_filter: ['measurement'] });
-    expect(calls.at(-1)).toMatchObject({
+    expect(mock.requests.at(-1)).toMatchObject({
       method: 'POST',
       body: { name: 'warehouse', resource_filter: ['measurement'] },
     });
@@ -82,7 +71,7 @@ describe('streams client', () => {
     await c.deleteStream('s1');
     await c.deleteStream('s1'); // already gone: fine
     expect(store.map((s) => s.id)).toEqual(['s100']);
-    expect(calls.every((call) => call.url.searchParams.get('token') === 'stream-tok')).toBe(true);
+    expect(mock.requests.every((call) => call.url.searchParams.get('token') === 'stream-tok')).toBe(true);
     await expect(c.getStream('missing')).rejects.toBeInstanceOf(PermanentError);
   });
 
@@ -90,10 +79,10 @@ describe('streams client', () => {
     serveStreams([{ id: 's1', name: 'warehouse' }]);
     const c = client();
     expect((await c.findOrCreateStream({ name: 'warehouse' })).id).toBe('s1');
-    expect(calls.filter((call) => call.method === 'POST')).toHaveLength(0);
+    expect(mock.requests.filter((call) => call.method === 'POST')).toHaveLength(0);
     const made = await c.findOrCreateStream({ name: 'other', resources: ['nutrition'] });
     expect(made.id).toBe('s100');
-    expect(calls.at(-1)!.body).toEqual({ name: 'other', resource_filter: ['nutrition'] });
+    expect(mock.requests.at(-1)!.body).toEqual({ name: 'other', resource_filter: ['nutrition'] });
   });
 
   for (const status of [422, 400]) {
@@ -160,7 +149,7 @@ describe('streams client', () => {
 
   it('builds connect and replay URLs', () => {
     const c = createStreamsClient({
-      http: createHttpClient({ dispatcher: agent }),
+      http: createHttpClient({ dispatcher: mock.agent }),
       streamsUrl: 'http://127.0.0.1:9/sse',
       token: 't',
     });
@@ -175,7 +164,7 @@ describe('streams client', () => {
 describe('findOrCreateStream when the create answer is lost', () => {
   it('finds the stream the lost POST created instead of failing', async () => {
     const streams: Array<{ id: string; name: string }> = [];
-    const pool = agent.get(ORIGIN);
+    const pool = mock.agent.get(ORIGIN);
     pool
       .intercept({ path: (p) => p.startsWith('/streams?'), method: 'GET' })
       .reply(() => ({ statusCode: 200, data: JSON.stringify({ streams }) }))

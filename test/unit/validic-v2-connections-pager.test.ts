@@ -1,45 +1,18 @@
-import { MockAgent } from 'undici';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createHttpClient } from '../../src/http/http-client.ts';
-import { createManualClock } from '../../src/time/manual-clock.ts';
+import { describe, expect, it } from 'vitest';
 import { createV2Client } from '../../src/validic/v2-client.ts';
+import { rawConnectionEvents as events } from '../helpers/fixtures/index.ts';
+import { useMockAgent } from '../helpers/mock-agent.ts';
 
 const ORIGIN = 'https://api.example.test';
-let agent: MockAgent;
-let requested: URL[];
-
-beforeEach(() => {
-  agent = new MockAgent();
-  agent.disableNetConnect();
-  requested = [];
-});
-afterEach(async () => {
-  await agent.close();
-});
-
-function serve(answer: (page: number, limit: number) => unknown) {
-  agent
-    .get(ORIGIN)
-    .intercept({ path: () => true, method: 'GET' })
-    .reply((req) => {
-      const url = new URL(req.path, ORIGIN);
-      requested.push(url);
-      return {
-        statusCode: 200,
-        data: JSON.stringify(
-          answer(Number(url.searchParams.get('page')), Number(url.searchParams.get('limit'))),
-        ),
-      };
-    })
-    .persist();
-}
-
-const events = (from: number, count: number) =>
-  Array.from({ length: count }, (_, i) => ({ id: `ev-${from + i}`, action: 'create', user: { uid: 'u' } }));
+const mock = useMockAgent(ORIGIN);
+const serve = (answer: (page: number, limit: number) => unknown) =>
+  mock.serve(({ url }) => ({
+    body: answer(Number(url.searchParams.get('page')), Number(url.searchParams.get('limit'))),
+  }));
 
 async function collect(limit: number) {
   const v2 = createV2Client({
-    http: createHttpClient({ dispatcher: agent, clock: createManualClock() }),
+    http: mock.http(),
     apiUrl: ORIGIN,
     orgId: 'org1',
     token: 'tok',
@@ -64,32 +37,26 @@ describe('listConnectionsPages', () => {
         : { connections: events(page * limit, Math.min(limit, total - page * limit)), meta: { limit, page } },
     );
     expect(await collect(3)).toEqual(['ev-0', 'ev-1', 'ev-2', 'ev-3', 'ev-4', 'ev-5']);
-    expect(requested.map((u) => u.searchParams.get('page'))).toEqual(['0', '1', '2']);
-    expect(requested[0]!.pathname).toBe('/organizations/org1/connections');
-    expect(requested[0]!.searchParams.get('start_date')).toBe('2026-01-01');
-    expect(requested[0]!.searchParams.get('end_date')).toBe('2026-01-30');
+    expect(mock.requested.map((u) => u.searchParams.get('page'))).toEqual(['0', '1', '2']);
+    expect(mock.requested[0]!.pathname).toBe('/organizations/org1/connections');
+    expect(mock.requested[0]!.searchParams.get('start_date')).toBe('2026-01-01');
+    expect(mock.requested[0]!.searchParams.get('end_date')).toBe('2026-01-30');
   });
 
   it('stops when meta.total is reached, on { data: [] } and on a repeated page', async () => {
     serve((page, limit) => ({ connections: events(page * limit, limit), meta: { limit, page, total: 4 } }));
     expect(await collect(2)).toEqual(['ev-0', 'ev-1', 'ev-2', 'ev-3']);
-    expect(requested).toHaveLength(2);
+    expect(mock.requested).toHaveLength(2);
 
-    await agent.close();
-    agent = new MockAgent();
-    agent.disableNetConnect();
-    requested = [];
+    await mock.reset();
     serve((page) => (page === 0 ? { connections: events(0, 2) } : { data: [] }));
     expect(await collect(2)).toEqual(['ev-0', 'ev-1']);
-    expect(requested).toHaveLength(2);
+    expect(mock.requested).toHaveLength(2);
 
-    await agent.close();
-    agent = new MockAgent();
-    agent.disableNetConnect();
-    requested = [];
+    await mock.reset();
     serve(() => ({ connections: events(0, 2) }));
     expect(await collect(2)).toEqual(['ev-0', 'ev-1']);
-    expect(requested).toHaveLength(2);
+    expect(mock.requested).toHaveLength(2);
   });
 
   it('honours a server-capped limit from meta', async () => {

@@ -1,56 +1,22 @@
-import { MockAgent } from 'undici';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PermanentError, UnexpectedResponseError, UsageError } from '../../src/errors/index.ts';
-import { createHttpClient } from '../../src/http/http-client.ts';
-import { createManualClock } from '../../src/time/manual-clock.ts';
 import { createV2Client } from '../../src/validic/v2-client.ts';
 import { recordTypeOf, toV2Resource, V2_RESOURCES } from '../../src/validic/v2-resources.ts';
+import { rawRecord } from '../helpers/fixtures/index.ts';
+import { useMockAgent } from '../helpers/mock-agent.ts';
 
 const ORIGIN = 'https://api.example.test';
-let agent: MockAgent;
-let requested: URL[];
+const mock = useMockAgent(ORIGIN);
+const serve = (answer: (url: URL) => { status?: number; body: unknown }) =>
+  mock.serve(({ url }) => answer(url));
+const v2 = () => createV2Client({ http: mock.http(), apiUrl: ORIGIN, orgId: 'org1', token: 'tok' });
 
-beforeEach(() => {
-  agent = new MockAgent();
-  agent.disableNetConnect();
-  requested = [];
-});
-afterEach(async () => {
-  await agent.close();
-});
-
-function serve(answer: (url: URL) => { status?: number; body: unknown }) {
-  agent
-    .get(ORIGIN)
-    .intercept({ path: () => true, method: 'GET' })
-    .reply((req) => {
-      const url = new URL(req.path, ORIGIN);
-      requested.push(url);
-      const { status = 200, body } = answer(url);
-      return { statusCode: status, data: typeof body === 'string' ? body : JSON.stringify(body) };
-    })
-    .persist();
-}
-
-const v2 = () =>
-  createV2Client({
-    http: createHttpClient({ dispatcher: agent, clock: createManualClock() }),
-    apiUrl: ORIGIN,
-    orgId: 'org1',
-    token: 'tok',
-  });
+/** The v2 resource paths, in the order the platform documents them. */
+const PATHS = ['measurements', 'nutrition', 'intraday', 'summaries', 'workouts', 'sleep', 'cgm'];
 
 describe('v2 resources', () => {
   it('maps config names and record types to paths', () => {
-    expect(V2_RESOURCES).toEqual([
-      'measurements',
-      'nutrition',
-      'intraday',
-      'summaries',
-      'workouts',
-      'sleep',
-      'cgm',
-    ]);
+    expect(V2_RESOURCES).toEqual(PATHS);
     expect(toV2Resource('measurement')).toBe('measurements');
     expect(toV2Resource('Summary')).toBe('summaries');
     expect(toV2Resource('workout')).toBe('workouts');
@@ -61,17 +27,11 @@ describe('v2 resources', () => {
 
 describe('fetchRecords', () => {
   it('requests /users/{uid}/{resource} with the window and returns raw records', async () => {
-    const record = { id: 'r1', checksum: 'c', type: 'measurement', metrics: [{ type: 'pulse', value: 60 }] };
+    const record = rawRecord('measurement', { id: 'r1', metrics: [{ type: 'pulse', value: 60 }] });
     serve(() => ({ body: { data: [record] } }));
-    for (const resource of [
-      'measurement',
-      'nutrition',
-      'intraday',
-      'summaries',
-      'workouts',
-      'sleep',
-      'cgm',
-    ]) {
+    // Singular and plural names both map to the plural path.
+    const names = ['measurement', 'nutrition', 'intraday', 'summaries', 'workouts', 'sleep', 'cgm'];
+    for (const resource of names) {
       const records = await v2().fetchRecords({
         uid: 'user/1',
         resource,
@@ -80,19 +40,11 @@ describe('fetchRecords', () => {
       });
       expect(records).toEqual([record]);
     }
-    expect(requested.map((u) => u.pathname.split('/').pop())).toEqual([
-      'measurements',
-      'nutrition',
-      'intraday',
-      'summaries',
-      'workouts',
-      'sleep',
-      'cgm',
-    ]);
-    expect(requested[0]!.pathname).toBe('/organizations/org1/users/user%2F1/measurements');
-    expect(requested[0]!.searchParams.get('start_date')).toBe('2026-01-01');
-    expect(requested[0]!.searchParams.get('end_date')).toBe('2026-01-30');
-    expect(requested[0]!.searchParams.get('token')).toBe('tok');
+    expect(mock.requested.map((u) => u.pathname.split('/').pop())).toEqual(PATHS);
+    expect(mock.requested[0]!.pathname).toBe('/organizations/org1/users/user%2F1/measurements');
+    expect(mock.requested[0]!.searchParams.get('start_date')).toBe('2026-01-01');
+    expect(mock.requested[0]!.searchParams.get('end_date')).toBe('2026-01-30');
+    expect(mock.requested[0]!.searchParams.get('token')).toBe('tok');
   });
 
   it('treats {} and a bare array as record lists', async () => {
@@ -106,7 +58,7 @@ describe('fetchRecords', () => {
   });
 
   it('keeps elements that are not objects for quarantine instead of failing the page', async () => {
-    const good = { id: 'r1', checksum: 'c', type: 'measurement' };
+    const good = rawRecord('measurement', { id: 'r1' });
     serve(() => ({ body: { data: [good, 7, null, 'text'] } }));
     const records = await v2().fetchRecords({
       uid: 'u',
@@ -122,7 +74,7 @@ describe('fetchRecords', () => {
     await expect(
       v2().fetchRecords({ uid: 'u', resource: 'nutrition', startDate: '2026-01-01', endDate: '2026-01-31' }),
     ).rejects.toThrow(UsageError);
-    expect(requested).toHaveLength(0);
+    expect(mock.requested).toHaveLength(0);
   });
 
   it('fails on an envelope the platform never sends', async () => {
@@ -143,6 +95,6 @@ describe('getUser', () => {
       uid: 'u 1',
       location: { timezone: 'UTC' },
     });
-    expect(requested[0]!.pathname).toBe('/organizations/org1/users/u%201');
+    expect(mock.requested[0]!.pathname).toBe('/organizations/org1/users/u%201');
   });
 });
