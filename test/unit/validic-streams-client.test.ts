@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PermanentError, UserFacingError } from '../../src/errors/index.ts';
 import { createHttpClient } from '../../src/http/http-client.ts';
-import { createManualClock } from '../../src/time/manual-clock.ts';
 import { createStreamsClient } from '../../src/validic/streams-client.ts';
 import { useMockAgent } from '../helpers/mock-agent.ts';
 
