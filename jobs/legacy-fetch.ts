@@ -1,20 +1,6 @@
 /**
  * legacy.fetch: the targeted retrieval a push notification announced, loaded with arrived_via `push`.
- *
- * - the provider's documented item (user, `activity_date`, `source`): that user's object list
- *   (GET …/users/{user}/{object}.json, by activity timestamp) over ± ACTIVITY_MARGIN_MS around the
- *   activity date, filtered by `source`. The provider's own suggestion is start_date = end_date =
- *   activity_date; an exact-instant filter misses the record whenever the two sides round or zone the
- *   instant differently (fractions, `+00:00` vs `Z`, a routine day stamped at local midnight, a date
- *   given as local wall time), so the window is one day either side: it covers every UTC offset
- *   (−12…+14 h) and stays one user, one object, one app, so it is still a page or two;
- * - record id and user id known: that one record (GET …/users/{user}/{object}/{id}.json); a 404 means
- *   it is gone: nothing is loaded, and a row the warehouse holds for it is marked deleted;
- * - otherwise a small latest window around the announced `last_updated` (± the legacy overlap, at least
- *   one minute), user-level when the user is known, org-level when not; without `last_updated`, the last
- *   `sync.legacyWindowHours`.
- * Whatever it loads, the loader's "latest last_updated wins" keeps the table right; it moves no cursor
- * (the scheduled legacy.sync owns those and remains the safety net for anything push missed).
+ * Why and how: README.md, "`legacy-fetch.ts`".
  */
 import type { SummaryPage } from '../src/legacy/legacy-summary-pager.ts';
 import type { LegacyPagesResult } from '../src/legacy/load-legacy-pages.ts';

@@ -1,15 +1,7 @@
 /**
  * legacy.latest: one legacy object × one `last_updated` window of the organization-level latest
- * endpoint. Every page is loaded as it arrives; the cursor `legacy:latest:<object>` moves with the
- * window's LAST page (same transaction), so it never passes uncommitted data.
- *
- * Windows of one object run one after another: when `until` is set, the job enqueues the next window
- * (starting `overlap` before this one's end, see planLegacyWindows) after its own commit. Running them
- * in sequence is what keeps the cursor honest: a later window can never commit while an earlier one is
- * still pending or has failed. Objects run in parallel.
- *
- * Deletes: once the window is read to its end, stored records of the window it no longer lists are
- * asked for by id; a 404 marks them deleted (confirm-legacy-deletes.ts says exactly when absence counts).
+ * endpoint.
+ * Why and how: README.md, "`legacy-latest.ts`".
  */
 import { collectListedIds } from '../src/legacy/confirm-legacy-deletes.ts';
 import { nextLegacyCursor } from '../src/legacy/legacy-cursor.ts';

@@ -1,19 +1,6 @@
 /**
- * records.recent: the tick of the scheduled recent poll (every `budget.tickSeconds`). Late data (a
- * device syncing days later) lands in windows that already passed, and the stream may miss some; so
- * each user's last `sync.lookbackDays` days (plus today) are re-polled, all configured resources, as a
- * records.poll job without a backfill run.
- *
- * Instead of queueing every user at once each period, each tick reads the org's budget plan
- * (src/queue/read-budget-plan.ts) and enqueues only the next slice of due users, oldest poll first,
- * active users before dormant ones, as far as the recent poll's share of the request budget allows
- * (src/queue/pick-recent-polls.ts). The users come from `selectUsersToPoll`, the one selection of
- * pollable users. Each user's last enqueue is written before the enqueue (validic_sync.recent_polls);
- * records.poll writes the completion.
- *
- * A rolling range of at most 30 days is one window per user × resource, so nothing is planned in the
- * ledger; the loader makes repeats no-ops, and records.poll's deterministic id keeps a window from being
- * queued twice while one waits.
+ * records.recent: the tick of the scheduled recent poll (every `budget.tickSeconds`).
+ * Why and how: README.md, "`records-recent.ts`".
  */
 import { budgetWarnings } from '../src/queue/budget-warnings.ts';
 import { jobKey } from '../src/queue/job-key.ts';

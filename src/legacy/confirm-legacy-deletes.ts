@@ -1,17 +1,6 @@
 /**
  * Deleted legacy records, found from a window read to its end.
- *
- * The legacy API never lists deletions, and `latest` windows filter by `last_updated`, so a stored
- * record absent from a later read of a window is not necessarily deleted: it may have been edited since,
- * its new `last_updated` now lying after the window. What absence does prove: a complete read of
- * [start, end] lists every record that then had a `last_updated` in [start, end]. So a stored record
- * (not deleted) whose stored `last_updated` lies in the window and that the read did not list was either
- * deleted or edited since. Each such record is asked for by id (one request each):
- * - 404: gone; the row gets `deleted_at` (mark-legacy-deleted.ts);
- * - found: edited; its newer version is loaded like any other (`arrived_via = 'legacy'`).
- * The answer by id decides, never absence alone, so the window's edges (inclusive or not, seconds
- * dropped from the query) and a page the pager could not read can cost a request, never a wrong delete.
- * Records without a stored user id cannot be asked for and are left alone.
+ * Why and how: README.md, "`confirm-legacy-deletes.ts`".
  */
 import type { Logger } from '../log/logger.ts';
 import type { OrgClients } from '../runtime/org-clients.ts';

@@ -1,15 +1,6 @@
 /**
  * Pages a legacy (v1) list through its `summary` block without ever looping or skipping.
- *
- * The platform's descriptions disagree: after the last page `summary.next` is null in one and wraps back
- * to the first page in another; the latest endpoints may cap `limit` at 200 when 1000 was asked, and a
- * `next` link built from the asked limit would then jump over records. So the pager:
- * - asks for the page at the offset where the records it received end (`offset + items.length`), which
- *   is what `next` says on a consistent server and never skips on an inconsistent one;
- * - uses `next` as a signal: null → done; pointing at or before the current offset (the wrap-around to
- *   the first page) → done;
- * - stops when the position reaches `summary.results`, on an empty page, on a page offset already seen,
- *   when a page repeats the previous page's records (a server ignoring `offset`), and after `maxPages`.
+ * Why and how: README.md, "`legacy-summary-pager.ts`".
  */
 
 import { numberField, pageSignature, type RawObject } from '../validic/envelopes.ts';

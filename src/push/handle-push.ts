@@ -1,17 +1,9 @@
 /**
- * The push-notification endpoint (v1 enterprise push), framework-free:
- * - `handlePush(request, deps)`: a function of {method, url, headers, body} → {status, headers, body};
- * - `handlePushRequest(req, res, deps)`: the node:http adapter (body size limit, 413) the worker's HTTP
- *   server mounts at `http.pushPath` (default POST /push/v1).
- *
- * Order of work, so nothing announced is ever lost and nothing unauthenticated costs more than a header
- * check: authenticate (the provider's `X-Validic-Signature`, or our shared secret in a header; 401,
- * nothing stored, body not read); the per-org rate (429); read the body and count its items (413 over
- * `maxItems`); store the raw body (a failure here is the only other non-2xx: 503, so the sender
- * retries); then queue one legacy.fetch job per recognized item and answer 202 whatever the body's shape
- * (an unknown shape is kept with status `unrecognized`). A queueing failure is recorded on the row
- * (`failed`) and still answered 202: the body is stored, and the scheduled legacy.sync catches the
- * records anyway.
+ * The push-notification endpoint (v1 enterprise push), framework-free: - `handlePush(request, deps)`: a
+ * function of {method, url, headers, body} → {status, headers, body}; - `handlePushRequest(req, res,
+ * deps)`: the node:http adapter (body size limit, 413) the worker's HTTP server mounts at
+ * `http.pushPath` (default POST /push/v1).
+ * Why and how: README.md, "`handle-push.ts`".
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Kysely } from 'kysely';

@@ -1,22 +1,6 @@
 /**
- * What a push notification announces. The provider documents the body (PLATFORM-FACTS.md, "Enterprise
- * push notifications"):
- *   `{ "data": [ { "_id": <user>, "activity_type": <object>, "activity_date": <measurement set's
- *   timestamp>, "source": <app> } ] }`
- * where `_id` is the USER (v1 `_id`), not a record: an item with `activity_type` is read that way and
- * becomes a targeted retrieval of that user's object around `activity_date`, filtered by `source`.
- * Partner-side notifications (`{ "data": { "type": "sync" | "disconnect", … } }`) announce no data: they
- * are kept (stored) and reported, never an error.
- * The shapes accepted before the provider's was known still are, so that other senders keep working:
- * - items in `notifications`, `data`, `items`, `activities` or `records` (an array, or one object), a
- *   bare array of items, or one bare item;
- * - per item: the object in `object`/`type`/`object_type`/`resource`; the record in `_id`/`id`/
- *   `record_id`; the user in `user_id`/`user._id`/`userId`; `last_updated`/`updated_at`; the org in
- *   `organization_id`/`org_id`; and a retrieval `url`/`path`/`href`/`uri` (absolute or relative) whose
- *   path `…/organizations/{org}/users/{user}/{object}/{id}.json` fills whatever the fields leave out.
- * An item whose record or user id cannot be a URL path segment (`..`, control characters; see
- * src/validic/path-segment.ts) is left out with the reason among the problems.
- * Pure: no I/O.
+ * What a push notification announces.
+ * Why and how: README.md, "`push-items.ts`".
  */
 import { LEGACY_OBJECTS, type LegacyObject } from '../legacy/legacy-objects.ts';
 import { pathSegmentProblem } from '../validic/path-segment.ts';

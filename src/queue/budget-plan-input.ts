@@ -1,14 +1,6 @@
 /**
- * The planner's input from the configuration and what the warehouse counts (pure). How each reserved
- * share is estimated, and why:
- * - stream: `stream.connections` × `budget.streamRequestsPerConnectionHour`, a fixed reservation. The
- *   stream spends requests only on connects and replays, few and bursty (a rebalancing storm), so a
- *   measured last hour would swing with noise; a generous constant is simpler and safe.
- * - push and reconcile: push-triggered fetches MEASURED over the last hour (the legacy.fetch jobs queued by
- *   push notifications; they follow the population's activity, which configuration cannot know), plus
- *   the scheduled reconcile-type jobs computed from their schedules: users.sync (one page per 1,000
- *   users), connections.recent (one per 30 days of `reconcileDays`), legacy.sync (one per object).
- * - usable: the request budget's sustained refill rate (token-bucket.ts), not the raw limit.
+ * The planner's input from the configuration and what the warehouse counts (pure).
+ * Why and how: README.md, "`budget-plan-input.ts`".
  */
 import type { Config, OrganizationConfig } from '../config/schema.ts';
 import { bucketParams } from '../http/token-bucket.ts';

@@ -1,20 +1,7 @@
 /**
  * The budget planner (pure): how one org's requests per hour are divided among the kinds of work, in
  * this order of precedence:
- *
- *  1. stream connects and replays (live data; reserved, not queued),
- *  2. push-triggered and reconcile fetches (users.sync, connections.recent, legacy.sync, legacy.fetch),
- *  3. the recent poll (records.recent: every user × resource over the lookback),
- *  4. backfill: whatever is left, and never less than `backfillMinShare` of the usable rate, so the
- *     kinds above can never starve it (they are clipped instead, and the plan says `overcommitted`).
- *
- * From the recent poll's share follows its sweep period. Recently active users are polled every
- * `activePeriodMs`, dormant ones every `dormantPeriodMs`; one sweep of the active period costs
- * (active + dormant × activePeriod ÷ dormantPeriod) × requests per user (one per resource). When that does not fit the
- * share at the configured periods, both periods stretch by the same factor (the ratio between them is
- * the operator's choice, so the planner keeps it).
- *
- * Rates are requests per hour of the caller's clock; periods are milliseconds of the same clock.
+ * Why and how: README.md, "`plan-request-budget.ts`".
  */
 
 export const HOUR_MS = 3_600_000;
