@@ -18,20 +18,6 @@ import { httpStatusOf } from '../http/http-errors.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { emptyCounts, type LoadResult } from '../pipeline/batch.ts';
 import type { OrgClients } from '../runtime/org-clients.ts';
-import {
-  emptyStreamCounters,
-  StreamConsumer,
-  type StreamConsumerOptionsInput,
-} from './stream-consumer.ts';
-import { toRawItems } from './to-raw-items.ts';
-import type {
-  Clock,
-  CommitMeta,
-  DataFrame,
-  GapTooLong,
-  StreamCheckpoint,
-  StreamState,
-} from './types.ts';
 import { describeStream422 } from '../validic/describe-stream-422.ts';
 import type { StreamInfo } from '../validic/streams-client.ts';
 import { MAX_STREAMS } from '../validic/streams-client.ts';
@@ -41,8 +27,11 @@ import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { eagerBody } from './eager-body.ts';
 import { pipelineWrites } from './pipelined-commit.ts';
 import { type RecordedGap, recordStreamGap } from './record-stream-gap.ts';
+import { emptyStreamCounters, StreamConsumer, type StreamConsumerOptionsInput } from './stream-consumer.ts';
 import { streamCheckpointKey } from './stream-cursor-keys.ts';
 import { addLoadCounts, addStreamCounters, type OrgStreamSummary } from './stream-summary.ts';
+import { toRawItems } from './to-raw-items.ts';
+import type { Clock, CommitMeta, DataFrame, GapTooLong, StreamCheckpoint, StreamState } from './types.ts';
 
 /** The platform's limit of concurrent connections per stream. */
 export const MAX_STREAM_CONNECTIONS = 3;
