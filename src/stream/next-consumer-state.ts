@@ -7,28 +7,32 @@
  * An event a state does not expect (e.g. `slept` while `live`) is ignored: the same state object
  * comes back with no effects.
  */
-import { idleDelay, reconnectDelay } from './backoff-delay.ts';
 import {
   flush,
   gapDescription,
   gapNeedsReplay,
   iso,
-  openGap,
   parseTime,
   pickCheckpoint,
   planReplay,
 } from './consumer-checkpoint.ts';
+import { liveEnded, replayEnded } from './consumer-connection-end.ts';
 import { endConnection, keepFrame, readFrame } from './consumer-frames.ts';
-import type {
-  ConnectionEnd,
-  ConnectionState,
-  ConsumerEvent,
-  Effect,
-  MachineState,
-  Transition,
-} from './consumer-machine.ts';
+import type { ConnectionState, ConsumerEvent, Effect, MachineState, Transition } from './consumer-machine.ts';
+import {
+  backOff,
+  giveUpReplay,
+  log,
+  nextBackoff,
+  replayFailed,
+  reportGap,
+  stop,
+  toConnecting,
+  toReplaying,
+  transition,
+} from './consumer-steps.ts';
 import { copyStreamCounters } from './stream-counters.ts';
-import type { GapTooLong, StreamState, StreamVia } from './types.ts';
+import type { StreamVia } from './types.ts';
 
 export function next(state: MachineState, event: ConsumerEvent): Transition {
   const s: MachineState = {
@@ -264,184 +268,4 @@ function tick(s: MachineState, c: ConnectionState, fx: Effect[], now: number) {
   const heartbeatDue = c.via === 'stream' && now >= s.lastCommitAt + heartbeatCommitMs;
   if (!batchDue && !heartbeatDue) return;
   if (flush(s, fx, now, c.via, batchDue ? 'time' : 'heartbeat', heartbeatDue)) c.commitStartedAt = now;
-}
-
-function liveEnded(s: MachineState, fx: Effect[], now: number, end: ConnectionEnd, jitter: number) {
-  switch (end.kind) {
-    case 'stopped':
-      return stop(s, fx, now, 'stop requested');
-    case 'stale':
-      openGap(s, now);
-      flush(s, fx, now, 'stream', 'state-change', true);
-      s.staleVia = 'stream';
-      transition(s, fx, 'stale', `no frame for ${s.options.staleAfterMs} ms`);
-      fx.push({ kind: 'continue' });
-      return;
-    case 'idle': {
-      // Voluntary drop (connection hygiene): the stream keeps its checkpoint, so no gap opens.
-      const { backoff, idleHygiene } = s.options;
-      s.counters.idleDrops += 1;
-      flush(s, fx, now, 'stream', 'state-change', true);
-      const delay = Math.max(backoff.minMs, idleDelay(s.idleRound, idleHygiene.delaysMs));
-      s.idleRound += 1;
-      return backOff(
-        s,
-        fx,
-        delay,
-        'connecting',
-        `idle: ${idleHygiene.maxPokesWithoutData} pokes without data`,
-      );
-    }
-    default: {
-      // `ended`, `error` (and the replay outcomes, which cannot happen here) open a gap.
-      s.counters.errors += 1;
-      openGap(s, now);
-      flush(s, fx, now, 'stream', 'state-change', true);
-      const why = end.kind === 'error' ? `disconnected: ${end.message}` : 'server ended the stream';
-      log(fx, 'warn', { err: end.kind === 'error' ? end.error : undefined }, `SSE stream ${why}`);
-      return backOff(s, fx, nextBackoff(s, jitter), 'connecting', why);
-    }
-  }
-}
-
-function replayEnded(s: MachineState, fx: Effect[], now: number, c: ConnectionState, jitter: number) {
-  const end = c.ending as ConnectionEnd;
-  const { replayAttempts, replayTimeoutMs, staleAfterMs } = s.options;
-  switch (end.kind) {
-    case 'stopped':
-      return stop(s, fx, now, 'stop requested');
-    case 'caught-up':
-      // Everything up to now is in; should the main stream stay unreachable for long, the next gap
-      // starts here.
-      s.counters.replaysCaughtUp += 1;
-      s.replayFailures = 0;
-      s.replayStartedAt = undefined;
-      s.gapStartMs = now;
-      flush(s, fx, now, 'replay', 'state-change', true);
-      return toConnecting(s, fx, `replay caught up (${end.why})`);
-    case 'timed-out':
-      flush(s, fx, now, 'replay', 'state-change', true);
-      return giveUpReplay(
-        s,
-        fx,
-        now,
-        `replay timed out after ${replayTimeoutMs} ms without an event created at or after ${iso(c.catchUpAtMs ?? now)}`,
-        undefined,
-        'replay-timed-out',
-      );
-    case 'stale':
-      flush(s, fx, now, 'replay', 'state-change', true);
-      if (replayFailed(s))
-        return giveUpReplay(s, fx, now, `replay failed ${replayAttempts} times: stale`, undefined);
-      s.staleVia = 'replay';
-      transition(s, fx, 'stale', `no replay frame for ${staleAfterMs} ms`);
-      fx.push({ kind: 'continue' });
-      return;
-    default: {
-      // A replay the server ends before the hand-off has not caught up: retry it like a drop.
-      s.counters.errors += 1;
-      flush(s, fx, now, 'replay', 'state-change', true);
-      const why =
-        end.kind === 'error'
-          ? `replay disconnected: ${end.message}`
-          : end.kind === 'ended'
-            ? 'replay ended before the hand-off'
-            : 'replay idle';
-      if (replayFailed(s))
-        return giveUpReplay(s, fx, now, `replay failed ${replayAttempts} times: ${why}`, undefined);
-      return backOff(s, fx, nextBackoff(s, jitter), 'replaying', why);
-    }
-  }
-}
-
-/** Counts a failed replay attempt; true once `replayAttempts` failed in a row. */
-function replayFailed(s: MachineState): boolean {
-  s.replayFailures += 1;
-  return s.replayFailures >= s.options.replayAttempts;
-}
-
-/**
- * The replay cannot serve this gap (a 400 for a date it no longer keeps, or it keeps failing): hand
- * the gap to a REST backfill and go back to the main stream rather than staying off it forever.
- */
-function giveUpReplay(
-  s: MachineState,
-  fx: Effect[],
-  now: number,
-  why: string,
-  error: unknown,
-  reason: 'replay-unavailable' | 'replay-timed-out' = 'replay-unavailable',
-): void {
-  log(fx, 'warn', { err: error }, `SSE ${why}; the gap needs a REST backfill`);
-  s.replayFailures = 0;
-  s.replayStartedAt = undefined;
-  reportGap(s, fx, { from: iso(s.gapStartMs ?? now), to: iso(now), reason });
-  s.gapStartMs = now;
-  toConnecting(s, fx, why);
-}
-
-function reportGap(s: MachineState, fx: Effect[], gap: GapTooLong): void {
-  s.counters.gapsTooLong += 1;
-  log(
-    fx,
-    'warn',
-    { ...gap },
-    'SSE gap too long for replay/stream to fill alone; plan a REST backfill for it',
-  );
-  fx.push({ kind: 'report-gap', gap });
-}
-
-/** Flushes what was fully received and stops; a clean stop while live is a disconnect too. */
-function stop(s: MachineState, fx: Effect[], now: number, reason: string): void {
-  // The next start measures its downtime from here.
-  if (s.phase === 'live') openGap(s, now);
-  s.connection = undefined;
-  s.replay = undefined;
-  flush(s, fx, now, s.bufferVia, 'stop', true);
-  transition(s, fx, 'stopped', reason);
-}
-
-function nextBackoff(s: MachineState, jitter: number): number {
-  const { backoff, staleAfterMs } = s.options;
-  // Never longer than a silent connection is tolerated (STATE-MACHINE.md, "Timing rules").
-  const delay = reconnectDelay(s.attempt, backoff, Math.min(backoff.maxMs, staleAfterMs), () => jitter);
-  s.attempt += 1;
-  return delay;
-}
-
-function backOff(
-  s: MachineState,
-  fx: Effect[],
-  delayMs: number,
-  then: 'connecting' | 'replaying',
-  reason: string,
-) {
-  s.delayMs = delayMs;
-  s.afterBackoff = then;
-  transition(s, fx, 'backing_off', `${reason}; retry in ${delayMs} ms`);
-  fx.push({ kind: 'sleep', ms: delayMs });
-}
-
-function toConnecting(s: MachineState, fx: Effect[], reason: string): void {
-  transition(s, fx, 'connecting', reason);
-  fx.push({ kind: 'open-stream' });
-}
-
-function toReplaying(s: MachineState, fx: Effect[], reason: string): void {
-  transition(s, fx, 'replaying', reason);
-  fx.push({ kind: 'continue' });
-}
-
-function transition(s: MachineState, fx: Effect[], to: StreamState, reason: string): void {
-  fx.push({ kind: 'notify', from: s.phase, to, reason });
-  s.phase = to;
-}
-
-function log(
-  fx: Effect[],
-  level: 'debug' | 'info' | 'warn' | 'error',
-  fields: Record<string, unknown>,
-  message: string,
-) {
-  fx.push({ kind: 'log', level, fields, message });
 }
