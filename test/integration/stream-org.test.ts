@@ -9,7 +9,6 @@ import { UserFacingError } from '../../src/errors.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { createOrgClients, type OrgClients } from '../../src/runtime/org-clients.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import type { StreamCheckpoint } from '../../src/stream/types.ts';
 import { formatStreamStatus, readStreamStatus } from '../../src/stream/read-stream-status.ts';
 import type { RecordedGap, StreamGapsCursor } from '../../src/stream/record-stream-gap.ts';
 import {
@@ -17,6 +16,7 @@ import {
   type StreamCommitEvent,
   startOrgStream,
 } from '../../src/stream/run-org-stream.ts';
+import type { StreamCheckpoint } from '../../src/stream/types.ts';
 import { listCursors, readCursor } from '../../src/warehouse/checkpoints.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';

@@ -15,12 +15,12 @@ import { ConfigError, PermanentError, RateLimitedError } from '../../src/errors.
 import { createHttpClient, DEFAULT_MAX_BODY_BYTES } from '../../src/http/http-client.ts';
 import { BodyTooLargeError } from '../../src/http/http-errors.ts';
 import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../../src/http/retry-policy.ts';
+import { createLegacyClient } from '../../src/legacy/legacy-client.ts';
 import { extractPushItems } from '../../src/push/push-items.ts';
 import { classifyFrame } from '../../src/stream/classify-frame.ts';
 import { readSseFrames } from '../../src/stream/read-sse-frames.ts';
 import { DEFAULT_STREAM_CONSUMER_OPTIONS } from '../../src/stream/stream-consumer.ts';
 import { buildUrl } from '../../src/validic/build-url.ts';
-import { createLegacyClient } from '../../src/legacy/legacy-client.ts';
 import { UnsafePathSegmentError } from '../../src/validic/path-segment.ts';
 import { createStreamsClient } from '../../src/validic/streams-client.ts';
 import { createV2Client } from '../../src/validic/v2-client.ts';
