@@ -7,7 +7,7 @@
 import { classifyFrame } from './classify-frame.ts';
 import { flush, notePlatformTime, parseTime, push } from './consumer-checkpoint.ts';
 import type { ConnectionEnd, ConnectionState, Effect, MachineState } from './consumer-machine.ts';
-import type { SseFrame } from './types.ts';
+import type { ClassifiedFrame, DataFrame, SseFrame } from './types.ts';
 
 /** Decides that the open connection ends; the driver closes it and feeds `closed`. */
 export function endConnection(c: ConnectionState, fx: Effect[], end: ConnectionEnd): void {
@@ -45,12 +45,7 @@ export function readFrame(
         s.idleRound = 0;
         s.quietFromMs = frame.receivedAt;
       }
-      push(s, now, via, {
-        kind: 'data',
-        payload: classified.payload,
-        createdAt: classified.createdAt,
-        receivedAt: frame.receivedAt,
-      });
+      push(s, now, via, bufferedItem(classified, frame.receivedAt)!);
       const createdAtMs = parseTime(classified.createdAt);
       if (c.catchUpAtMs !== undefined && createdAtMs !== undefined && createdAtMs >= c.catchUpAtMs) {
         endConnection(c, fx, { kind: 'caught-up', why: `created_at ${classified.createdAt}` });
@@ -67,12 +62,7 @@ export function readFrame(
         fields: { event: classified.event, reason: classified.reason },
         message: 'SSE frame quarantined',
       });
-      push(s, now, via, {
-        kind: 'bad',
-        text: classified.text,
-        reason: classified.reason,
-        receivedAt: frame.receivedAt,
-      });
+      push(s, now, via, bufferedItem(classified, frame.receivedAt)!);
       break;
     case 'poke': {
       frames.poke += 1;
@@ -89,7 +79,7 @@ export function readFrame(
     }
     case 'other':
       frames.other += 1;
-      s.counters.otherEvents[classified.event] = (s.counters.otherEvents[classified.event] ?? 0) + 1;
+      countOther(s, classified.event);
       fx.push({
         kind: 'log',
         level: 'debug',
@@ -110,23 +100,25 @@ export function keepFrame(s: MachineState, c: ConnectionState, now: number, fram
   if (via === 'stream') s.lastStreamFrameAt = frame.receivedAt;
   const classified = classifyFrame(frame);
   s.counters.frames[classified.kind] += 1;
-  if (via === 'stream' && (classified.kind === 'data' || classified.kind === 'bad'))
-    s.quietFromMs = frame.receivedAt;
-  if (classified.kind === 'data') {
-    push(s, now, via, {
-      kind: 'data',
-      payload: classified.payload,
-      createdAt: classified.createdAt,
-      receivedAt: frame.receivedAt,
-    });
-  } else if (classified.kind === 'bad') {
-    push(s, now, via, {
-      kind: 'bad',
-      text: classified.text,
-      reason: classified.reason,
-      receivedAt: frame.receivedAt,
-    });
+  const item = bufferedItem(classified, frame.receivedAt);
+  if (item) {
+    if (via === 'stream') s.quietFromMs = frame.receivedAt;
+    push(s, now, via, item);
   } else if (classified.kind === 'other') {
-    s.counters.otherEvents[classified.event] = (s.counters.otherEvents[classified.event] ?? 0) + 1;
+    countOther(s, classified.event);
   }
+}
+
+/** What a data or bad frame puts in the micro-batch (nothing for pokes and other events). */
+function bufferedItem(classified: ClassifiedFrame, receivedAt: number): DataFrame | undefined {
+  if (classified.kind === 'data') {
+    return { kind: 'data', payload: classified.payload, createdAt: classified.createdAt, receivedAt };
+  }
+  if (classified.kind === 'bad')
+    return { kind: 'bad', text: classified.text, reason: classified.reason, receivedAt };
+  return undefined;
+}
+
+function countOther(s: MachineState, event: string): void {
+  s.counters.otherEvents[event] = (s.counters.otherEvents[event] ?? 0) + 1;
 }
