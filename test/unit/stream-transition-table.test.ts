@@ -102,94 +102,19 @@ function eventOf(kind: EventKind, at: number): ConsumerEvent {
 }
 
 type Outcome = 'ignored' | { to: StreamState; effects: EffectKind[] };
+const __ = 'ignored';
+const to = (state: StreamState, ...effects: EffectKind[]): Outcome => ({ to: state, effects });
 
+// Live and replaying: `stop`, a minute's `tick` (stale) and `disconnected` ask to close; the frame
+// (created after T) is the replay's hand-off. `closed` is only expected once a close was asked for.
+// biome-ignore format: one row per state, one column per event, reads as a table
 const table: Record<StreamState, Record<EventKind, Outcome>> = {
-  stopped: {
-    start: { to: 'connecting', effects: ['notify', 'open-stream'] },
-    stop: 'ignored',
-    continue: 'ignored',
-    opened: 'ignored',
-    'open-failed': 'ignored',
-    'read-started': 'ignored',
-    frame: 'ignored',
-    tick: 'ignored',
-    disconnected: 'ignored',
-    closed: 'ignored',
-    committed: 'ignored',
-    slept: 'ignored',
-  },
-  connecting: {
-    start: 'ignored',
-    stop: { to: 'stopped', effects: ['notify'] },
-    continue: 'ignored',
-    opened: { to: 'live', effects: ['notify', 'read'] },
-    'open-failed': { to: 'backing_off', effects: ['log', 'notify', 'sleep'] },
-    'read-started': 'ignored',
-    frame: 'ignored',
-    tick: 'ignored',
-    disconnected: 'ignored',
-    closed: 'ignored',
-    committed: 'ignored',
-    slept: 'ignored',
-  },
-  live: {
-    start: 'ignored',
-    stop: { to: 'live', effects: ['close'] },
-    continue: 'ignored',
-    opened: 'ignored',
-    'open-failed': 'ignored',
-    'read-started': { to: 'live', effects: [] },
-    frame: { to: 'live', effects: [] },
-    // a minute of silence: stale
-    tick: { to: 'live', effects: ['close'] },
-    disconnected: { to: 'live', effects: ['close'] },
-    closed: 'ignored',
-    committed: 'ignored',
-    slept: 'ignored',
-  },
-  stale: {
-    start: 'ignored',
-    stop: { to: 'stopped', effects: ['notify'] },
-    continue: { to: 'backing_off', effects: ['notify', 'sleep'] },
-    opened: 'ignored',
-    'open-failed': 'ignored',
-    'read-started': 'ignored',
-    frame: 'ignored',
-    tick: 'ignored',
-    disconnected: 'ignored',
-    closed: 'ignored',
-    committed: 'ignored',
-    slept: 'ignored',
-  },
-  backing_off: {
-    start: 'ignored',
-    stop: { to: 'stopped', effects: ['notify'] },
-    continue: 'ignored',
-    opened: 'ignored',
-    'open-failed': 'ignored',
-    'read-started': 'ignored',
-    frame: 'ignored',
-    tick: 'ignored',
-    disconnected: 'ignored',
-    closed: 'ignored',
-    committed: 'ignored',
-    slept: { to: 'connecting', effects: ['notify', 'open-stream'] },
-  },
-  replaying: {
-    start: 'ignored',
-    stop: { to: 'replaying', effects: ['close'] },
-    continue: 'ignored',
-    opened: 'ignored',
-    'open-failed': 'ignored',
-    'read-started': { to: 'replaying', effects: [] },
-    // created after T: the hand-off
-    frame: { to: 'replaying', effects: ['close'] },
-    tick: { to: 'replaying', effects: ['close'] },
-    disconnected: { to: 'replaying', effects: ['close'] },
-    closed: 'ignored',
-    committed: 'ignored',
-    slept: 'ignored',
-  },
+  stopped:     { start: to('connecting', 'notify', 'open-stream'), stop: __, continue: __, opened: __, 'open-failed': __, 'read-started': __, frame: __, tick: __, disconnected: __, closed: __, committed: __, slept: __ },
+  connecting:  { start: __, stop: to('stopped', 'notify'), continue: __, opened: to('live', 'notify', 'read'), 'open-failed': to('backing_off', 'log', 'notify', 'sleep'), 'read-started': __, frame: __, tick: __, disconnected: __, closed: __, committed: __, slept: __ },
+  live:        { start: __, stop: to('live', 'close'), continue: __, opened: __, 'open-failed': __, 'read-started': to('live'), frame: to('live'), tick: to('live', 'close'), disconnected: to('live', 'close'), closed: __, committed: __, slept: __ },
+  stale:       { start: __, stop: to('stopped', 'notify'), continue: to('backing_off', 'notify', 'sleep'), opened: __, 'open-failed': __, 'read-started': __, frame: __, tick: __, disconnected: __, closed: __, committed: __, slept: __ },
+  backing_off: { start: __, stop: to('stopped', 'notify'), continue: __, opened: __, 'open-failed': __, 'read-started': __, frame: __, tick: __, disconnected: __, closed: __, committed: __, slept: to('connecting', 'notify', 'open-stream') },
+  replaying:   { start: __, stop: to('replaying', 'close'), continue: __, opened: __, 'open-failed': __, 'read-started': to('replaying'), frame: to('replaying', 'close'), tick: to('replaying', 'close'), disconnected: to('replaying', 'close'), closed: __, committed: __, slept: __ },
 };
 
 function outcome(state: MachineState, event: ConsumerEvent): Outcome {
