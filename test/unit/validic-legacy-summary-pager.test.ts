@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { offsetOfLink, pageBySummary } from '../../src/legacy/legacy-summary-pager.ts';
 import type { RawObject } from '../../src/validic/envelopes.ts';
+import { offsetOfLink, pageBySummary } from '../../src/legacy/legacy-summary-pager.ts';
 
 const BASE = 'https://legacy.example.test/v1/organizations/o/fitness/latest.json?access_token=t&expanded=1';
 
