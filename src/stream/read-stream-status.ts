@@ -4,11 +4,11 @@
  * Reads cursors only; `formatStreamStatus` turns them into lines.
  */
 import type { Kysely } from 'kysely';
-import type { StreamCheckpoint } from './types.ts';
 import { listCursors, readCursor } from '../warehouse/checkpoints.ts';
 import type { Database } from '../warehouse/database.ts';
 import type { StreamGapsCursor } from './record-stream-gap.ts';
 import { STREAM_GAPS_KEY } from './stream-cursor-keys.ts';
+import type { StreamCheckpoint } from './types.ts';
 
 const CHECKPOINT_PREFIX = 'stream:checkpoint:';
 

@@ -3,11 +3,12 @@
  * for whoever plans REST backfills. The cursor is only written through `applyBatch` (cursors move only
  * there); the read-modify-write is serialized per process, and the list is bounded.
  */
-import type { GapTooLong } from './types.ts';
+
 import { readCursor } from '../warehouse/checkpoints.ts';
 import { applyBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { STREAM_GAPS_KEY } from './stream-cursor-keys.ts';
+import type { GapTooLong } from './types.ts';
 
 /** Most recent gaps kept in the cursor (older ones are only counted). */
 export const MAX_GAPS_KEPT = 50;
