@@ -141,6 +141,10 @@ export class StreamConsumer {
       }
       const before = this.#announcements;
       while (this.#announcements === before && this.#pending.length > 0) await this.#wait(signal);
+      if (this.#pending.length === 0 && this.#announced !== 'stopped') {
+        // Every state but `stopped` waits for something; a machine that asks for nothing is a bug.
+        throw new Error(`StreamConsumer: nothing to wait for in state ${this.#announced}`);
+      }
     } catch (error) {
       this.#closeConnection();
       this.#pending = [];
