@@ -1,6 +1,6 @@
 /** The config's `stream` settings as `StreamConsumer` options (src/stream/STATE-MACHINE.md, "Options"). */
 import type { Config } from '../config/schema.ts';
-import type { StreamConsumerOptionsInput } from './stream-consumer.ts';
+import type { StreamConsumerOptionsInput } from './resolve-consumer-options.ts';
 
 export function consumerOptionsFromConfig(stream: Config['stream']): StreamConsumerOptionsInput {
   return {

@@ -18,41 +18,26 @@ import { type Logger, silentLogger } from '../log/logger.ts';
 import { emptyCounts, type LoadResult } from '../pipeline/batch.ts';
 import { redactKnownSecrets } from '../redact/redact-secrets.ts';
 import type { OrgClients } from '../runtime/org-clients.ts';
-import { describeStream422 } from '../validic/describe-stream-422.ts';
+import type { Clock } from '../time/clock.ts';
 import type { StreamInfo } from '../validic/streams-client.ts';
-import { MAX_STREAMS } from '../validic/streams-client.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
 import { applyPreparedBatch, type PreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
+import { type AcquireSlot, runOnSlots } from './connection-slots.ts';
 import { eagerBody } from './eager-body.ts';
 import { pipelineWrites } from './pipelined-commit.ts';
 import { type RecordedGap, recordStreamGap } from './record-stream-gap.ts';
+import { reportConnect422 } from './report-connect-422.ts';
 import { emptyStreamCounters, StreamConsumer, type StreamConsumerOptionsInput } from './stream-consumer.ts';
 import { streamCheckpointKey } from './stream-cursor-keys.ts';
 import { addLoadCounts, addStreamCounters, type OrgStreamSummary } from './stream-summary.ts';
 import { toRawItems } from './to-raw-items.ts';
-import type { Clock, CommitMeta, DataFrame, GapTooLong, StreamCheckpoint, StreamState } from './types.ts';
+import type { CommitMeta, DataFrame, GapTooLong, StreamCheckpoint, StreamState } from './types.ts';
 
 /** The platform's limit of concurrent connections per stream. */
 export const MAX_STREAM_CONNECTIONS = 3;
 
-/**
- * A held connection slot. The worker implements it with Redis locks (one key per slot of a stream,
- * renewed while held); without the hook, connection `i` simply uses slot `i`.
- */
-export interface ConnectionSlot {
-  /** Fleet-wide slot number, 0..2: it names the connection's cursor, so it must be unique per stream. */
-  slot: number;
-  /** Aborted when the lock is lost: the connection then stops (flushing) and asks for a slot again. */
-  lost?: AbortSignal;
-  release(): Promise<void>;
-}
-
-/**
- * Waits until a slot of this stream is free and takes it (resolve), or until `signal` aborts (reject or
- * resolve; the caller checks the signal). `index` is this process's connection number (0-based).
- */
-export type AcquireSlot = (index: number, signal: AbortSignal) => Promise<ConnectionSlot>;
+export type { AcquireSlot, ConnectionSlot } from './connection-slots.ts';
 
 /** A commit as seen by metrics: `committedAt − frame.createdAt` is the lag, `− frame.receivedAt` the latency. */
 export interface StreamCommitEvent {
@@ -308,28 +293,10 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
   };
 
   /** Connection `index`: take a slot, run until stopped; if the slot's lock is lost, take one again. */
-  const runConnection = async (index: number): Promise<void> => {
-    if (!options.acquireSlot) return runSlot(index, runSignal);
-    while (!runSignal.aborted) {
-      let lease: ConnectionSlot;
-      try {
-        lease = await options.acquireSlot(index, runSignal);
-      } catch (error) {
-        if (runSignal.aborted) return;
-        throw error;
-      }
-      try {
-        if (runSignal.aborted) return;
-        await runSlot(lease.slot, lease.lost ? AbortSignal.any([runSignal, lease.lost]) : runSignal);
-      } finally {
-        await lease
-          .release()
-          .catch((error: unknown) => log.warn({ err: error }, 'releasing a stream slot failed'));
-      }
-      if (lease.lost?.aborted && !runSignal.aborted)
-        log.warn({ slot: lease.slot }, 'stream slot lost; taking one again');
-    }
-  };
+  const runConnection = (index: number): Promise<void> =>
+    options.acquireSlot
+      ? runOnSlots(index, options.acquireSlot, runSignal, runSlot, log)
+      : runSlot(index, runSignal);
 
   const done = (async () => {
     const results = await Promise.allSettled(
@@ -383,26 +350,4 @@ export async function runOrgStream(options: OrgStreamOptions): Promise<OrgStream
 
 function describeError(error: unknown): string {
   return redactKnownSecrets(error instanceof Error ? error.message : String(error));
-}
-
-/**
- * A 422 on connect is usually the platform rebalancing after a reconnect (too many client connections
- * for a moment), which the consumer backs off from. Its body says when it is something else (an invalid
- * filter, the stream limit): then the operator is told which, with the fix (describe-stream-422.ts).
- */
-function reportConnect422(error: unknown, streamName: string, log: Logger): void {
-  const e = error as { status?: unknown; messages?: unknown };
-  if (e?.status !== 422) return;
-  const messages = Array.isArray(e.messages) ? e.messages.map(String) : [];
-  const described = describeStream422({
-    operation: 'connect',
-    streamName,
-    messages,
-    maxStreams: MAX_STREAMS,
-  });
-  if (described.reason === 'connection_limit' || (described.reason === 'other' && messages.length === 0)) {
-    log.debug({ reason: described.reason }, described.message);
-  } else {
-    log.warn({ reason: described.reason, fix: described.fix }, `${described.message}. Fix: ${described.fix}`);
-  }
 }

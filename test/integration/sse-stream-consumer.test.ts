@@ -9,7 +9,6 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { utcDate } from '../../src/stream/plan-gap-fill.ts';
 import { StreamConsumer, type StreamConsumerOptionsInput } from '../../src/stream/stream-consumer.ts';
 import type {
-  Clock,
   CommitMeta,
   DataFrame,
   GapTooLong,
@@ -17,6 +16,7 @@ import type {
   StreamCheckpoint,
   StreamState,
 } from '../../src/stream/types.ts';
+import type { Clock } from '../../src/time/clock.ts';
 import { systemClock } from '../../src/time/clock.ts';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;

@@ -18,7 +18,7 @@ import {
   UnexpectedResponseError,
   UserFacingError,
 } from '../../src/errors/index.ts';
-import { classifyOpenFailure, type OpenFailureKind } from '../../src/stream/stream-consumer.ts';
+import { classifyOpenFailure, type OpenFailureKind } from '../../src/stream/classify-open-failure.ts';
 
 const answer = {
   method: 'GET',
@@ -105,28 +105,25 @@ describe('classifyFailure', () => {
   });
 });
 
-/** The consumer's open-failure kinds from `classifyFailure`: the one line it will switch to. */
-function openFailureKind(failure: Failure): OpenFailureKind {
-  if (failure.kind === 'permanent') return failure.unauthorized ? 'permanent' : 'refused';
-  return failure.kind === 'rebalancing' ? 'rebalancing' : 'retry';
-}
-
-describe('classifyFailure covers classifyOpenFailure', () => {
-  const cases: unknown[] = [
-    Object.assign(new Error('x'), { status: 422, retryable: true }),
-    new StreamRebalancingError({ ...answer, status: 422 }),
-    Object.assign(new Error('x'), { status: 401 }),
-    Object.assign(new Error('x'), { status: 403 }),
-    new PermanentHttpError({ ...answer, status: 401 }),
-    Object.assign(new Error('x'), { status: 400, retryable: false }),
-    new PermanentError('nope'),
-    new PermanentHttpError({ ...answer, status: 404 }),
-    Object.assign(new Error('x'), { status: 503, retryable: true }),
-    new RateLimitedError({ ...answer, status: 429, retryable: true }, 1000),
-    new TypeError('fetch failed'),
-    new NetworkError('GET', 'u', coded('ECONNRESET')),
+describe("the stream consumer's reading of classifyFailure (classifyOpenFailure)", () => {
+  const cases: [unknown, OpenFailureKind][] = [
+    [Object.assign(new Error('x'), { status: 422, retryable: true }), 'rebalancing'],
+    [new StreamRebalancingError({ ...answer, status: 422 }), 'rebalancing'],
+    [Object.assign(new Error('x'), { status: 401 }), 'permanent'],
+    [Object.assign(new Error('x'), { status: 403 }), 'permanent'],
+    [new PermanentHttpError({ ...answer, status: 401 }), 'permanent'],
+    [Object.assign(new Error('x'), { status: 400, retryable: false }), 'refused'],
+    [new PermanentError('nope'), 'refused'],
+    [new PermanentHttpError({ ...answer, status: 404 }), 'refused'],
+    [Object.assign(new Error('x'), { status: 503, retryable: true }), 'retry'],
+    [new RateLimitedError({ ...answer, status: 429, retryable: true }, 1000), 'retry'],
+    [new TypeError('fetch failed'), 'retry'],
+    [new NetworkError('GET', 'u', coded('ECONNRESET')), 'retry'],
   ];
-  it.each(cases.map((error) => [String((error as Error).name), error]))('%s', (_name, error) => {
-    expect(openFailureKind(classifyFailure(error))).toBe(classifyOpenFailure(error));
-  });
+  it.each(cases.map(([error, kind]) => [String((error as Error).name), error, kind]))(
+    '%s',
+    (_name, error, kind) => {
+      expect(classifyOpenFailure(error)).toBe(kind);
+    },
+  );
 });

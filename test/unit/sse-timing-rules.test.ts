@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { reconnectDelay } from '../../src/stream/backoff-delay.ts';
 import { quietForMs } from '../../src/stream/quiet-for.ts';
 import { StreamConsumer, type StreamConsumerOptionsInput } from '../../src/stream/stream-consumer.ts';
-import type { Clock, DataFrame, GapTooLong, StreamCheckpoint, StreamState } from '../../src/stream/types.ts';
+import type { DataFrame, GapTooLong, StreamCheckpoint, StreamState } from '../../src/stream/types.ts';
+import type { Clock } from '../../src/time/clock.ts';
 import { rawRecord, sseFrame } from '../helpers/fixtures/index.ts';
 
 const START = Date.parse('2026-05-20T12:00:00.000Z');

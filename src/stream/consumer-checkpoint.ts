@@ -1,0 +1,119 @@
+/**
+ * Pure helpers of the transition function around the checkpoint and the micro-batch: what a commit
+ * carries, when a gap needs replay, and where the replay starts and hands off (on the platform's clock).
+ */
+import type { Effect, MachineState } from './consumer-machine.ts';
+import { planGapFill } from './plan-gap-fill.ts';
+import type { CommitReason, DataFrame, StreamCheckpoint, StreamVia } from './types.ts';
+
+export function parseTime(value: string | undefined): number | undefined {
+  if (typeof value !== 'string') return undefined;
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+export function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** The fields of a stored checkpoint the consumer reads (the caller may store more). */
+export function pickCheckpoint(loaded: StreamCheckpoint): StreamCheckpoint {
+  const out: StreamCheckpoint = {};
+  if (typeof loaded.newestCreatedAt === 'string') out.newestCreatedAt = loaded.newestCreatedAt;
+  if (typeof loaded.lastLiveAt === 'string') out.lastLiveAt = loaded.lastLiveAt;
+  if (typeof loaded.lastDisconnectAt === 'string') out.lastDisconnectAt = loaded.lastDisconnectAt;
+  if (typeof loaded.platformOffsetMs === 'number' && Number.isFinite(loaded.platformOffsetMs))
+    out.platformOffsetMs = loaded.platformOffsetMs;
+  return out;
+}
+
+function sameCheckpoint(a: StreamCheckpoint, b: StreamCheckpoint): boolean {
+  return (
+    a.newestCreatedAt === b.newestCreatedAt &&
+    a.lastLiveAt === b.lastLiveAt &&
+    a.lastDisconnectAt === b.lastDisconnectAt &&
+    a.platformOffsetMs === b.platformOffsetMs
+  );
+}
+
+function nextCheckpoint(s: MachineState, frames: DataFrame[]): StreamCheckpoint {
+  const next: StreamCheckpoint = { ...s.checkpoint };
+  let newestMs = parseTime(next.newestCreatedAt);
+  for (const frame of frames) {
+    if (frame.kind !== 'data') continue;
+    const ms = parseTime(frame.createdAt);
+    if (ms !== undefined && (newestMs === undefined || ms > newestMs)) {
+      newestMs = ms;
+      next.newestCreatedAt = frame.createdAt;
+    }
+  }
+  if (s.lastStreamFrameAt !== undefined) next.lastLiveAt = iso(s.lastStreamFrameAt);
+  if (s.gapStartMs !== undefined) next.lastDisconnectAt = iso(s.gapStartMs);
+  else delete next.lastDisconnectAt;
+  if (s.platformOffsetMs !== undefined) next.platformOffsetMs = s.platformOffsetMs;
+  return next;
+}
+
+/**
+ * Commits the buffered frames with the checkpoint they reach (a `commit` effect; the state takes the
+ * checkpoint on `committed`). With `checkpointOnly`, commits even without frames when the checkpoint
+ * changed (gap opened or closed, heartbeat, stop). Returns whether a commit was asked for.
+ */
+export function flush(
+  s: MachineState,
+  fx: Effect[],
+  now: number,
+  via: StreamVia,
+  reason: CommitReason,
+  checkpointOnly: boolean,
+): boolean {
+  const frames = s.buffer;
+  const next = nextCheckpoint(s, frames);
+  if (frames.length === 0 && (!checkpointOnly || sameCheckpoint(next, s.checkpoint))) {
+    s.lastCommitAt = now;
+    return false;
+  }
+  s.buffer = [];
+  s.committing = { frames: frames.length, checkpoint: next };
+  fx.push({ kind: 'commit', frames, checkpoint: next, via: frames.length > 0 ? s.bufferVia : via, reason });
+  return true;
+}
+
+export function push(s: MachineState, now: number, via: StreamVia, item: DataFrame): void {
+  if (s.buffer.length === 0) s.bufferSince = now;
+  s.bufferVia = via;
+  s.buffer = [...s.buffer, item];
+}
+
+/** The main stream dropped: the gap starts at its last frame (anything after may be missing). */
+export function openGap(s: MachineState, now: number): void {
+  if (s.gapStartMs === undefined) s.gapStartMs = s.lastStreamFrameAt ?? now;
+}
+
+export function gapNeedsReplay(s: MachineState, now: number): boolean {
+  return s.gapStartMs !== undefined && now - s.gapStartMs > s.options.gapAfterMs;
+}
+
+export function gapDescription(s: MachineState): string {
+  if (s.gapStartMs === undefined) return 'no gap';
+  return `gap since ${iso(s.gapStartMs)}: replay`;
+}
+
+/** The poke's `ts` is the platform's clock: remember how far it is from ours. */
+export function notePlatformTime(s: MachineState, payload: unknown, receivedAt: number): void {
+  const ts = parseTime((payload as { ts?: string } | null)?.ts);
+  if (ts !== undefined) s.platformOffsetMs = ts - receivedAt;
+}
+
+/**
+ * The gap's replay plan with T on the platform's clock (STATE-MACHINE.md, "Which clock T is on"):
+ * the gap start (our clock) shifted by the offset the last poke showed, and never before the newest
+ * committed `created_at`. A skewed local clock then cannot end a replay early.
+ */
+export function planReplay(s: MachineState, nowMs: number): ReturnType<typeof planGapFill> {
+  const offset = s.platformOffsetMs ?? 0;
+  const gapStart = s.gapStartMs ?? nowMs;
+  const plan = planGapFill(nowMs + offset, gapStart + offset, s.options);
+  const newest = parseTime(s.checkpoint.newestCreatedAt);
+  return newest !== undefined && newest > plan.catchUpAtMs ? { ...plan, catchUpAtMs: newest } : plan;
+}

@@ -1,0 +1,124 @@
+/**
+ * What a frame does to the consumer's state (pure; part of the transition function): counted, buffered
+ * for the next micro-batch, and possibly the end of its connection (the replay's hand-off, idle
+ * hygiene's last poke, the replay's deadline). Frames that arrive after the end was decided are only
+ * kept (`keepFrame`): they were fully received and the platform counts them as delivered.
+ */
+import { classifyFrame } from './classify-frame.ts';
+import { flush, notePlatformTime, parseTime, push } from './consumer-checkpoint.ts';
+import type { ConnectionEnd, ConnectionState, Effect, MachineState } from './consumer-machine.ts';
+import type { ClassifiedFrame, DataFrame, SseFrame } from './types.ts';
+
+/** Decides that the open connection ends; the driver closes it and feeds `closed`. */
+export function endConnection(c: ConnectionState, fx: Effect[], end: ConnectionEnd): void {
+  c.ending = end;
+  fx.push({ kind: 'close' });
+}
+
+export function readFrame(
+  s: MachineState,
+  c: ConnectionState,
+  fx: Effect[],
+  now: number,
+  frame: SseFrame,
+): void {
+  const { via } = c;
+  // Checked per frame too: a replay that keeps sending data never reaches the timer.
+  if (now >= c.deadline) {
+    endConnection(c, fx, { kind: 'timed-out' });
+    keepFrame(s, c, now, frame);
+    return;
+  }
+  if (!c.delivered) {
+    // A connection that delivers is healthy again: the next back-off starts small.
+    c.delivered = true;
+    s.attempt = 0;
+  }
+  if (via === 'stream') s.lastStreamFrameAt = frame.receivedAt;
+  const classified = classifyFrame(frame);
+  const frames = s.counters.frames;
+  switch (classified.kind) {
+    case 'data': {
+      frames.data += 1;
+      c.pokesWithoutData = 0;
+      if (via === 'stream') {
+        s.idleRound = 0;
+        s.quietFromMs = frame.receivedAt;
+      }
+      push(s, now, via, bufferedItem(classified, frame.receivedAt)!);
+      const createdAtMs = parseTime(classified.createdAt);
+      if (c.catchUpAtMs !== undefined && createdAtMs !== undefined && createdAtMs >= c.catchUpAtMs) {
+        endConnection(c, fx, { kind: 'caught-up', why: `created_at ${classified.createdAt}` });
+        return;
+      }
+      break;
+    }
+    case 'bad':
+      frames.bad += 1;
+      if (via === 'stream') s.quietFromMs = frame.receivedAt;
+      fx.push({
+        kind: 'log',
+        level: 'warn',
+        fields: { event: classified.event, reason: classified.reason },
+        message: 'SSE frame quarantined',
+      });
+      push(s, now, via, bufferedItem(classified, frame.receivedAt)!);
+      break;
+    case 'poke': {
+      frames.poke += 1;
+      c.pokesWithoutData += 1;
+      notePlatformTime(s, classified.payload, frame.receivedAt);
+      if (via === 'stream') s.lastPokeAtMs = frame.receivedAt;
+      const { idleHygiene } = s.options;
+      if (via === 'stream' && idleHygiene.enabled && c.pokesWithoutData >= idleHygiene.maxPokesWithoutData) {
+        endConnection(c, fx, { kind: 'idle' });
+        return;
+      }
+      // Pokes never end a replay: one that starts slowly pokes before its first data frame.
+      break;
+    }
+    case 'other':
+      frames.other += 1;
+      countOther(s, classified.event);
+      fx.push({
+        kind: 'log',
+        level: 'debug',
+        fields: { event: classified.event },
+        message: 'SSE frame with another event name ignored',
+      });
+      break;
+  }
+  const { microBatch } = s.options;
+  if (s.buffer.length >= microBatch.maxFrames) flush(s, fx, now, via, 'count', false);
+  else if (s.buffer.length > 0 && now >= s.bufferSince + microBatch.maxWaitMs)
+    flush(s, fx, now, via, 'time', false);
+}
+
+/** Buffers a frame without acting on it (no state decisions), for frames left over at a close. */
+export function keepFrame(s: MachineState, c: ConnectionState, now: number, frame: SseFrame): void {
+  const { via } = c;
+  if (via === 'stream') s.lastStreamFrameAt = frame.receivedAt;
+  const classified = classifyFrame(frame);
+  s.counters.frames[classified.kind] += 1;
+  const item = bufferedItem(classified, frame.receivedAt);
+  if (item) {
+    if (via === 'stream') s.quietFromMs = frame.receivedAt;
+    push(s, now, via, item);
+  } else if (classified.kind === 'other') {
+    countOther(s, classified.event);
+  }
+}
+
+/** What a data or bad frame puts in the micro-batch (nothing for pokes and other events). */
+function bufferedItem(classified: ClassifiedFrame, receivedAt: number): DataFrame | undefined {
+  if (classified.kind === 'data') {
+    return { kind: 'data', payload: classified.payload, createdAt: classified.createdAt, receivedAt };
+  }
+  if (classified.kind === 'bad')
+    return { kind: 'bad', text: classified.text, reason: classified.reason, receivedAt };
+  return undefined;
+}
+
+function countOther(s: MachineState, event: string): void {
+  s.counters.otherEvents[event] = (s.counters.otherEvents[event] ?? 0) + 1;
+}

@@ -1,0 +1,231 @@
+/**
+ * The stream consumer as data: the state the transition function (next-consumer-state.ts) works on,
+ * the events the driver (stream-consumer.ts) feeds it and the effects it asks the driver to perform.
+ * Nothing here does I/O or reads a clock: every event carries its own `now`, and an event after which
+ * the machine may back off carries `jitter`, one uniform draw in [0, 1) for the delay.
+ * See STATE-MACHINE.md next to this file.
+ */
+import type { OpenFailureKind } from './classify-open-failure.ts';
+import { emptyStreamCounters } from './stream-counters.ts';
+import type {
+  CommitReason,
+  DataFrame,
+  GapTooLong,
+  SseFrame,
+  StreamCheckpoint,
+  StreamConsumerOptions,
+  StreamCounters,
+  StreamState,
+  StreamVia,
+} from './types.ts';
+
+/** Why an open connection ends; the machine acts on it once the driver has closed it (`closed`). */
+export type ConnectionEnd =
+  | { kind: 'stopped' }
+  | { kind: 'stale' }
+  | { kind: 'ended' }
+  | { kind: 'error'; error: unknown; message: string }
+  | { kind: 'idle' }
+  | { kind: 'timed-out' }
+  | { kind: 'caught-up'; why: string };
+
+/** The connection being read (main stream in `live`, replay in `replaying`). */
+export interface ConnectionState {
+  via: StreamVia;
+  /** Replay only: the hand-off, the first event with `created_at` ≥ this (platform clock, ms). */
+  catchUpAtMs: number | undefined;
+  /** Replay only: when it is given up (`replayTimeoutMs` after the gap's first attempt). */
+  deadline: number;
+  /** When the driver last started waiting for bytes: stale at this + `staleAfterMs`. */
+  waitStartedAt: number;
+  pokesWithoutData: number;
+  delivered: boolean;
+  /** Set by a time/heartbeat commit while waiting: the commit's duration is not silence. */
+  commitStartedAt: number | undefined;
+  /** Set once the machine decided this connection ends; frames after that are only kept. */
+  ending: ConnectionEnd | undefined;
+}
+
+/** A replay planned on entering `replaying`, opened next (`open-replay`). */
+export interface PlannedReplay {
+  date: string;
+  catchUpAtMs: number;
+  deadline: number;
+}
+
+export interface MachineState {
+  readonly options: StreamConsumerOptions;
+  phase: StreamState;
+  counters: StreamCounters;
+  /** The checkpoint as last committed (or loaded). */
+  checkpoint: StreamCheckpoint;
+  /** Handed to `commit` and not yet confirmed (`committed`): at most one at a time. */
+  committing: { frames: number; checkpoint: StreamCheckpoint } | undefined;
+  buffer: DataFrame[];
+  bufferVia: StreamVia;
+  bufferSince: number;
+  lastCommitAt: number;
+  /** Start T of the open gap (ms), mirrored in `checkpoint.lastDisconnectAt`; undefined while live. */
+  gapStartMs: number | undefined;
+  gapReported: boolean;
+  /** Last frame on the main stream (ms): "connected until here". */
+  lastStreamFrameAt: number | undefined;
+  /** Since when the main stream has been live and without data (ms); see quiet-for.ts. */
+  quietFromMs: number | undefined;
+  lastPokeAtMs: number | undefined;
+  /** Platform clock minus this clock, from the last poke's `ts`; undefined until a poke arrived. */
+  platformOffsetMs: number | undefined;
+  /** When the replay of the open gap first started (ms), for `replayTimeoutMs`; reset at hand-off. */
+  replayStartedAt: number | undefined;
+  attempt: number;
+  idleRound: number;
+  replayFailures: number;
+  delayMs: number;
+  afterBackoff: 'connecting' | 'replaying';
+  staleVia: StreamVia;
+  replay: PlannedReplay | undefined;
+  connection: ConnectionState | undefined;
+}
+
+export type ConsumerEvent =
+  /** The checkpoint was loaded: leave `stopped`. */
+  | { kind: 'start'; now: number; checkpoint: StreamCheckpoint | null }
+  /** The run's signal aborted: flush and stop. */
+  | { kind: 'stop'; now: number }
+  /** A step boundary with nothing to wait for: `stale` backs off, `replaying` plans and opens a replay. */
+  | { kind: 'continue'; now: number; jitter: number }
+  | { kind: 'opened'; now: number }
+  | {
+      kind: 'open-failed';
+      now: number;
+      failure: OpenFailureKind;
+      error: unknown;
+      /** The error's message, redacted. */
+      message: string;
+      retryAfterMs: number | undefined;
+      jitter: number;
+    }
+  /** The driver started waiting for the next bytes of the connection. */
+  | { kind: 'read-started'; now: number }
+  | { kind: 'frame'; now: number; frame: SseFrame }
+  /** A timer of the connection (stale, micro-batch age, heartbeat, replay deadline) came due. */
+  | { kind: 'tick'; now: number }
+  /** The body ended (`error` undefined) or failed. */
+  | { kind: 'disconnected'; now: number; error?: unknown; message?: string }
+  /** The driver closed the connection the machine asked to close, and fed the frames left over. */
+  | { kind: 'closed'; now: number; jitter: number }
+  | { kind: 'committed'; now: number }
+  | { kind: 'slept'; now: number };
+
+export type EventKind = ConsumerEvent['kind'];
+
+export const EVENT_KINDS = [
+  'start',
+  'stop',
+  'continue',
+  'opened',
+  'open-failed',
+  'read-started',
+  'frame',
+  'tick',
+  'disconnected',
+  'closed',
+  'committed',
+  'slept',
+] as const satisfies readonly EventKind[];
+
+export const STREAM_STATES = [
+  'stopped',
+  'connecting',
+  'live',
+  'stale',
+  'backing_off',
+  'replaying',
+] as const satisfies readonly StreamState[];
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export type Effect =
+  /** Announce a state change (`onStateChange`). */
+  | { kind: 'notify'; from: StreamState; to: StreamState; reason: string }
+  | { kind: 'log'; level: LogLevel; fields: Record<string, unknown>; message: string }
+  /** Write frames + checkpoint in one transaction (retried); then feed `committed`. */
+  | {
+      kind: 'commit';
+      frames: DataFrame[];
+      checkpoint: StreamCheckpoint;
+      via: StreamVia;
+      reason: CommitReason;
+    }
+  /** Hand a gap to `onGapTooLong` (awaited). */
+  | { kind: 'report-gap'; gap: GapTooLong }
+  /** Stop reading the open connection; feed the frames left over, then `closed`. */
+  | { kind: 'close' }
+  /** A permanent error: `run` rejects with it. */
+  | { kind: 'fail'; error: unknown }
+  // The effects below wait for something; each is the last of its batch.
+  | { kind: 'open-stream' }
+  | { kind: 'open-replay'; date: string }
+  | { kind: 'read' }
+  | { kind: 'sleep'; ms: number }
+  | { kind: 'continue' };
+
+export type EffectKind = Effect['kind'];
+
+/** Effects that wait (the driver checks its signal before each one; a step ends at one). */
+export const WAITING_EFFECTS: ReadonlySet<EffectKind> = new Set([
+  'open-stream',
+  'open-replay',
+  'read',
+  'sleep',
+  'continue',
+]);
+
+export interface Transition {
+  state: MachineState;
+  effects: Effect[];
+}
+
+export function initialMachineState(options: StreamConsumerOptions): MachineState {
+  return {
+    options,
+    phase: 'stopped',
+    counters: emptyStreamCounters(),
+    checkpoint: {},
+    committing: undefined,
+    buffer: [],
+    bufferVia: 'stream',
+    bufferSince: 0,
+    lastCommitAt: 0,
+    gapStartMs: undefined,
+    gapReported: false,
+    lastStreamFrameAt: undefined,
+    quietFromMs: undefined,
+    lastPokeAtMs: undefined,
+    platformOffsetMs: undefined,
+    replayStartedAt: undefined,
+    attempt: 0,
+    idleRound: 0,
+    replayFailures: 0,
+    delayMs: 0,
+    afterBackoff: 'connecting',
+    staleVia: 'stream',
+    replay: undefined,
+    connection: undefined,
+  };
+}
+
+/**
+ * When the driver should wake up while waiting for bytes (ms): the earliest of stale, the micro-batch's
+ * age limit, the heartbeat commit and the replay's deadline. `staleAt` too, for the driver's last look
+ * at the socket before calling a connection stale.
+ */
+export function readTimers(state: MachineState): { wakeAt: number; staleAt: number } {
+  const c = state.connection;
+  if (!c) return { wakeAt: Infinity, staleAt: Infinity };
+  const { staleAfterMs, microBatch, heartbeatCommitMs } = state.options;
+  const staleAt = c.waitStartedAt + staleAfterMs;
+  const batchAt = state.buffer.length > 0 ? state.bufferSince + microBatch.maxWaitMs : Infinity;
+  const heartbeatAt = c.via === 'stream' ? state.lastCommitAt + heartbeatCommitMs : Infinity;
+  return { wakeAt: Math.min(staleAt, batchAt, heartbeatAt, c.deadline), staleAt };
+}

@@ -1,0 +1,25 @@
+import type { Logger } from '../log/logger.ts';
+import { describeStream422 } from '../validic/describe-stream-422.ts';
+import { MAX_STREAMS } from '../validic/streams-client.ts';
+
+/**
+ * A 422 on connect is usually the platform rebalancing after a reconnect (too many client connections
+ * for a moment), which the consumer backs off from. Its body says when it is something else (an invalid
+ * filter, the stream limit): then the operator is told which, with the fix (describe-stream-422.ts).
+ */
+export function reportConnect422(error: unknown, streamName: string, log: Logger): void {
+  const e = error as { status?: unknown; messages?: unknown };
+  if (e?.status !== 422) return;
+  const messages = Array.isArray(e.messages) ? e.messages.map(String) : [];
+  const described = describeStream422({
+    operation: 'connect',
+    streamName,
+    messages,
+    maxStreams: MAX_STREAMS,
+  });
+  if (described.reason === 'connection_limit' || (described.reason === 'other' && messages.length === 0)) {
+    log.debug({ reason: described.reason }, described.message);
+  } else {
+    log.warn({ reason: described.reason, fix: described.fix }, `${described.message}. Fix: ${described.fix}`);
+  }
+}

@@ -1,0 +1,328 @@
+/**
+ * The timing rules of the pure transition function (src/stream/next-consumer-state.ts), with time
+ * given on each event: stale after silence, a gap longer than gapAfterMs goes to replay, the replay's
+ * hand-off (created_at ≥ T on the platform's clock) and its deadline, the back-off's floor, growth,
+ * cap and reset. A property test feeds random event sequences and checks the invariants of
+ * STATE-MACHINE.md that hold after every transition.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  type ConsumerEvent,
+  type Effect,
+  EVENT_KINDS,
+  initialMachineState,
+  type MachineState,
+  STREAM_STATES,
+  WAITING_EFFECTS,
+} from '../../src/stream/consumer-machine.ts';
+import { next } from '../../src/stream/next-consumer-state.ts';
+import {
+  resolveStreamConsumerOptions,
+  type StreamConsumerOptionsInput,
+} from '../../src/stream/resolve-consumer-options.ts';
+import type { SseFrame, StreamCheckpoint } from '../../src/stream/types.ts';
+
+const T0 = Date.parse('2026-05-20T12:00:00.000Z');
+const isoOf = (ms: number) => new Date(ms).toISOString();
+
+/** Feeds events one by one, confirming commits at once as the driver does; keeps every effect. */
+class Machine {
+  state: MachineState;
+  effects: Effect[] = [];
+
+  constructor(options: StreamConsumerOptionsInput = {}) {
+    this.state = initialMachineState(
+      resolveStreamConsumerOptions({ heartbeatCommitMs: 3_600_000, ...options }),
+    );
+  }
+
+  feed(event: ConsumerEvent): Effect[] {
+    const { state, effects } = next(this.state, event);
+    this.state = state;
+    this.effects.push(...effects);
+    if (effects.some((e) => e.kind === 'commit'))
+      this.state = next(this.state, { kind: 'committed', now: event.now }).state;
+    return effects;
+  }
+
+  notes(): string[] {
+    return this.effects.flatMap((e) => (e.kind === 'notify' ? [`${e.from}→${e.to}`] : []));
+  }
+
+  sleeps(): number[] {
+    return this.effects.flatMap((e) => (e.kind === 'sleep' ? [e.ms] : []));
+  }
+
+  /** Starts with `checkpoint`, opens the stream and starts reading at `now`. */
+  live(now = T0, checkpoint: StreamCheckpoint | null = null): this {
+    this.feed({ kind: 'start', now, checkpoint });
+    this.feed({ kind: 'opened', now });
+    this.feed({ kind: 'read-started', now });
+    return this;
+  }
+
+  /** Ends the connection being read (the driver's `close` then `closed`). */
+  close(now: number, how: ConsumerEvent = { kind: 'disconnected', now }): Effect[] {
+    this.feed(how);
+    return this.feed({ kind: 'closed', now, jitter: 0 });
+  }
+}
+
+const poke = (at: number, ts = at): SseFrame => ({
+  type: 'event',
+  event: 'poke',
+  data: JSON.stringify({ ts: isoOf(ts), stream: 's1' }),
+  receivedAt: at,
+});
+const data = (at: number, createdAt: number, id = 'r'): SseFrame => ({
+  type: 'event',
+  event: 'data',
+  data: JSON.stringify({ id, created_at: isoOf(createdAt) }),
+  receivedAt: at,
+});
+
+const rebalancing = (now: number, jitter = 0): Extract<ConsumerEvent, { kind: 'open-failed' }> => ({
+  kind: 'open-failed',
+  now,
+  failure: 'rebalancing',
+  error: new Error('422'),
+  message: '422',
+  retryAfterMs: undefined,
+  jitter,
+});
+
+describe('stale after silence (I4)', () => {
+  it('a connection silent for staleAfterMs is dropped as stale; one frame less silent is not', () => {
+    const m = new Machine({ staleAfterMs: 15_000 }).live();
+    expect(m.feed({ kind: 'tick', now: T0 + 14_999 })).not.toContainEqual({ kind: 'close' });
+    m.feed({ kind: 'frame', now: T0 + 14_999, frame: poke(T0 + 14_999) });
+    // A poke is a sign of life: the silence restarts when the driver waits again.
+    m.feed({ kind: 'read-started', now: T0 + 14_999 });
+    expect(m.feed({ kind: 'tick', now: T0 + 29_000 })).toEqual([]);
+    expect(m.feed({ kind: 'tick', now: T0 + 29_999 })).toEqual([{ kind: 'close' }]);
+    m.feed({ kind: 'closed', now: T0 + 29_999, jitter: 0 });
+    expect(m.state.phase).toBe('stale');
+    m.feed({ kind: 'continue', now: T0 + 29_999, jitter: 0 });
+    expect(m.notes()).toEqual(['stopped→connecting', 'connecting→live', 'live→stale', 'stale→backing_off']);
+    expect(m.state.counters.staleDetections).toBe(1);
+  });
+
+  it('time spent committing a batch is not silence', () => {
+    const m = new Machine({ staleAfterMs: 1_000, microBatch: { maxWaitMs: 100 } }).live();
+    m.feed({ kind: 'frame', now: T0 + 10, frame: data(T0 + 10, T0) });
+    m.feed({ kind: 'read-started', now: T0 + 10 });
+    // Fed by hand: the commit's confirmation comes 800 ms later.
+    const { state, effects } = next(m.state, { kind: 'tick', now: T0 + 110 });
+    expect(effects.map((e) => e.kind)).toEqual(['commit']);
+    m.state = next(state, { kind: 'committed', now: T0 + 910 }).state;
+    expect(m.feed({ kind: 'tick', now: T0 + 1_500 })).toEqual([]);
+    expect(m.feed({ kind: 'tick', now: T0 + 1_810 })).toEqual([{ kind: 'close' }]);
+  });
+});
+
+describe('gap → replay (I5)', () => {
+  it('a drop shorter than gapAfterMs reconnects the stream; longer goes to replay from T', () => {
+    const m = new Machine({ gapAfterMs: 300_000 }).live();
+    m.feed({ kind: 'frame', now: T0 + 1_000, frame: poke(T0 + 1_000) });
+    m.close(T0 + 2_000);
+    expect(m.state.gapStartMs).toBe(T0 + 1_000); // the last frame the stream delivered
+    m.feed({ kind: 'slept', now: T0 + 1_000 + 300_000 });
+    expect(m.state.phase).toBe('connecting');
+    m.feed(rebalancing(T0 + 1_000 + 300_000));
+    m.feed({ kind: 'slept', now: T0 + 1_000 + 300_001 });
+    expect(m.state.phase).toBe('replaying');
+    const fx = m.feed({ kind: 'continue', now: T0 + 301_001, jitter: 0 });
+    expect(fx).toContainEqual({ kind: 'open-replay', date: '2026-05-20' });
+  });
+
+  it('start-up: downtime longer than gapAfterMs since the stored disconnect replays first', () => {
+    const m = new Machine({ gapAfterMs: 60_000 });
+    m.feed({ kind: 'start', now: T0, checkpoint: { lastDisconnectAt: isoOf(T0 - 60_001) } });
+    expect(m.state.phase).toBe('replaying');
+    const short = new Machine({ gapAfterMs: 60_000 });
+    short.feed({ kind: 'start', now: T0, checkpoint: { lastLiveAt: isoOf(T0 - 60_000) } });
+    expect(short.state.phase).toBe('connecting');
+  });
+
+  it('a clean stop while live opens the gap in the stop commit', () => {
+    const m = new Machine().live();
+    m.feed({ kind: 'frame', now: T0 + 500, frame: poke(T0 + 500) });
+    m.feed({ kind: 'stop', now: T0 + 600 });
+    const fx = m.feed({ kind: 'closed', now: T0 + 600, jitter: 0 });
+    const commit = fx.find((e) => e.kind === 'commit');
+    expect(commit).toMatchObject({ reason: 'stop', checkpoint: { lastDisconnectAt: isoOf(T0 + 500) } });
+    expect(fx.at(-1)).toMatchObject({ kind: 'notify', to: 'stopped' });
+  });
+});
+
+describe('replay hand-off (I6)', () => {
+  const T = T0 - 3_600_000;
+  const replaying = (checkpoint: StreamCheckpoint = { lastDisconnectAt: isoOf(T) }) => {
+    const m = new Machine({ replayTimeoutMs: 600_000 });
+    m.feed({ kind: 'start', now: T0, checkpoint });
+    m.feed({ kind: 'continue', now: T0, jitter: 0 });
+    m.feed({ kind: 'opened', now: T0 });
+    m.feed({ kind: 'read-started', now: T0 });
+    return m;
+  };
+
+  it('ends at the first event created at or after T, never at a poke', () => {
+    const m = replaying();
+    expect(m.feed({ kind: 'frame', now: T0 + 1, frame: data(T0 + 1, T - 1, 'old') })).toEqual([]);
+    for (let i = 0; i < 10; i += 1) m.feed({ kind: 'frame', now: T0 + 2 + i, frame: poke(T0 + 2 + i) });
+    expect(m.state.connection?.ending).toBeUndefined();
+    expect(m.feed({ kind: 'frame', now: T0 + 20, frame: data(T0 + 20, T, 'handoff') })).toEqual([
+      { kind: 'close' },
+    ]);
+    // A frame of the same chunk after the hand-off is kept, not lost.
+    m.feed({ kind: 'frame', now: T0 + 20, frame: data(T0 + 20, T + 5, 'after') });
+    const fx = m.feed({ kind: 'closed', now: T0 + 21, jitter: 0 });
+    const commit = fx.find((e) => e.kind === 'commit');
+    expect(commit).toMatchObject({ via: 'replay', reason: 'state-change' });
+    expect(commit?.kind === 'commit' && commit.frames.length).toBe(3);
+    expect(fx.at(-1)).toEqual({ kind: 'open-stream' });
+    expect(m.notes().at(-1)).toBe('replaying→connecting');
+    expect(m.state.gapStartMs).toBe(T0 + 21); // should the stream stay away, the next gap starts here
+  });
+
+  it('T is on the platform clock: the stored offset moves it', () => {
+    // The platform ran 10 s ahead: its T is 10 s later, so an event 5 s after our T is no hand-off.
+    const m = replaying({ lastDisconnectAt: isoOf(T), platformOffsetMs: 10_000 });
+    expect(m.feed({ kind: 'frame', now: T0 + 1, frame: data(T0 + 1, T + 5_000) })).toEqual([]);
+    expect(m.feed({ kind: 'frame', now: T0 + 2, frame: data(T0 + 2, T + 10_000) })).toEqual([
+      { kind: 'close' },
+    ]);
+  });
+
+  it('gives the gap to REST after replayTimeoutMs over all attempts', () => {
+    const m = replaying();
+    m.feed({ kind: 'frame', now: T0 + 599_999, frame: data(T0 + 599_999, T - 1) });
+    expect(m.state.connection?.ending).toBeUndefined();
+    m.feed({ kind: 'frame', now: T0 + 600_000, frame: data(T0 + 600_000, T - 1) });
+    const fx = m.feed({ kind: 'closed', now: T0 + 600_000, jitter: 0 });
+    expect(fx).toContainEqual({
+      kind: 'report-gap',
+      gap: { from: isoOf(T), to: isoOf(T0 + 600_000), reason: 'replay-timed-out' },
+    });
+    expect(m.state.phase).toBe('connecting');
+  });
+});
+
+describe('back-off (I7)', () => {
+  const options = {
+    staleAfterMs: 15_000,
+    backoff: { minMs: 2_000, initialMs: 1_000, maxMs: 60_000, factor: 2 },
+  };
+
+  it('waits at least minMs, doubles the jitter span, never beyond staleAfterMs, and resets on a frame', () => {
+    const m = new Machine(options);
+    m.feed({ kind: 'start', now: T0, checkpoint: null });
+    for (let i = 0; i < 6; i += 1) {
+      m.feed(rebalancing(T0, 0.999_999));
+      m.feed({ kind: 'slept', now: T0 });
+    }
+    expect(m.sleeps()).toEqual([2_999, 3_999, 5_999, 9_999, 14_999, 14_999]);
+    m.feed({ kind: 'opened', now: T0 });
+    m.feed({ kind: 'frame', now: T0, frame: poke(T0) });
+    m.close(T0, { kind: 'disconnected', now: T0 });
+    m.feed({ kind: 'slept', now: T0 });
+    m.feed(rebalancing(T0, 0.999_999));
+    // The drop backed off at attempt 0 (the frame reset it), this 422 at attempt 1.
+    expect(m.sleeps().slice(-2)).toEqual([2_000, 3_999]);
+    const floor = new Machine(options);
+    floor.feed({ kind: 'start', now: T0, checkpoint: null });
+    floor.feed(rebalancing(T0, 0));
+    expect(floor.sleeps()).toEqual([2_000]);
+  });
+
+  it('honours a Retry-After longer than the delay', () => {
+    const m = new Machine(options);
+    m.feed({ kind: 'start', now: T0, checkpoint: null });
+    m.feed({ ...rebalancing(T0), failure: 'retry', retryAfterMs: 30_000 });
+    expect(m.sleeps()).toEqual([30_000]);
+  });
+
+  it('a permanent failure of the stream asks the driver to fail; a refused replay goes to REST', () => {
+    const m = new Machine();
+    m.feed({ kind: 'start', now: T0, checkpoint: null });
+    const error = new Error('401');
+    expect(m.feed({ ...rebalancing(T0), failure: 'permanent', error }).at(-1)).toEqual({
+      kind: 'fail',
+      error,
+    });
+    const r = new Machine();
+    r.feed({ kind: 'start', now: T0, checkpoint: { lastDisconnectAt: isoOf(T0 - 3_600_000) } });
+    r.feed({ kind: 'continue', now: T0, jitter: 0 });
+    const fx = r.feed({ ...rebalancing(T0), failure: 'refused', message: 'replay answered 400' });
+    expect(fx).toContainEqual({
+      kind: 'report-gap',
+      gap: { from: isoOf(T0 - 3_600_000), to: isoOf(T0), reason: 'replay-unavailable' },
+    });
+    expect(fx.at(-1)).toEqual({ kind: 'open-stream' });
+  });
+});
+
+const SIMPLE_KINDS = EVENT_KINDS.filter((k) => k !== 'frame' && k !== 'open-failed' && k !== 'start');
+const FAILURES = ['rebalancing', 'retry', 'refused', 'permanent'] as const;
+
+/** An event of any kind at `now`: `pick` chooses it, `d` is a data frame's created_at offset. */
+function eventAt(now: number, pick: number, d: number): ConsumerEvent {
+  const simple = SIMPLE_KINDS.length;
+  if (pick < simple) return { kind: SIMPLE_KINDS[pick]!, now, jitter: 0.5 } as ConsumerEvent;
+  if (pick < simple + FAILURES.length) return { ...rebalancing(now), failure: FAILURES[pick - simple]! };
+  if (pick === simple + FAILURES.length) return { kind: 'frame', now, frame: poke(now) };
+  return { kind: 'frame', now, frame: data(now, now + d) };
+}
+const PICKS = SIMPLE_KINDS.length + FAILURES.length + 2;
+
+describe('invariants after every transition (property)', () => {
+  it('I2, I3, I8: commit before announcement, one waiting effect at the end, announcements chain', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.tuple(
+            fc.integer({ min: 0, max: 20_000 }),
+            fc.nat(PICKS - 1),
+            fc.integer({ min: -7_200_000, max: 60_000 }),
+          ),
+          { minLength: 1, maxLength: 80 },
+        ),
+        fc.boolean(),
+        (steps, withGap) => {
+          const m = new Machine({ staleAfterMs: 15_000, gapAfterMs: 60_000, replayTimeoutMs: 120_000 });
+          let now = T0;
+          m.feed({
+            kind: 'start',
+            now,
+            checkpoint: withGap ? { lastDisconnectAt: isoOf(T0 - 3_600_000) } : null,
+          });
+          for (const [dt, pick, d] of steps) {
+            now += dt;
+            const event = eventAt(now, pick, d);
+            const before = m.state;
+            const { state, effects } = next(before, event);
+            // I8: announcements chain from the old phase to the new one.
+            const notes = effects.filter((e) => e.kind === 'notify');
+            if (notes.length > 0) {
+              expect(notes[0]!.from).toBe(before.phase);
+              expect(notes.at(-1)!.to).toBe(state.phase);
+            } else expect(state.phase).toBe(before.phase);
+            expect(STREAM_STATES).toContain(state.phase);
+            // I3: at most one waiting effect, and it is the last; at most one commit.
+            const waiting = effects.filter((e) => WAITING_EFFECTS.has(e.kind));
+            expect(waiting.length).toBeLessThanOrEqual(1);
+            if (waiting.length === 1) expect(effects.at(-1)).toBe(waiting[0]);
+            expect(effects.filter((e) => e.kind === 'commit').length).toBeLessThanOrEqual(1);
+            // I2: the batch is committed before the state change is announced.
+            const commitAt = effects.findIndex((e) => e.kind === 'commit');
+            const notifyAt = effects.findIndex((e) => e.kind === 'notify');
+            if (commitAt >= 0 && notifyAt >= 0) expect(commitAt).toBeLessThan(notifyAt);
+            m.feed(event);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
