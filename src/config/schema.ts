@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { LEGACY_OBJECTS } from '../legacy/legacy-objects.ts';
 import { DEFAULT_STREAM_CONSUMER_OPTIONS as STREAM_DEFAULTS } from '../stream/default-options.ts';
 import { refinePathSegment } from '../validic/path-segment.ts';
-import { DEFAULT_REQUESTS_PER_HOUR } from '../validic/platform-limits.ts';
+import { DEFAULT_REQUESTS_PER_HOUR, MAX_STREAM_CONNECTIONS } from '../validic/platform-limits.ts';
 import { STREAM_RECORD_TYPES, toStreamRecordType, V2_RESOURCES } from '../validic/v2-resources.ts';
 
 const baseUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
@@ -60,7 +60,7 @@ export const organizationSchema = z.object({
         .transform((types) => [...new Set(types)])
         .optional(),
       /** Concurrent connections to the stream (the platform allows 3). */
-      connections: z.coerce.number().int().min(1).max(3).default(1),
+      connections: z.coerce.number().int().min(1).max(MAX_STREAM_CONNECTIONS).default(1),
     })
     .prefault({}),
   legacy: z

@@ -3,14 +3,16 @@
  * config schema (`stream.*`) takes its defaults from them, so the two cannot drift apart.
  * The arithmetic that ties them together is in STATE-MACHINE.md ("Timing rules").
  */
+import {
+  REPLAY_RETENTION_DAYS,
+  STREAM_CHECKPOINT_RETENTION_DAYS,
+  STREAM_POKE_INTERVAL_MS,
+} from '../validic/platform-limits.ts';
 import type { StreamConsumerOptions } from './types.ts';
-
-/** The platform pokes an open connection every 5 s when nothing else flows (PLATFORM-FACTS.md, "Streams"). */
-export const PLATFORM_POKE_INTERVAL_MS = 5_000;
 
 export const DEFAULT_STREAM_CONSUMER_OPTIONS: StreamConsumerOptions = {
   // Three missed pokes: one late poke is jitter, three in a row is a dead connection.
-  staleAfterMs: 3 * PLATFORM_POKE_INTERVAL_MS,
+  staleAfterMs: 3 * STREAM_POKE_INTERVAL_MS,
   // minMs: the platform answers 422 while it rebalances right after a disconnect (observed: 0.4 s is
   // too early). maxMs: never longer than the stale rule tolerates (the consumer clamps it to staleAfterMs).
   backoff: { minMs: 2_000, initialMs: 1_000, maxMs: 15_000, factor: 2 },
@@ -21,8 +23,8 @@ export const DEFAULT_STREAM_CONSUMER_OPTIONS: StreamConsumerOptions = {
   // round trips and server work (PostgreSQL CPU on bench/stream-throughput.ts 2.1 → 1.8 s for 20,000
   // events); it costs ~55 MB more peak heap while catching up (2,000: ~+180 MB, for little more).
   microBatch: { maxFrames: 1000, maxWaitMs: 250 },
-  replayMaxDays: 30,
-  checkpointRetentionDays: 7,
+  replayMaxDays: REPLAY_RETENTION_DAYS,
+  checkpointRetentionDays: STREAM_CHECKPOINT_RETENTION_DAYS,
   replayTimeoutMs: 600_000,
   heartbeatCommitMs: 60_000,
   commitAttempts: 5,

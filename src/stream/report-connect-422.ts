@@ -1,6 +1,6 @@
 import type { Logger } from '../log/logger.ts';
 import { describeStream422 } from '../validic/describe-stream-422.ts';
-import { MAX_STREAMS } from '../validic/streams-client.ts';
+import { MAX_STREAMS_PER_CUSTOMER } from '../validic/platform-limits.ts';
 
 /**
  * A 422 on connect is usually the platform rebalancing after a reconnect (too many client connections
@@ -15,7 +15,7 @@ export function reportConnect422(error: unknown, streamName: string, log: Logger
     operation: 'connect',
     streamName,
     messages,
-    maxStreams: MAX_STREAMS,
+    maxStreams: MAX_STREAMS_PER_CUSTOMER,
   });
   if (described.reason === 'connection_limit' || (described.reason === 'other' && messages.length === 0)) {
     log.debug({ reason: described.reason }, described.message);

@@ -3,7 +3,7 @@
  * optional resource filter), then keep 1..3 connections to it, each a `StreamConsumer` (src/stream) whose
  * commits go through the loader with the connection's checkpoint in the SAME transaction as the data.
  *
- * - Each connection has its own cursor (`stream:checkpoint:<name>:<slot>`, see stream-cursor-keys.ts),
+ * - Each connection has its own cursor (`stream:checkpoint:<name>:<slot>`, `streamCheckpointCursor` in src/warehouse/cursors/),
  *   so one connection's disconnect (its gap) is never erased by another connection's commits.
  * - Under the worker, `acquireSlot` hands out fleet-wide lock slots (at most 3 per stream, the
  *   platform's limit); the slot number names the cursor, so two processes never share one.
@@ -19,8 +19,10 @@ import { emptyCounts, type LoadResult } from '../pipeline/batch.ts';
 import { redactKnownSecrets } from '../redact/redact-secrets.ts';
 import type { OrgClients } from '../runtime/org-clients.ts';
 import type { Clock } from '../time/clock.ts';
+import { MAX_STREAM_CONNECTIONS } from '../validic/platform-limits.ts';
 import type { StreamInfo } from '../validic/streams-client.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
+import { streamCheckpointCursor } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
 import { applyPreparedBatch, type PreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { type AcquireSlot, runOnSlots } from './connection-slots.ts';
@@ -28,14 +30,14 @@ import { eagerBody } from './eager-body.ts';
 import { pipelineWrites } from './pipelined-commit.ts';
 import { type RecordedGap, recordStreamGap } from './record-stream-gap.ts';
 import { reportConnect422 } from './report-connect-422.ts';
-import { emptyStreamCounters, StreamConsumer, type StreamConsumerOptionsInput } from './stream-consumer.ts';
-import { streamCheckpointKey } from './stream-cursor-keys.ts';
+import type { StreamConsumerOptionsInput } from './resolve-consumer-options.ts';
+import { StreamConsumer } from './stream-consumer.ts';
+import { emptyStreamCounters } from './stream-counters.ts';
 import { addLoadCounts, addStreamCounters, type OrgStreamSummary } from './stream-summary.ts';
 import { toRawItems } from './to-raw-items.ts';
 import type { CommitMeta, DataFrame, GapTooLong, StreamCheckpoint, StreamState } from './types.ts';
 
 /** The platform's limit of concurrent connections per stream. */
-export const MAX_STREAM_CONNECTIONS = 3;
 
 export type { AcquireSlot, ConnectionSlot } from './connection-slots.ts';
 
@@ -202,7 +204,7 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
 
   /** One connection on `slot` until `stop` aborts (it flushes and commits first) or a permanent error. */
   const runSlot = async (slot: number, stop: AbortSignal): Promise<void> => {
-    const key = streamCheckpointKey(settings.name, slot);
+    const cursor = streamCheckpointCursor(settings.name, slot);
     const consumerLog = log.child({ slot });
     const writeBatch = async (
       prepared: PreparedBatch,
@@ -215,7 +217,7 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
         warehouse,
         prepared,
         // Extra fields (stream id, slot) are for `status`; loadCheckpoint's reader ignores them.
-        { cursors: [{ key, value: { ...checkpoint, streamId: stream.id, slot } }] },
+        { cursors: [cursor.write({ ...checkpoint, streamId: stream.id, slot })] },
         { log: consumerLog },
       );
       const committedAt = now();
@@ -264,7 +266,7 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
             checkpoint,
             meta,
           ),
-        loadCheckpoint: async () => (await readCursor<StreamCheckpoint>(warehouse.db, orgId, key)) ?? null,
+        loadCheckpoint: async () => (await readCursor(warehouse.db, orgId, cursor)) ?? null,
         onGapTooLong: (gap) => onGap(slot, gap),
         onStateChange: (from, to, reason) => {
           states[slot] = to;

@@ -41,11 +41,6 @@ import type {
   StreamState,
 } from './types.ts';
 
-export { classifyOpenFailure, type OpenFailureKind } from './classify-open-failure.ts';
-export { DEFAULT_STREAM_CONSUMER_OPTIONS } from './default-options.ts';
-export { resolveStreamConsumerOptions, type StreamConsumerOptionsInput } from './resolve-consumer-options.ts';
-export { emptyStreamCounters } from './stream-counters.ts';
-
 interface Connection {
   controller: AbortController;
   signal: AbortSignal;

@@ -17,12 +17,6 @@ import { listItems, parseEnvelope, type RawObject, rawObject } from './envelopes
 import { pathSegmentProblem } from './path-segment.ts';
 import { MAX_STREAMS_PER_CUSTOMER } from './platform-limits.ts';
 
-/**
- * @deprecated Use MAX_STREAMS_PER_CUSTOMER (platform-limits.ts); kept for src/stream/run-org-stream.ts
- * until it imports that.
- */
-export const MAX_STREAMS = MAX_STREAMS_PER_CUSTOMER;
-
 const LIMIT_WORDS = /limit|maximum|max\b|exceed|too many/i;
 
 export interface StreamInfo extends RawObject {

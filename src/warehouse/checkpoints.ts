@@ -32,22 +32,7 @@ export async function readCursor<Value>(
   db: Kysely<Database>,
   orgId: string,
   cursor: Cursor<Value, any>,
-): Promise<Value | undefined>;
-/**
- * @deprecated An untyped read by key, kept only for src/stream/run-org-stream.ts until it reads through
- * `streamCheckpointCursor` (cursors/stream-checkpoint-cursor.ts); then remove this overload.
- */
-export async function readCursor<T = unknown>(
-  db: Kysely<Database>,
-  orgId: string,
-  key: string,
-): Promise<T | undefined>;
-export async function readCursor(
-  db: Kysely<Database>,
-  orgId: string,
-  cursor: Cursor<unknown, any> | string,
-): Promise<unknown> {
-  if (typeof cursor === 'string') return readStoredValue(db, orgId, cursor);
+): Promise<Value | undefined> {
   return cursor.parse(await readStoredValue(db, orgId, cursor.key));
 }
 

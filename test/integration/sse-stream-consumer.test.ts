@@ -7,7 +7,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { utcDate } from '../../src/stream/plan-gap-fill.ts';
-import { StreamConsumer, type StreamConsumerOptionsInput } from '../../src/stream/stream-consumer.ts';
+import type { StreamConsumerOptionsInput } from '../../src/stream/resolve-consumer-options.ts';
+import { StreamConsumer } from '../../src/stream/stream-consumer.ts';
 import type {
   CommitMeta,
   DataFrame,

@@ -23,8 +23,8 @@ import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../../src/http/retry-policy
 import { createLegacyClient } from '../../src/legacy/legacy-client.ts';
 import { extractPushItems } from '../../src/push/push-items.ts';
 import { classifyFrame } from '../../src/stream/classify-frame.ts';
+import { DEFAULT_STREAM_CONSUMER_OPTIONS } from '../../src/stream/default-options.ts';
 import { readSseFrames } from '../../src/stream/read-sse-frames.ts';
-import { DEFAULT_STREAM_CONSUMER_OPTIONS } from '../../src/stream/stream-consumer.ts';
 import { buildUrl } from '../../src/validic/build-url.ts';
 import { createStreamsClient } from '../../src/validic/streams-client.ts';
 import { createV2Client } from '../../src/validic/v2-client.ts';

@@ -2,8 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { PermanentError } from '../../src/errors/index.ts';
 import { backoffDelay, idleDelay } from '../../src/stream/backoff-delay.ts';
+import { classifyOpenFailure } from '../../src/stream/classify-open-failure.ts';
 import { planGapFill, utcDate } from '../../src/stream/plan-gap-fill.ts';
-import { classifyOpenFailure } from '../../src/stream/stream-consumer.ts';
 
 const DAY = 86_400_000;
 const limits = { replayMaxDays: 30, checkpointRetentionDays: 7 };

@@ -8,8 +8,8 @@
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
 import { UsageError } from '../../errors/index.ts';
-import { PLATFORM_POKE_INTERVAL_MS } from '../../stream/default-options.ts';
 import type { OrgStreamSummary } from '../../stream/stream-summary.ts';
+import { STREAM_POKE_INTERVAL_MS } from '../../validic/platform-limits.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
 import { parsePositiveInt } from '../parse-options.ts';
 import type { CommandRunner } from '../run-command.ts';
@@ -35,12 +35,12 @@ export function registerStream(program: Command, run: CommandRunner): void {
             ? undefined
             : parsePositiveInt('exit-when-idle', options.exitWhenIdle) * 1000;
         const hygienePokes = config.stream.maxPokesWithoutData;
-        if (idleMs !== undefined && hygienePokes > 0 && idleMs >= hygienePokes * PLATFORM_POKE_INTERVAL_MS) {
+        if (idleMs !== undefined && hygienePokes > 0 && idleMs >= hygienePokes * STREAM_POKE_INTERVAL_MS) {
           // Connection hygiene drops a quiet connection after that many pokes, and a dropped
           // connection is not idle: the command would never stop.
           throw new UsageError(
-            `--exit-when-idle ${idleMs / 1000} is not shorter than connection hygiene's drop after ${hygienePokes} pokes (${(hygienePokes * PLATFORM_POKE_INTERVAL_MS) / 1000} s)`,
-            `give --exit-when-idle below ${(hygienePokes * PLATFORM_POKE_INTERVAL_MS) / 1000}, or raise stream.maxPokesWithoutData (0 turns hygiene off)`,
+            `--exit-when-idle ${idleMs / 1000} is not shorter than connection hygiene's drop after ${hygienePokes} pokes (${(hygienePokes * STREAM_POKE_INTERVAL_MS) / 1000} s)`,
+            `give --exit-when-idle below ${(hygienePokes * STREAM_POKE_INTERVAL_MS) / 1000}, or raise stream.maxPokesWithoutData (0 turns hygiene off)`,
           );
         }
         const orgs = selectOrganizations(config, options.org);
