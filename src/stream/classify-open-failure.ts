@@ -2,7 +2,7 @@
  * How the consumer treats a failed open of the stream or the replay: the one `classifyFailure`, read in
  * the consumer's terms. The driver (stream-consumer.ts) hands the answer to the pure transition function.
  */
-import { classifyFailure } from '../errors/classify-failure.ts';
+import { classifyFailure } from '../errors/index.ts';
 
 /**
  * `rebalancing`: a 422 right after a disconnect (back off, retry). `permanent`: 401/403, the token is
