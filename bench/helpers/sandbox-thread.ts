@@ -3,7 +3,7 @@
  * over messages (stats, faults, clock, close).
  */
 import { Worker } from 'node:worker_threads';
-import type { Faults, SandboxOptions } from '../../src/sandbox/index.ts';
+import type { Faults, SandboxConnection, SandboxOptions } from '../../src/sandbox/index.ts';
 
 export type SandboxRequest =
   | { op: 'stats' }
@@ -13,14 +13,8 @@ export type SandboxRequest =
   | { op: 'recordCount' }
   | { op: 'close' };
 
-export interface SandboxInfo {
-  apiUrl: string;
-  streamsUrl: string;
-  legacyUrl: string;
-  orgId: string;
-  token: string;
-  legacyOrgId: string;
-  legacyToken: string;
+/** The sandbox's connection details (connectionDetails), its users and its record count. */
+export interface SandboxInfo extends SandboxConnection {
   uids: string[];
   /** Current v2 records in the truth. */
   records: number;

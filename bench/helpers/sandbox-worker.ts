@@ -4,7 +4,7 @@
  * real platform would have, so the measured side does not pay for the server's JavaScript.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { type SandboxOptions, startSandbox } from '../../src/sandbox/index.ts';
+import { connectionDetails, type SandboxOptions, startSandbox } from '../../src/sandbox/index.ts';
 import type { SandboxRequest } from './sandbox-thread.ts';
 
 const sandbox = await startSandbox(workerData as SandboxOptions);
@@ -44,13 +44,7 @@ port.on('message', async (message: { id: number; request: SandboxRequest }) => {
 
 port.postMessage({
   ready: {
-    apiUrl: sandbox.apiUrl,
-    streamsUrl: sandbox.streamsUrl,
-    legacyUrl: sandbox.legacyUrl,
-    orgId: sandbox.orgId,
-    token: sandbox.token,
-    legacyOrgId: sandbox.legacyOrgId,
-    legacyToken: sandbox.legacyToken,
+    ...connectionDetails(sandbox),
     uids: sandbox.truth.users().map((u) => u.uid),
     records: sandbox.truth.records().length,
   },

@@ -8,6 +8,7 @@
 import { sql } from 'kysely';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
+import { countDuplicateKeys, isDeleted, storedRecords } from '../helpers/compare-with-truth.ts';
 
 export interface StreamDifferences {
   missingRecords: string[];
@@ -18,14 +19,19 @@ export interface StreamDifferences {
   duplicateKeys: number;
 }
 
-export const NO_STREAM_DIFFERENCES: StreamDifferences = {
-  missingRecords: [],
-  wrongVersion: [],
-  wrongDeleted: [],
-  unknownRecords: [],
-  missingConnectionEvents: [],
-  duplicateKeys: 0,
-};
+/** No differences at all: a fresh object on each call (compareStreamWithTruth fills its own). */
+function noStreamDifferences(): StreamDifferences {
+  return {
+    missingRecords: [],
+    wrongVersion: [],
+    wrongDeleted: [],
+    unknownRecords: [],
+    missingConnectionEvents: [],
+    duplicateKeys: 0,
+  };
+}
+
+export const NO_STREAM_DIFFERENCES: StreamDifferences = noStreamDifferences();
 
 export interface StreamTruthFilter {
   /** Record types the stream carries (its resource filter); default all. */
@@ -52,19 +58,8 @@ export async function compareStreamWithTruth(
       if (filter.connections !== false) expectedEvents.add(id);
     } else if (!filter.recordTypes || filter.recordTypes.includes(e.kind)) expectedIds.add(id);
   }
-  const rows = await sql<{ id: string; checksum: string; deleted: boolean }>`
-    select id, checksum, deleted_at is not null as deleted from validic.records where org_id = ${orgId}`.execute(
-    warehouse.db,
-  );
-  const stored = new Map(rows.rows.map((r) => [r.id, r]));
-  const out: StreamDifferences = {
-    missingRecords: [],
-    wrongVersion: [],
-    wrongDeleted: [],
-    unknownRecords: [],
-    missingConnectionEvents: [],
-    duplicateKeys: 0,
-  };
+  const stored = await storedRecords(warehouse, orgId);
+  const out = noStreamDifferences();
   for (const id of expectedIds) if (!stored.has(id)) out.missingRecords.push(id);
   for (const [id, row] of stored) {
     const record = truth.get(id);
@@ -73,18 +68,13 @@ export async function compareStreamWithTruth(
       continue;
     }
     if (row.checksum !== record.checksum) out.wrongVersion.push(id);
-    if (row.deleted !== (record.deleted_at !== null && record.deleted_at !== undefined))
-      out.wrongDeleted.push(id);
+    if (row.deleted !== isDeleted(record)) out.wrongDeleted.push(id);
   }
   const storedEvents = await sql<{ id: string }>`
     select id from validic.connection_events where org_id = ${orgId}`.execute(warehouse.db);
   const eventIds = new Set(storedEvents.rows.map((e) => e.id));
   for (const id of expectedEvents) if (!eventIds.has(id)) out.missingConnectionEvents.push(id);
-  const duplicates = await sql<{ n: number }>`
-    select count(*)::int as n from (select id from validic.records where org_id = ${orgId} group by id having count(*) > 1) d`.execute(
-    warehouse.db,
-  );
-  out.duplicateKeys = duplicates.rows[0]!.n;
+  out.duplicateKeys = await countDuplicateKeys(warehouse, orgId);
   return out;
 }
 

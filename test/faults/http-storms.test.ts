@@ -4,12 +4,12 @@
  * fails visibly; either way, running it again finishes, and the warehouse equals the truth.
  */
 import { describe, expect, it } from 'vitest';
-import { type Faults, startSandbox } from '../../src/sandbox/index.ts';
+import type { Faults } from '../../src/sandbox/index.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
-import { createTestDatabase } from '../helpers/pg.ts';
 import { recordFaultRun } from './fault-results.ts';
 import { backfillArgs, countAgainstTruth, rerunToCompletion, seededRandom } from './oracle.ts';
+import { inScenario } from './scenario.ts';
 
 const DAYS = 35;
 
@@ -49,36 +49,34 @@ describe.each(storms)('fault $kind', ({ kind, faults }) => {
 async function stormRun(kind: string, faults: Storm['faults'], run: number): Promise<void> {
   const random = seededRandom(7_700 + run * 31 + kind.length);
   const stormFaults = faults(random);
-  const sandbox = await startSandbox({ seed: 300 + run, users: 3, days: DAYS, faults: stormFaults });
-  const db = await createTestDatabase();
-  try {
-    const env = sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONCURRENCY: '3' });
-    const stormRequests = 30 + Math.floor(random() * 60);
-    const cli = runCli(backfillArgs(DAYS), env);
-    // The storm passes after a seeded number of requests (or with the run, whichever is first).
-    const calm = setInterval(() => {
-      if (sandbox.control.stats().total >= stormRequests) {
-        sandbox.control.resetFaults();
-        clearInterval(calm);
+  await inScenario(
+    { seed: 300 + run, users: 3, days: DAYS, faults: stormFaults },
+    async ({ sandbox, db }) => {
+      const env = sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONCURRENCY: '3' });
+      const stormRequests = 30 + Math.floor(random() * 60);
+      const cli = runCli(backfillArgs(DAYS), env);
+      // The storm passes after a seeded number of requests (or with the run, whichever is first).
+      const calm = setInterval(() => {
+        if (sandbox.control.stats().total >= stormRequests) {
+          sandbox.control.resetFaults();
+          clearInterval(calm);
+        }
+      }, 20);
+      const first = await cli;
+      clearInterval(calm);
+      expect(first.stderr).not.toContain(sandbox.token);
+      expect([0, 1], first.stderr).toContain(first.code);
+      sandbox.control.resetFaults();
+      if (first.code !== 0) {
+        const again = await rerunToCompletion(backfillArgs(DAYS), env);
+        expect(again.code, again.stderr).toBe(0);
       }
-    }, 20);
-    const first = await cli;
-    clearInterval(calm);
-    expect(first.stderr).not.toContain(sandbox.token);
-    expect([0, 1], first.stderr).toContain(first.code);
-    sandbox.control.resetFaults();
-    if (first.code !== 0) {
-      const again = await rerunToCompletion(backfillArgs(DAYS), env);
-      expect(again.code, again.stderr).toBe(0);
-    }
-    expect(sandbox.control.stats().rateLimited + countErrors(sandbox)).toBeGreaterThan(0);
-    const counts = await countAgainstTruth(db.warehouse, sandbox);
-    recordFaultRun(kind, counts);
-    expect(counts.differences, `${kind} run ${run} ${JSON.stringify(stormFaults)}`).toEqual(NO_DIFFERENCES);
-  } finally {
-    await sandbox.close();
-    await db.drop();
-  }
+      expect(sandbox.control.stats().rateLimited + countErrors(sandbox)).toBeGreaterThan(0);
+      const counts = await countAgainstTruth(db.warehouse, sandbox);
+      recordFaultRun(kind, counts);
+      expect(counts.differences, `${kind} run ${run} ${JSON.stringify(stormFaults)}`).toEqual(NO_DIFFERENCES);
+    },
+  );
 }
 
 /** Fault answers the sandbox gave (5xx), from its per-endpoint status counts. */

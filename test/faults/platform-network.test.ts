@@ -5,13 +5,12 @@
  * says so; running it again finishes, and the warehouse equals the truth.
  */
 import { describe, expect, it } from 'vitest';
-import { startSandbox } from '../../src/sandbox/index.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
-import { createTestDatabase } from '../helpers/pg.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 import { recordFaultRun } from './fault-results.ts';
 import { backfillArgs, countAgainstTruth, rerunToCompletion, seededRandom } from './oracle.ts';
+import { inScenario } from './scenario.ts';
 
 const DAYS = 35;
 const RUNS = 4;
@@ -59,10 +58,9 @@ describe('fault platform-network', () => {
     await Promise.all(
       Array.from({ length: RUNS }, async (_, run) => {
         const random = seededRandom(4_400 + run);
-        const sandbox = await startSandbox({ seed: 500 + run, users: 3, days: DAYS });
-        const proxy = await startTcpProxy({ targetPort: sandbox.port });
-        const db = await createTestDatabase();
-        try {
+        await inScenario({ seed: 500 + run, users: 3, days: DAYS }, async ({ sandbox, db, onCleanup }) => {
+          const proxy = await startTcpProxy({ targetPort: sandbox.port });
+          onCleanup(() => proxy.close());
           const env = sandboxEnv(sandbox, {
             DATABASE_URL: db.url,
             VALIDIC_API_URL: proxy.rewriteUrl(sandbox.apiUrl),
@@ -85,11 +83,7 @@ describe('fault platform-network', () => {
           const counts = await countAgainstTruth(db.warehouse, sandbox);
           recordFaultRun('platform-network', counts);
           expect(counts.differences, `run ${run}: ${faults.join(', ')}`).toEqual(NO_DIFFERENCES);
-        } finally {
-          await proxy.close();
-          await sandbox.close();
-          await db.drop();
-        }
+        });
       }),
     );
   });

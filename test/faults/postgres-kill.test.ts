@@ -6,11 +6,12 @@
  * visibly, running it again finishes, and the warehouse equals the truth.
  */
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { startSandbox } from '../../src/sandbox/index.ts';
 import { openWarehouse } from '../../src/warehouse/open-warehouse.ts';
-import { runCli, sandboxEnv } from '../helpers/cli.ts';
+import { sandboxEnv } from '../helpers/cli.ts';
 import { NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
+import { useBeforeAll } from '../helpers/use-before-all.ts';
 import { recordFaultRun } from './fault-results.ts';
 import {
   backfillArgs,
@@ -19,7 +20,8 @@ import {
   rerunToCompletion,
   seededRandom,
 } from './oracle.ts';
-import { type PrivatePostgres, startPrivatePostgres } from './private-postgres.ts';
+import { startPrivatePostgres } from './private-postgres.ts';
+import { startBackfill } from './scenario.ts';
 
 const DAYS = 35;
 const RUNS = 3;
@@ -40,14 +42,7 @@ async function windows(url: string): Promise<{ done: number; total: number } | u
 }
 
 describe('fault postgres-kill', () => {
-  let cluster: PrivatePostgres;
-
-  beforeAll(async () => {
-    cluster = await startPrivatePostgres();
-  });
-  afterAll(async () => {
-    await cluster?.destroy();
-  });
+  const cluster = useBeforeAll(startPrivatePostgres, (c) => c.destroy());
 
   it(`lands exactly the truth after ${RUNS} seeded immediate kills of PostgreSQL mid-load`, async () => {
     let landedMidRun = 0;
@@ -63,26 +58,22 @@ describe('fault postgres-kill', () => {
       const url = cluster.url(name);
       try {
         const env = sandboxEnv(sandbox, { DATABASE_URL: url, VALIDIC_SYNC_CONCURRENCY: '3' });
-        const cli = runCli(backfillArgs(DAYS), env);
-        let finished = false;
-        void cli.then(() => {
-          finished = true;
-        });
+        const backfill = startBackfill(DAYS, env);
         const share = 0.1 + random() * 0.7;
         await vi.waitFor(
           async () => {
-            if (finished) return;
+            if (backfill.finished()) return;
             const w = await windows(url);
             expect(w?.total).toBeGreaterThan(0);
             expect(w!.done).toBeGreaterThanOrEqual(Math.floor(share * w!.total));
           },
           { timeout: 60_000, interval: 20 },
         );
-        if (!finished) landedMidRun++;
+        if (!backfill.finished()) landedMidRun++;
         await cluster.killImmediate();
         await new Promise((resolve) => setTimeout(resolve, 200 + Math.floor(random() * 1500)));
         await cluster.start();
-        const first = await cli;
+        const first = await backfill.result;
         expect(first.stderr).not.toMatch(/Unhandled 'error' event/);
         expect([0, 1], first.stderr).toContain(first.code);
         const again = await rerunToCompletion(backfillArgs(DAYS), env);

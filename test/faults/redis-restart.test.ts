@@ -5,11 +5,10 @@
  * carries on (or fails visibly); running it again finishes, and the warehouse equals the truth.
  */
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startSandbox } from '../../src/sandbox/index.ts';
-import { runCli, sandboxEnv } from '../helpers/cli.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { sandboxEnv } from '../helpers/cli.ts';
 import { NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
-import { createTestDatabase } from '../helpers/pg.ts';
+import { useBeforeAll } from '../helpers/use-before-all.ts';
 import { recordFaultRun } from './fault-results.ts';
 import {
   backfillArgs,
@@ -18,77 +17,65 @@ import {
   rerunToCompletion,
   seededRandom,
 } from './oracle.ts';
-import { type PrivateRedis, startPrivateRedis } from './private-redis.ts';
+import { startPrivateRedis } from './private-redis.ts';
+import { inScenario, startBackfill } from './scenario.ts';
 
 const DAYS = 35;
 const RUNS = 3;
 
 describe('fault redis-restart', () => {
-  let redis: PrivateRedis;
-
-  beforeAll(async () => {
-    redis = await startPrivateRedis();
-  });
-  afterAll(async () => {
-    await redis?.stop();
-  });
+  const redis = useBeforeAll(startPrivateRedis, (r) => r.stop());
 
   it(`lands exactly the truth after ${RUNS} seeded runs with Redis restarted mid-run`, async () => {
     for (let run = 0; run < RUNS; run++) {
       const random = seededRandom(8_800 + run);
-      const sandbox = await startSandbox({ seed: 800 + run, users: 3, days: DAYS, faults: { latencyMs: 3 } });
-      const db = await createTestDatabase();
-      try {
-        const env = sandboxEnv(sandbox, {
-          DATABASE_URL: db.url,
-          REDIS_URL: redis.url,
-          VALIDIC_SYNC_CONCURRENCY: '3',
-        });
-        const cli = runCli(backfillArgs(DAYS), env);
-        let finished = false;
-        void cli.then(() => {
-          finished = true;
-        });
-        const restarts: string[] = [];
-        for (const share of [random() * 0.4, 0.4 + random() * 0.4]) {
-          await vi.waitFor(
-            async () => {
-              if (finished) return;
-              const { total } = await ledgerProgress(db.warehouse.db);
-              expect(total).toBeGreaterThan(0);
-              // Mid-run by requests made (one per ledger window), not by windows done: a job loads a
-              // user's resources together, so windows turn done in bursts near the end of its requests.
-              expect(sandbox.control.stats().total).toBeGreaterThanOrEqual(Math.floor(share * total));
-            },
-            { timeout: 60_000, interval: 10 },
-          );
-          if (finished) break;
-          await redis.kill();
-          const pauseMs = 100 + Math.floor(random() * 1500);
-          await new Promise((resolve) => setTimeout(resolve, pauseMs));
-          await redis.start();
-          restarts.push(`at ${share.toFixed(2)} down ${pauseMs} ms`);
-        }
-        const first = await cli;
-        expect(first.stderr).not.toMatch(/Unhandled 'error' event/);
-        expect([0, 1], first.stderr).toContain(first.code);
-        if (first.code !== 0) {
-          const again = await rerunToCompletion(backfillArgs(DAYS), env);
-          expect(again.code, again.stderr).toBe(0);
-        }
-        expect(restarts.length).toBeGreaterThan(0);
-        // The budget lived in this Redis: its bucket key was written again after the restart.
-        const client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-        const keys = await client.keys('validic-sync:budget:*');
-        await client.quit();
-        expect(keys.length).toBeGreaterThan(0);
-        const counts = await countAgainstTruth(db.warehouse, sandbox);
-        recordFaultRun('redis-restart', counts);
-        expect(counts.differences, `run ${run}: ${restarts.join(', ')}`).toEqual(NO_DIFFERENCES);
-      } finally {
-        await sandbox.close();
-        await db.drop();
-      }
+      await inScenario(
+        { seed: 800 + run, users: 3, days: DAYS, faults: { latencyMs: 3 } },
+        async ({ sandbox, db }) => {
+          const env = sandboxEnv(sandbox, {
+            DATABASE_URL: db.url,
+            REDIS_URL: redis.url,
+            VALIDIC_SYNC_CONCURRENCY: '3',
+          });
+          const backfill = startBackfill(DAYS, env);
+          const restarts: string[] = [];
+          for (const share of [random() * 0.4, 0.4 + random() * 0.4]) {
+            await vi.waitFor(
+              async () => {
+                if (backfill.finished()) return;
+                const { total } = await ledgerProgress(db.warehouse.db);
+                expect(total).toBeGreaterThan(0);
+                // Mid-run by requests made (one per ledger window), not by windows done: a job loads a
+                // user's resources together, so windows turn done in bursts near the end of its requests.
+                expect(sandbox.control.stats().total).toBeGreaterThanOrEqual(Math.floor(share * total));
+              },
+              { timeout: 60_000, interval: 10 },
+            );
+            if (backfill.finished()) break;
+            await redis.kill();
+            const pauseMs = 100 + Math.floor(random() * 1500);
+            await new Promise((resolve) => setTimeout(resolve, pauseMs));
+            await redis.start();
+            restarts.push(`at ${share.toFixed(2)} down ${pauseMs} ms`);
+          }
+          const first = await backfill.result;
+          expect(first.stderr).not.toMatch(/Unhandled 'error' event/);
+          expect([0, 1], first.stderr).toContain(first.code);
+          if (first.code !== 0) {
+            const again = await rerunToCompletion(backfillArgs(DAYS), env);
+            expect(again.code, again.stderr).toBe(0);
+          }
+          expect(restarts.length).toBeGreaterThan(0);
+          // The budget lived in this Redis: its bucket key was written again after the restart.
+          const client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+          const keys = await client.keys('validic-sync:budget:*');
+          await client.quit();
+          expect(keys.length).toBeGreaterThan(0);
+          const counts = await countAgainstTruth(db.warehouse, sandbox);
+          recordFaultRun('redis-restart', counts);
+          expect(counts.differences, `run ${run}: ${restarts.join(', ')}`).toEqual(NO_DIFFERENCES);
+        },
+      );
     }
   });
 });

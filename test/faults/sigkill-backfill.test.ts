@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { recordFaultRun } from './fault-results.ts';
 import { backfillArgs, countAgainstTruth, seededRandom, waitForWindowsDone } from './oracle.ts';
+import { inScenario, type Scenario } from './scenario.ts';
 
 const RUNS = 20;
 const DAYS = 35;
@@ -17,7 +16,7 @@ describe('fault sigkill-backfill', () => {
     const landed: string[] = [];
     for (let run = 0; run < RUNS; run++) {
       const random = seededRandom(9_000 + run);
-      await inScenario(100 + run, async ({ sandbox, db, env }) => {
+      await backfillScenario(100 + run, async ({ sandbox, db, env }) => {
         const child = spawnCli(backfillArgs(DAYS), env);
         let exited = false;
         void child.result.then(() => {
@@ -54,27 +53,14 @@ describe('fault sigkill-backfill', () => {
   });
 });
 
-/** A sandbox seeded with `seed` and a fresh database, with the backfill's environment; both removed after. */
-async function inScenario<T>(
-  seed: number,
-  fn: (s: { sandbox: Sandbox; db: TestDatabase; env: NodeJS.ProcessEnv }) => Promise<T>,
-): Promise<T> {
-  const sandbox = await startSandbox({ seed, users: 3, days: DAYS, faults: { latencyMs: 3 } });
-  const db = await createTestDatabase();
-  try {
-    return await fn({
-      sandbox,
-      db,
-      env: sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONCURRENCY: '2' }),
-    });
-  } finally {
-    await sandbox.close();
-    await db.drop();
-  }
-}
+/** A sandbox seeded with `seed` and a fresh database (scenario.ts), with the backfill's environment. */
+const backfillScenario = <T>(seed: number, fn: (s: Scenario & { env: NodeJS.ProcessEnv }) => Promise<T>) =>
+  inScenario({ seed, users: 3, days: DAYS, faults: { latencyMs: 3 } }, (s) =>
+    fn({ ...s, env: sandboxEnv(s.sandbox, { DATABASE_URL: s.db.url, VALIDIC_SYNC_CONCURRENCY: '2' }) }),
+  );
 
 async function timeWholeBackfill(): Promise<number> {
-  return await inScenario(100, async ({ env }) => {
+  return await backfillScenario(100, async ({ env }) => {
     const started = performance.now();
     const result = await runCli(backfillArgs(DAYS), env);
     expect(result.code, result.stderr).toBe(0);

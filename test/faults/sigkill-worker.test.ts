@@ -6,96 +6,84 @@
  */
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { jobCatalog } from '../../jobs/index.ts';
 import type { JobDefinition } from '../../src/queue/job-definition.ts';
 import { openJobQueue } from '../../src/queue/job-queue.ts';
-import { startSandbox } from '../../src/sandbox/index.ts';
 import { sandboxEnv } from '../helpers/cli.ts';
 import { NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
-import { createTestDatabase } from '../helpers/pg.ts';
+import { useBeforeAll } from '../helpers/use-before-all.ts';
 import { startWorkerChild, type WorkerChild } from '../helpers/worker-fleet.ts';
 import { recordFaultRun } from './fault-results.ts';
 import { countAgainstTruth, seededRandom, waitForWindowsDone } from './oracle.ts';
-import { type PrivateRedis, startPrivateRedis } from './private-redis.ts';
+import { startPrivateRedis } from './private-redis.ts';
+import { inScenario } from './scenario.ts';
 
 const DAYS = 35;
 const RUNS = 3;
 const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10);
 
 describe('fault sigkill-worker', () => {
-  let redis: PrivateRedis;
-
-  beforeAll(async () => {
-    redis = await startPrivateRedis();
-  });
-  afterAll(async () => {
-    await redis?.stop();
-  });
+  const redis = useBeforeAll(startPrivateRedis, (r) => r.stop());
 
   it(`lands exactly the truth after ${RUNS} seeded SIGKILLs of a worker mid-backfill`, async () => {
     for (let run = 0; run < RUNS; run++) {
       const random = seededRandom(2_200 + run);
-      const sandbox = await startSandbox({
-        seed: 1000 + run,
-        users: 3,
-        days: DAYS,
-        faults: { latencyMs: 10 },
-      });
-      const db = await createTestDatabase();
-      const client = new Redis(redis.url, { maxRetriesPerRequest: null });
-      client.on('error', () => {});
-      await client.flushall();
-      const queue = openJobQueue({
-        redis: client,
-        prefix: 'validic-sync',
-        catalog: jobCatalog as Record<string, JobDefinition>,
-        keep: { keepCompleted: 100, keepFailed: 100 },
-      });
-      const workers: WorkerChild[] = [];
-      try {
-        const env = sandboxEnv(sandbox, {
-          DATABASE_URL: db.url,
-          REDIS_URL: redis.url,
-          HTTP_PORT: '0',
-          VALIDIC_WORKER_LOCK_MS: '1000',
-          VALIDIC_WORKER_CONCURRENCY: '3',
-          VALIDIC_SCHEDULES: 'false',
-          VALIDIC_WORKER_STREAMS: 'false',
-        });
-        workers.push(await startWorkerChild(env));
-        await queue.enqueue('records.backfill', { orgId: sandbox.orgId, from: day(DAYS + 20), to: day(0) });
-        const share = 0.1 + random() * 0.7;
-        await waitForWindowsDone(db.warehouse.db, share);
-        workers[0]!.child.kill('SIGKILL');
-        expect((await workers[0]!.child.result).signal).toBe('SIGKILL');
+      await inScenario(
+        { seed: 1000 + run, users: 3, days: DAYS, faults: { latencyMs: 10 } },
+        async ({ sandbox, db, onCleanup }) => {
+          const client = new Redis(redis.url, { maxRetriesPerRequest: null });
+          onCleanup(() => client.disconnect());
+          client.on('error', () => {});
+          await client.flushall();
+          const queue = openJobQueue({
+            redis: client,
+            prefix: 'validic-sync',
+            catalog: jobCatalog as Record<string, JobDefinition>,
+            keep: { keepCompleted: 100, keepFailed: 100 },
+          });
+          onCleanup(() => queue.close());
+          const workers: WorkerChild[] = [];
+          onCleanup(async () => {
+            for (const w of workers) {
+              if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
+              await w.child.result;
+            }
+          });
+          const env = sandboxEnv(sandbox, {
+            DATABASE_URL: db.url,
+            REDIS_URL: redis.url,
+            HTTP_PORT: '0',
+            VALIDIC_WORKER_LOCK_MS: '1000',
+            VALIDIC_WORKER_CONCURRENCY: '3',
+            VALIDIC_SCHEDULES: 'false',
+            VALIDIC_WORKER_STREAMS: 'false',
+          });
+          workers.push(await startWorkerChild(env));
+          await queue.enqueue('records.backfill', { orgId: sandbox.orgId, from: day(DAYS + 20), to: day(0) });
+          const share = 0.1 + random() * 0.7;
+          await waitForWindowsDone(db.warehouse.db, share);
+          workers[0]!.child.kill('SIGKILL');
+          expect((await workers[0]!.child.result).signal).toBe('SIGKILL');
 
-        workers.push(await startWorkerChild(env));
-        await vi.waitFor(
-          async () => {
-            const runs = await sql<{ status: string }>`select status from validic_sync.runs`.execute(
-              db.warehouse.db,
-            );
-            expect(runs.rows.map((r) => r.status)).toEqual(['done']);
-            const c = await queue.counts();
-            expect(c.active + c.waiting + c.prioritized + c.delayed).toBe(0);
-          },
-          { timeout: 120_000, interval: 100 },
-        );
-        expect((await queue.counts()).failed).toBe(0);
-        const counts = await countAgainstTruth(db.warehouse, sandbox);
-        recordFaultRun('sigkill-worker', counts);
-        expect(counts.differences, `run ${run}, killed at ${share.toFixed(2)}`).toEqual(NO_DIFFERENCES);
-      } finally {
-        for (const w of workers) {
-          if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
-          await w.child.result;
-        }
-        await queue.close();
-        client.disconnect();
-        await sandbox.close();
-        await db.drop();
-      }
+          workers.push(await startWorkerChild(env));
+          await vi.waitFor(
+            async () => {
+              const runs = await sql<{ status: string }>`select status from validic_sync.runs`.execute(
+                db.warehouse.db,
+              );
+              expect(runs.rows.map((r) => r.status)).toEqual(['done']);
+              const c = await queue.counts();
+              expect(c.active + c.waiting + c.prioritized + c.delayed).toBe(0);
+            },
+            { timeout: 120_000, interval: 100 },
+          );
+          expect((await queue.counts()).failed).toBe(0);
+          const counts = await countAgainstTruth(db.warehouse, sandbox);
+          recordFaultRun('sigkill-worker', counts);
+          expect(counts.differences, `run ${run}, killed at ${share.toFixed(2)}`).toEqual(NO_DIFFERENCES);
+        },
+      );
     }
   });
 });

@@ -9,12 +9,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { type Faults, type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import type { Faults, Sandbox } from '../../src/sandbox/index.ts';
 import { compareStreamWithTruth, NO_STREAM_DIFFERENCES } from '../e2e/stream-compare.ts';
 import { sandboxEnv, spawnCli } from '../helpers/cli.ts';
-import { createTestDatabase } from '../helpers/pg.ts';
 import { recordFaultRun } from './fault-results.ts';
 import { seededRandom } from './oracle.ts';
+import { inScenario } from './scenario.ts';
 
 interface StreamScenario {
   kind: string;
@@ -56,68 +56,66 @@ describe.each(scenarios)('fault $kind', (scenario) => {
 async function streamRun(scenario: StreamScenario, run: number): Promise<void> {
   const random = seededRandom(3_300 + run * 17 + scenario.kind.length);
   const faults = scenario.initial(random);
-  const sandbox = await startSandbox({ seed: 900 + run, users: 4, days: 3, pokeIntervalMs: 100, faults });
-  const db = await createTestDatabase();
-  const dir = mkdtempSync(join(tmpdir(), 'validic-fault-stream-'));
-  try {
-    const config = join(dir, 'config.json');
-    writeFileSync(
-      config,
-      JSON.stringify({
-        stream: {
-          staleAfterMs: 500,
-          gapAfterMs: run === 0 ? 10_000 : 300,
-          batchMaxWaitMs: 50,
-          backoffInitialMs: 20,
-          backoffMaxMs: 300,
+  await inScenario(
+    { seed: 900 + run, users: 4, days: 3, pokeIntervalMs: 100, faults },
+    async ({ sandbox, db, onCleanup }) => {
+      const dir = mkdtempSync(join(tmpdir(), 'validic-fault-stream-'));
+      onCleanup(() => rmSync(dir, { recursive: true, force: true }));
+      const config = join(dir, 'config.json');
+      writeFileSync(
+        config,
+        JSON.stringify({
+          stream: {
+            staleAfterMs: 500,
+            gapAfterMs: run === 0 ? 10_000 : 300,
+            batchMaxWaitMs: 50,
+            backoffInitialMs: 20,
+            backoffMaxMs: 300,
+          },
+          organizations: [{ stream: { connections: 1 + (run % 2) } }],
+        }),
+      );
+      const fromSeq = sandbox.truth.events().length;
+      const cli = spawnCli(
+        ['stream', '--exit-when-idle', String(scenario.idleSeconds)],
+        sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONFIG: config }),
+      );
+      await vi.waitFor(() => expect(sandbox.truth.streams()[0]?.members).toBeGreaterThan(0), {
+        timeout: 20_000,
+        interval: 20,
+      });
+      sandbox.control.startLiveFeed({ ratePerSecond: 40 + Math.floor(random() * 60) });
+      const target = 80 + Math.floor(random() * 120);
+      const what = scenario.during ? await scenario.during(sandbox, random) : JSON.stringify(faults);
+      // The feed runs on after the fault ends: the stream must carry what came during it and after it.
+      const afterFault = sandbox.truth.events().length;
+      await vi.waitFor(
+        () => {
+          const now = sandbox.truth.events().length;
+          expect(now - fromSeq).toBeGreaterThan(target);
+          expect(now - afterFault).toBeGreaterThan(30);
         },
-        organizations: [{ stream: { connections: 1 + (run % 2) } }],
-      }),
-    );
-    const fromSeq = sandbox.truth.events().length;
-    const cli = spawnCli(
-      ['stream', '--exit-when-idle', String(scenario.idleSeconds)],
-      sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONFIG: config }),
-    );
-    await vi.waitFor(() => expect(sandbox.truth.streams()[0]?.members).toBeGreaterThan(0), {
-      timeout: 20_000,
-      interval: 20,
-    });
-    sandbox.control.startLiveFeed({ ratePerSecond: 40 + Math.floor(random() * 60) });
-    const target = 80 + Math.floor(random() * 120);
-    const what = scenario.during ? await scenario.during(sandbox, random) : JSON.stringify(faults);
-    // The feed runs on after the fault ends: the stream must carry what came during it and after it.
-    const afterFault = sandbox.truth.events().length;
-    await vi.waitFor(
-      () => {
-        const now = sandbox.truth.events().length;
-        expect(now - fromSeq).toBeGreaterThan(target);
-        expect(now - afterFault).toBeGreaterThan(30);
-      },
-      { timeout: 30_000, interval: 20 },
-    );
-    sandbox.control.stopLiveFeed();
-    const result = await cli.result;
-    expect(result.stderr).not.toContain(sandbox.token);
-    expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout).toMatch(/idle for/);
-    const diff = await compareStreamWithTruth(db.warehouse, sandbox, fromSeq);
-    const expected = new Set(
-      sandbox.truth
-        .events()
-        .filter((e) => e.seq >= fromSeq)
-        .map((e) => (e.payload as { id?: string }).id),
-    ).size;
-    recordFaultRun(scenario.kind, {
-      records: expected,
-      missing: diff.missingRecords.length + diff.missingConnectionEvents.length,
-      duplicated: diff.duplicateKeys + diff.unknownRecords.length,
-      regressed: diff.wrongVersion.length + diff.wrongDeleted.length,
-    });
-    expect(diff, `${scenario.kind} run ${run}: ${what}\n${result.stdout}`).toEqual(NO_STREAM_DIFFERENCES);
-  } finally {
-    await sandbox.close();
-    await db.drop();
-    rmSync(dir, { recursive: true, force: true });
-  }
+        { timeout: 30_000, interval: 20 },
+      );
+      sandbox.control.stopLiveFeed();
+      const result = await cli.result;
+      expect(result.stderr).not.toContain(sandbox.token);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toMatch(/idle for/);
+      const diff = await compareStreamWithTruth(db.warehouse, sandbox, fromSeq);
+      const expected = new Set(
+        sandbox.truth
+          .events()
+          .filter((e) => e.seq >= fromSeq)
+          .map((e) => (e.payload as { id?: string }).id),
+      ).size;
+      recordFaultRun(scenario.kind, {
+        records: expected,
+        missing: diff.missingRecords.length + diff.missingConnectionEvents.length,
+        duplicated: diff.duplicateKeys + diff.unknownRecords.length,
+        regressed: diff.wrongVersion.length + diff.wrongDeleted.length,
+      });
+      expect(diff, `${scenario.kind} run ${run}: ${what}\n${result.stdout}`).toEqual(NO_STREAM_DIFFERENCES);
+    },
+  );
 }

@@ -16,30 +16,42 @@ export interface Differences {
   duplicateKeys: number;
 }
 
-export async function compareWithTruth(warehouse: Warehouse, sandbox: Sandbox): Promise<Differences> {
-  const orgId = sandbox.orgId;
+/** The org's records as stored (id, checksum, whether deleted), by id. */
+export async function storedRecords(
+  warehouse: Warehouse,
+  orgId: string,
+): Promise<Map<string, { id: string; checksum: string; deleted: boolean }>> {
   const rows = await sql<{ id: string; checksum: string; deleted: boolean }>`
     select id, checksum, deleted_at is not null as deleted from validic.records where org_id = ${orgId}`.execute(
     warehouse.db,
   );
-  const stored = new Map(rows.rows.map((r) => [r.id, r]));
+  return new Map(rows.rows.map((r) => [r.id, r]));
+}
+
+/** Record ids the org holds more than once. */
+export async function countDuplicateKeys(warehouse: Warehouse, orgId: string): Promise<number> {
+  const duplicates = await sql<{ n: number }>`
+    select count(*)::int as n from (select id from validic.records where org_id = ${orgId} group by id having count(*) > 1) d`.execute(
+    warehouse.db,
+  );
+  return duplicates.rows[0]!.n;
+}
+
+/** Whether a truth record is deleted (deleted_at set). */
+export const isDeleted = (record: { deleted_at?: string | null }): boolean =>
+  record.deleted_at !== null && record.deleted_at !== undefined;
+
+export async function compareWithTruth(warehouse: Warehouse, sandbox: Sandbox): Promise<Differences> {
+  const orgId = sandbox.orgId;
+  const stored = await storedRecords(warehouse, orgId);
   const truth = new Map(sandbox.truth.records().map((r) => [r.id, r]));
-  const differences: Differences = {
-    missingRecords: [],
-    unexpectedRecords: [],
-    wrongVersion: [],
-    wrongDeleted: [],
-    missingUsers: [],
-    missingConnectionEvents: [],
-    duplicateKeys: 0,
-  };
+  const differences = noDifferences();
   for (const [id, record] of truth) {
     const row = stored.get(id);
     if (!row) differences.missingRecords.push(id);
     else {
       if (row.checksum !== record.checksum) differences.wrongVersion.push(id);
-      if (row.deleted !== (record.deleted_at !== null && record.deleted_at !== undefined))
-        differences.wrongDeleted.push(id);
+      if (row.deleted !== isDeleted(record)) differences.wrongDeleted.push(id);
     }
   }
   for (const id of stored.keys()) if (!truth.has(id)) differences.unexpectedRecords.push(id);
@@ -59,20 +71,21 @@ export async function compareWithTruth(warehouse: Warehouse, sandbox: Sandbox): 
     if (event.created_at >= '2025-07-01' && !storedEvents.has(event.id))
       differences.missingConnectionEvents.push(event.id);
   }
-  const duplicates = await sql<{ n: number }>`
-    select count(*)::int as n from (select id from validic.records where org_id = ${orgId} group by id having count(*) > 1) d`.execute(
-    warehouse.db,
-  );
-  differences.duplicateKeys = duplicates.rows[0]!.n;
+  differences.duplicateKeys = await countDuplicateKeys(warehouse, orgId);
   return differences;
 }
 
-export const NO_DIFFERENCES: Differences = {
-  missingRecords: [],
-  unexpectedRecords: [],
-  wrongVersion: [],
-  wrongDeleted: [],
-  missingUsers: [],
-  missingConnectionEvents: [],
-  duplicateKeys: 0,
-};
+/** No differences at all: a fresh object on each call (compareWithTruth fills its own). */
+function noDifferences(): Differences {
+  return {
+    missingRecords: [],
+    unexpectedRecords: [],
+    wrongVersion: [],
+    wrongDeleted: [],
+    missingUsers: [],
+    missingConnectionEvents: [],
+    duplicateKeys: 0,
+  };
+}
+
+export const NO_DIFFERENCES: Differences = noDifferences();

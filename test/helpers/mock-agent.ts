@@ -4,7 +4,7 @@
  */
 import { MockAgent } from 'undici';
 import { afterEach, beforeEach } from 'vitest';
-import { createHttpClient } from '../../src/http/http-client.ts';
+import { createHttpClient, type HttpClientOptions } from '../../src/http/http-client.ts';
 import { createManualClock } from '../../src/time/manual-clock.ts';
 
 export interface SeenRequest {
@@ -45,8 +45,12 @@ export function useMockAgent(origin: string) {
     get requested() {
       return seen.map((r) => r.url);
     },
-    /** An HTTP client on the agent, with a manual clock (retries do not wait). */
-    http: () => createHttpClient({ dispatcher: agent, clock: createManualClock() }),
+    /**
+     * An HTTP client on the agent, with a manual clock (retries do not wait) unless `options` names
+     * another; `options` (maxBodyBytes, backoff, budgets, ...) go to the client as they are.
+     */
+    http: (options: Omit<HttpClientOptions, 'dispatcher'> = {}) =>
+      createHttpClient({ dispatcher: agent, clock: createManualClock(), ...options }),
     /** Answers every request of `method` whose path passes `path`, recording it. */
     serve(
       answer: (req: SeenRequest) => Answer,

@@ -1,22 +1,21 @@
-import { MockAgent } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BodyTooLargeError } from '../../src/errors/index.ts';
-import { createHttpClient } from '../../src/http/http-client.ts';
 import { createManualClock } from '../../src/time/manual-clock.ts';
+import { useMockAgent } from '../helpers/mock-agent.ts';
 
 const ORIGIN = 'https://api.example.test';
-const agent = new MockAgent();
-agent.disableNetConnect();
-afterEach(async () => {
-  agent.assertNoPendingInterceptors();
+const mock = useMockAgent(ORIGIN);
+// Registered after the helper's hooks, so it runs before the agent is closed (hooks run in stack order).
+afterEach(() => {
+  mock.agent.assertNoPendingInterceptors();
 });
 
 describe('body size limit', () => {
   it('refuses a body larger than maxBodyBytes without retrying', async () => {
     const big = JSON.stringify({ data: 'x'.repeat(5000) });
-    agent.get(ORIGIN).intercept({ path: '/big?token=t', method: 'GET' }).reply(200, big);
+    mock.agent.get(ORIGIN).intercept({ path: '/big?token=t', method: 'GET' }).reply(200, big);
     const clock = createManualClock();
-    const http = createHttpClient({ dispatcher: agent, clock, maxBodyBytes: 1024 });
+    const http = mock.http({ clock, maxBodyBytes: 1024 });
     const err = await http.getJson(`${ORIGIN}/big?token=t`).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(BodyTooLargeError);
     expect((err as Error).message).toContain('maxBodyBytes');
@@ -24,18 +23,18 @@ describe('body size limit', () => {
   });
 
   it('refuses at once when Content-Length announces too much', async () => {
-    agent
+    mock.agent
       .get(ORIGIN)
       .intercept({ path: '/declared', method: 'GET' })
       .reply(200, '{}', { headers: { 'content-length': '999999' } });
-    const http = createHttpClient({ dispatcher: agent, clock: createManualClock(), maxBodyBytes: 1024 });
+    const http = mock.http({ maxBodyBytes: 1024 });
     await expect(http.getJson(`${ORIGIN}/declared`)).rejects.toBeInstanceOf(BodyTooLargeError);
   });
 
   it('accepts a body within the limit, and an empty answer to a write', async () => {
-    agent.get(ORIGIN).intercept({ path: '/ok', method: 'GET' }).reply(200, { a: 1 });
-    agent.get(ORIGIN).intercept({ path: '/streams/1', method: 'DELETE' }).reply(204, '');
-    const http = createHttpClient({ dispatcher: agent, clock: createManualClock(), maxBodyBytes: 1024 });
+    mock.agent.get(ORIGIN).intercept({ path: '/ok', method: 'GET' }).reply(200, { a: 1 });
+    mock.agent.get(ORIGIN).intercept({ path: '/streams/1', method: 'DELETE' }).reply(204, '');
+    const http = mock.http({ maxBodyBytes: 1024 });
     await expect(http.getJson(`${ORIGIN}/ok`)).resolves.toEqual({ a: 1 });
     await expect(http.sendJson('DELETE', `${ORIGIN}/streams/1`, undefined)).resolves.toBeUndefined();
   });

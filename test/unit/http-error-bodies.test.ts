@@ -1,21 +1,13 @@
-import { MockAgent } from 'undici';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { httpStatusOf, PermanentError, PermanentHttpError } from '../../src/errors/index.ts';
 import { extractErrorMessages } from '../../src/http/error-body.ts';
-import { createHttpClient } from '../../src/http/http-client.ts';
 import { createManualClock } from '../../src/time/manual-clock.ts';
+import { useMockAgent } from '../helpers/mock-agent.ts';
 
 const ORIGIN = 'https://api.example.test';
 const URL_ = `${ORIGIN}/organizations/o1/users/u1/measurements?token=tok-abc-999&start_date=2026-01-01`;
 
-let agent: MockAgent;
-beforeEach(() => {
-  agent = new MockAgent();
-  agent.disableNetConnect();
-});
-afterEach(async () => {
-  await agent.close();
-});
+const mock = useMockAgent(ORIGIN);
 
 const shapes: Array<[string, number, string, string[]]> = [
   [
@@ -45,12 +37,12 @@ const shapes: Array<[string, number, string, string[]]> = [
 describe('4xx answers fail at once with a PermanentHttpError', () => {
   for (const [name, status, body, messages] of shapes) {
     it(`reads messages from ${name}`, async () => {
-      agent
+      mock.agent
         .get(ORIGIN)
         .intercept({ path: () => true, method: 'GET' })
         .reply(status, body);
       const clock = createManualClock();
-      const http = createHttpClient({ dispatcher: agent, clock });
+      const http = mock.http({ clock });
       const err = await http.getJson(URL_).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(PermanentHttpError);
       expect(err).toBeInstanceOf(PermanentError);

@@ -1,31 +1,23 @@
-import { MockAgent } from 'undici';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   HttpError,
   PermanentError,
   RateLimitedError,
   StreamRebalancingError,
 } from '../../src/errors/index.ts';
-import { createHttpClient } from '../../src/http/http-client.ts';
 import { createBudgetRegistry } from '../../src/http/request-budget.ts';
 import { createManualClock } from '../../src/time/manual-clock.ts';
+import { useMockAgent } from '../helpers/mock-agent.ts';
 
 const ORIGIN = 'https://streams.example.test';
 const CONNECT = `${ORIGIN}/streams/s1/connect?token=sse-token-1`;
 
-let agent: MockAgent;
-beforeEach(() => {
-  agent = new MockAgent();
-  agent.disableNetConnect();
-});
-afterEach(async () => {
-  await agent.close();
-});
+const mock = useMockAgent(ORIGIN);
 
 describe('openEventStream', () => {
   it('returns status, headers and the raw body as an async iterable', async () => {
     const frames = 'event: poke\ndata: {"ts":"2026-01-01T00:00:00Z"}\n\nevent: data\ndata: {"id":"r1"}\n\n';
-    agent
+    mock.agent
       .get(ORIGIN)
       .intercept({
         path: '/streams/s1/connect?token=sse-token-1',
@@ -33,7 +25,7 @@ describe('openEventStream', () => {
         headers: { accept: 'text/event-stream' },
       })
       .reply(200, frames, { headers: { 'content-type': 'text/event-stream' } });
-    const http = createHttpClient({ dispatcher: agent, clock: createManualClock() });
+    const http = mock.http();
     const stream = await http.openEventStream(CONNECT);
     expect(stream.status).toBe(200);
     expect(stream.headers['content-type']).toBe('text/event-stream');
@@ -43,12 +35,12 @@ describe('openEventStream', () => {
   });
 
   it('surfaces 422 as StreamRebalancingError (retryable), without retrying inside', async () => {
-    agent
+    mock.agent
       .get(ORIGIN)
       .intercept({ path: () => true, method: 'GET' })
       .reply(422, { message: 'max client connections exceeded' });
     const clock = createManualClock();
-    const http = createHttpClient({ dispatcher: agent, clock });
+    const http = mock.http({ clock });
     const err = await http.openEventStream(CONNECT).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StreamRebalancingError);
     expect(err).toBeInstanceOf(HttpError);
@@ -59,11 +51,11 @@ describe('openEventStream', () => {
   });
 
   it('types 429, 5xx and other 4xx', async () => {
-    const pool = agent.get(ORIGIN);
+    const pool = mock.agent.get(ORIGIN);
     pool.intercept({ path: () => true, method: 'GET' }).reply(429, '', { headers: { 'retry-after': '2' } });
     pool.intercept({ path: () => true, method: 'GET' }).reply(503, 'down');
     pool.intercept({ path: () => true, method: 'GET' }).reply(404, { message: 'stream not found' });
-    const http = createHttpClient({ dispatcher: agent, clock: createManualClock() });
+    const http = mock.http();
     const e1 = await http.openEventStream(CONNECT).catch((e: unknown) => e);
     expect(e1).toBeInstanceOf(RateLimitedError);
     expect((e1 as RateLimitedError).retryAfterMs).toBe(2000);
@@ -75,14 +67,14 @@ describe('openEventStream', () => {
   });
 
   it('takes a budget token per connect', async () => {
-    agent
+    mock.agent
       .get(ORIGIN)
       .intercept({ path: () => true, method: 'GET' })
       .reply(200, '')
       .times(3);
     const clock = createManualClock();
     const budgets = createBudgetRegistry({ rate: { limit: 3600, capacity: 2, utilization: 1 }, clock });
-    const http = createHttpClient({ dispatcher: agent, clock, budgets });
+    const http = mock.http({ clock, budgets });
     for (let i = 0; i < 3; i++) {
       const s = await http.openEventStream(CONNECT, { budgetKey: 'sse-token-1' });
       s.close();

@@ -1,18 +1,15 @@
 import { PassThrough } from 'node:stream';
-import { MockAgent } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { createHttpClient } from '../../src/http/http-client.ts';
 import { createLogger } from '../../src/log/logger.ts';
-import { createManualClock } from '../../src/time/manual-clock.ts';
+import { useMockAgent } from '../helpers/mock-agent.ts';
 
 const ORIGIN = 'https://api.example.test';
 const TOKEN = 'very-secret-token-42';
+const mock = useMockAgent(ORIGIN);
 
 describe('redaction', () => {
   it('never writes the token in log lines or errors', async () => {
-    const agent = new MockAgent();
-    agent.disableNetConnect();
-    const pool = agent.get(ORIGIN);
+    const pool = mock.agent.get(ORIGIN);
     pool.intercept({ path: () => true, method: 'GET' }).reply(500, `upstream failed for token=${TOKEN}`);
     pool
       .intercept({ path: () => true, method: 'GET' })
@@ -28,7 +25,7 @@ describe('redaction', () => {
     const lines: string[] = [];
     out.on('data', (chunk: Buffer) => lines.push(chunk.toString('utf8')));
     const logger = createLogger({ level: 'debug', destination: out });
-    const http = createHttpClient({ dispatcher: agent, clock: createManualClock(), logger });
+    const http = mock.http({ logger });
     const err = await http
       .getJson(`${ORIGIN}/organizations/o/users?token=${TOKEN}&limit=1`)
       .catch((e: unknown) => e);

@@ -1,48 +1,39 @@
-import { MockAgent } from 'undici';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedirectRefusedError } from '../../src/errors/index.ts';
-import { createHttpClient } from '../../src/http/http-client.ts';
-import { createManualClock } from '../../src/time/manual-clock.ts';
+import { useMockAgent } from '../helpers/mock-agent.ts';
 
 const ORIGIN = 'https://api.example.test';
 
-let agent: MockAgent;
-beforeEach(() => {
-  agent = new MockAgent();
-  agent.disableNetConnect();
-});
-afterEach(async () => {
-  await agent.close();
-});
+const mock = useMockAgent(ORIGIN);
 
 describe('redirects', () => {
   it('never follows a redirect to another host (the token would leak)', async () => {
-    agent
+    mock.agent
       .get(ORIGIN)
       .intercept({ path: () => true, method: 'GET' })
       .reply(302, '', { headers: { location: 'https://evil.example.com/steal?token=tok-777' } });
-    const evil = agent.get('https://evil.example.com');
+    const evil = mock.agent.get('https://evil.example.com');
     evil.intercept({ path: () => true, method: 'GET' }).reply(200, { stolen: true });
-    const http = createHttpClient({ dispatcher: agent, clock: createManualClock() });
+    const http = mock.http();
     const err = await http.getJson(`${ORIGIN}/x?token=tok-777`).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RedirectRefusedError);
     expect((err as Error).message).not.toContain('tok-777');
     // The other host's interceptor was never consumed.
-    expect(agent.pendingInterceptors().some((i) => i.origin === 'https://evil.example.com')).toBe(true);
+    expect(mock.agent.pendingInterceptors().some((i) => i.origin === 'https://evil.example.com')).toBe(true);
   });
 
   it('follows a same-origin GET redirect', async () => {
-    const pool = agent.get(ORIGIN);
+    const pool = mock.agent.get(ORIGIN);
     pool.intercept({ path: (p) => p.startsWith('/old'), method: 'GET' }).reply(301, '', {
       headers: { location: '/new?token=t' },
     });
     pool.intercept({ path: (p) => p.startsWith('/new'), method: 'GET' }).reply(200, { ok: 1 });
-    const http = createHttpClient({ dispatcher: agent, clock: createManualClock() });
+    const http = mock.http();
     await expect(http.getJson(`${ORIGIN}/old?token=t`)).resolves.toEqual({ ok: 1 });
   });
 
   it('refuses redirects of writes and endless redirect loops', async () => {
-    const pool = agent.get(ORIGIN);
+    const pool = mock.agent.get(ORIGIN);
     pool
       .intercept({ path: '/streams?token=t', method: 'POST' })
       .reply(307, '', { headers: { location: '/other' } });
@@ -50,7 +41,7 @@ describe('redirects', () => {
       .intercept({ path: '/loop', method: 'GET' })
       .reply(302, '', { headers: { location: '/loop' } })
       .persist();
-    const http = createHttpClient({ dispatcher: agent, clock: createManualClock(), maxRedirects: 3 });
+    const http = mock.http({ maxRedirects: 3 });
     await expect(http.sendJson('POST', `${ORIGIN}/streams?token=t`, { name: 'x' })).rejects.toBeInstanceOf(
       RedirectRefusedError,
     );

@@ -1,30 +1,24 @@
-import { MockAgent } from 'undici';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { HttpError, NetworkError, RateLimitedError, ResponseBodyError } from '../../src/errors/index.ts';
-import { createHttpClient, type RequestEvent } from '../../src/http/http-client.ts';
+import type { RequestEvent } from '../../src/http/http-client.ts';
 import { createManualClock, type ManualClock } from '../../src/time/manual-clock.ts';
+import { useMockAgent } from '../helpers/mock-agent.ts';
 
 const ORIGIN = 'https://api.example.test';
 const URL_ = `${ORIGIN}/organizations/o1/users?token=secret-token-123&limit=2&offset=0`;
 const isUsers = (path: string) => path.startsWith('/organizations/o1/users');
 
-let agent: MockAgent;
+const mock = useMockAgent(ORIGIN);
 let clock: ManualClock;
 let events: RequestEvent[];
 
 beforeEach(() => {
-  agent = new MockAgent();
-  agent.disableNetConnect();
   clock = createManualClock();
   events = [];
 });
-afterEach(async () => {
-  await agent.close();
-});
 
 function client(maxAttempts = 6) {
-  return createHttpClient({
-    dispatcher: agent,
+  return mock.http({
     clock,
     maxAttempts,
     backoff: { baseMs: 1000, capMs: 8000, random: () => 0.5 },
@@ -34,7 +28,7 @@ function client(maxAttempts = 6) {
 
 describe('http retries', () => {
   it('honours Retry-After in seconds on 429, then succeeds', async () => {
-    const pool = agent.get(ORIGIN);
+    const pool = mock.agent.get(ORIGIN);
     pool
       .intercept({ path: isUsers, method: 'GET' })
       .reply(429, 'slow down', { headers: { 'retry-after': '7' } });
@@ -50,7 +44,7 @@ describe('http retries', () => {
   });
 
   it('honours Retry-After as an HTTP date', async () => {
-    const pool = agent.get(ORIGIN);
+    const pool = mock.agent.get(ORIGIN);
     const at = new Date(clock.now() + 12_000).toUTCString();
     pool.intercept({ path: isUsers, method: 'GET' }).reply(429, '', { headers: { 'retry-after': at } });
     pool.intercept({ path: isUsers, method: 'GET' }).reply(200, { data: [] });
@@ -59,7 +53,7 @@ describe('http retries', () => {
   });
 
   it('backs off exponentially (full jitter, capped) on 429 without Retry-After and on 5xx', async () => {
-    const pool = agent.get(ORIGIN);
+    const pool = mock.agent.get(ORIGIN);
     pool.intercept({ path: isUsers, method: 'GET' }).reply(429, '');
     pool.intercept({ path: isUsers, method: 'GET' }).reply(500, 'oops');
     pool.intercept({ path: isUsers, method: 'GET' }).reply(502, 'bad gateway');
@@ -72,7 +66,7 @@ describe('http retries', () => {
   });
 
   it('gives up after maxAttempts and throws the last error', async () => {
-    const pool = agent.get(ORIGIN);
+    const pool = mock.agent.get(ORIGIN);
     pool.intercept({ path: isUsers, method: 'GET' }).reply(500, 'first').times(2);
     pool.intercept({ path: isUsers, method: 'GET' }).reply(503, '{"message":"still down"}');
     const err = await client(3)
@@ -86,7 +80,7 @@ describe('http retries', () => {
   });
 
   it('throws RateLimitedError after the last 429', async () => {
-    agent
+    mock.agent
       .get(ORIGIN)
       .intercept({ path: isUsers, method: 'GET' })
       .reply(429, '', { headers: { 'retry-after': '3' } })
@@ -99,7 +93,7 @@ describe('http retries', () => {
   });
 
   it('throws a long Retry-After at once so the queue can reschedule', async () => {
-    agent
+    mock.agent
       .get(ORIGIN)
       .intercept({ path: isUsers, method: 'GET' })
       .reply(429, '', { headers: { 'retry-after': '3600' } });
@@ -113,7 +107,7 @@ describe('http retries', () => {
 
   it('retries connection resets and wraps the last one in a NetworkError', async () => {
     const reset = () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
-    const pool = agent.get(ORIGIN);
+    const pool = mock.agent.get(ORIGIN);
     pool.intercept({ path: isUsers, method: 'GET' }).replyWithError(reset());
     pool.intercept({ path: isUsers, method: 'GET' }).reply(200, { data: [{ uid: 'b' }] });
     await expect(client().getJson(URL_)).resolves.toEqual({ data: [{ uid: 'b' }] });
@@ -129,7 +123,7 @@ describe('http retries', () => {
   });
 
   it('retries a 200 whose JSON was cut mid-way', async () => {
-    const pool = agent.get(ORIGIN);
+    const pool = mock.agent.get(ORIGIN);
     pool.intercept({ path: isUsers, method: 'GET' }).reply(200, '{"data":[{"uid":"a"},{"ui');
     pool.intercept({ path: isUsers, method: 'GET' }).reply(200, { data: [{ uid: 'a' }, { uid: 'c' }] });
     const body = await client().getJson<{ data: unknown[] }>(URL_);
@@ -138,7 +132,7 @@ describe('http retries', () => {
   });
 
   it('throws ResponseBodyError when every body is unreadable', async () => {
-    agent.get(ORIGIN).intercept({ path: isUsers, method: 'GET' }).reply(200, '{"data":').times(2);
+    mock.agent.get(ORIGIN).intercept({ path: isUsers, method: 'GET' }).reply(200, '{"data":').times(2);
     const err = await client(2)
       .getJson(URL_)
       .catch((e: unknown) => e);
@@ -147,10 +141,9 @@ describe('http retries', () => {
   });
 
   it('stops waiting when the signal aborts', async () => {
-    agent.get(ORIGIN).intercept({ path: isUsers, method: 'GET' }).reply(503, '').persist();
+    mock.agent.get(ORIGIN).intercept({ path: isUsers, method: 'GET' }).reply(503, '').persist();
     const controller = new AbortController();
-    const http = createHttpClient({
-      dispatcher: agent,
+    const http = mock.http({
       clock: {
         now: () => 0,
         sleep: async () => {

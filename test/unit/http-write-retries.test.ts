@@ -1,24 +1,16 @@
-import { MockAgent } from 'undici';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HttpError } from '../../src/errors/index.ts';
-import { createHttpClient } from '../../src/http/http-client.ts';
 import { createManualClock } from '../../src/time/manual-clock.ts';
+import { useMockAgent } from '../helpers/mock-agent.ts';
 
 const ORIGIN = 'https://streams.example.test';
-let agent: MockAgent;
-beforeEach(() => {
-  agent = new MockAgent();
-  agent.disableNetConnect();
-});
-afterEach(async () => {
-  await agent.close();
-});
+const mock = useMockAgent(ORIGIN);
 
 describe('writes and retries', () => {
   it('does not repeat a POST the server may have acted on (5xx)', async () => {
-    agent.get(ORIGIN).intercept({ path: '/streams?token=t', method: 'POST' }).reply(502, 'bad gateway');
+    mock.agent.get(ORIGIN).intercept({ path: '/streams?token=t', method: 'POST' }).reply(502, 'bad gateway');
     const clock = createManualClock();
-    const http = createHttpClient({ dispatcher: agent, clock });
+    const http = mock.http({ clock });
     const err = await http
       .sendJson('POST', `${ORIGIN}/streams?token=t`, { name: 'x' })
       .catch((e: unknown) => e);
@@ -28,7 +20,7 @@ describe('writes and retries', () => {
   });
 
   it('repeats a POST after 429 and after a refused connection', async () => {
-    const pool = agent.get(ORIGIN);
+    const pool = mock.agent.get(ORIGIN);
     pool
       .intercept({ path: '/streams?token=t', method: 'POST' })
       .reply(429, '', { headers: { 'retry-after': '1' } });
@@ -37,7 +29,7 @@ describe('writes and retries', () => {
       .replyWithError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
     pool.intercept({ path: '/streams?token=t', method: 'POST' }).reply(201, { id: 's1', name: 'x' });
     const clock = createManualClock();
-    const http = createHttpClient({ dispatcher: agent, clock, backoff: { random: () => 0.5 } });
+    const http = mock.http({ clock, backoff: { random: () => 0.5 } });
     await expect(http.sendJson('POST', `${ORIGIN}/streams?token=t`, { name: 'x' })).resolves.toEqual({
       id: 's1',
       name: 'x',
@@ -46,10 +38,10 @@ describe('writes and retries', () => {
   });
 
   it('retries PUT and DELETE like GET', async () => {
-    const pool = agent.get(ORIGIN);
+    const pool = mock.agent.get(ORIGIN);
     pool.intercept({ path: '/streams/s1?token=t', method: 'PUT' }).reply(503, '');
     pool.intercept({ path: '/streams/s1?token=t', method: 'PUT' }).reply(200, { id: 's1', name: 'y' });
-    const http = createHttpClient({ dispatcher: agent, clock: createManualClock() });
+    const http = mock.http();
     await expect(http.sendJson('PUT', `${ORIGIN}/streams/s1?token=t`, { name: 'y' })).resolves.toEqual({
       id: 's1',
       name: 'y',
@@ -57,8 +49,12 @@ describe('writes and retries', () => {
   });
 
   it('aborts an in-flight request', async () => {
-    agent.get(ORIGIN).intercept({ path: '/slow', method: 'GET' }).reply(200, { late: true }).delay(60_000);
-    const http = createHttpClient({ dispatcher: agent, clock: createManualClock() });
+    mock.agent
+      .get(ORIGIN)
+      .intercept({ path: '/slow', method: 'GET' })
+      .reply(200, { late: true })
+      .delay(60_000);
+    const http = mock.http();
     const controller = new AbortController();
     const pending = http.getJson(`${ORIGIN}/slow`, { signal: controller.signal });
     controller.abort(new Error('shutdown'));

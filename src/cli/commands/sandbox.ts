@@ -30,7 +30,7 @@ export function registerSandbox(program: Command, run: CommandRunner): void {
     .option('--requests-per-hour <n>', 'rate limit per token (default: none)')
     .action((options: SandboxCommandOptions) =>
       run(async ({ signal, print, log }) => {
-        const { startSandbox } = await import('../../sandbox/index.ts');
+        const { connectionDetails, startSandbox } = await import('../../sandbox/index.ts');
         const sandbox = await startSandbox({
           port: parsePositiveInt('port', options.port),
           host: options.host,
@@ -44,13 +44,7 @@ export function registerSandbox(program: Command, run: CommandRunner): void {
         });
         print(
           JSON.stringify({
-            apiUrl: sandbox.apiUrl,
-            streamsUrl: sandbox.streamsUrl,
-            legacyUrl: sandbox.legacyUrl,
-            orgId: sandbox.orgId,
-            token: sandbox.token,
-            legacyOrgId: sandbox.legacyOrgId,
-            legacyToken: sandbox.legacyToken,
+            ...connectionDetails(sandbox),
             applicationSecret: sandbox.applicationSecret,
             controlUrl: sandbox.controlUrl,
           }),
