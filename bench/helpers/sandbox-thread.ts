@@ -3,7 +3,8 @@
  * over messages (stats, faults, clock, close).
  */
 import { Worker } from 'node:worker_threads';
-import type { Faults, SandboxConnection, SandboxOptions } from '../../src/sandbox/index.ts';
+import type { SandboxConnection } from '../../src/sandbox/connection-details.ts';
+import type { Faults, SandboxOptions } from '../../src/sandbox/index.ts';
 
 export type SandboxRequest =
   | { op: 'stats' }

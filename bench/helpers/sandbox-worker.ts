@@ -4,7 +4,8 @@
  * real platform would have, so the measured side does not pay for the server's JavaScript.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { connectionDetails, type SandboxOptions, startSandbox } from '../../src/sandbox/index.ts';
+import { connectionDetails } from '../../src/sandbox/connection-details.ts';
+import { type SandboxOptions, startSandbox } from '../../src/sandbox/index.ts';
 import type { SandboxRequest } from './sandbox-thread.ts';
 
 const sandbox = await startSandbox(workerData as SandboxOptions);

@@ -20,7 +20,6 @@ import { StreamHub } from './stream-hub.ts';
 import { createClock, DAY_MS, startOfUtcDay } from './time.ts';
 import type { ResourceType } from './types.ts';
 
-export { connectionDetails, type SandboxConnection } from './connection-details.ts';
 export type { SandboxControl, SandboxTruth } from './control.ts';
 export type { Faults } from './faults.ts';
 export { DEFAULT_FAULTS } from './faults.ts';

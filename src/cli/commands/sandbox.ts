@@ -30,7 +30,8 @@ export function registerSandbox(program: Command, run: CommandRunner): void {
     .option('--requests-per-hour <n>', 'rate limit per token (default: none)')
     .action((options: SandboxCommandOptions) =>
       run(async ({ signal, print, log }) => {
-        const { connectionDetails, startSandbox } = await import('../../sandbox/index.ts');
+        const { startSandbox } = await import('../../sandbox/index.ts');
+        const { connectionDetails } = await import('../../sandbox/connection-details.ts');
         const sandbox = await startSandbox({
           port: parsePositiveInt('port', options.port),
           host: options.host,
