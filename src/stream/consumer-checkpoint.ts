@@ -107,13 +107,18 @@ export function notePlatformTime(s: MachineState, payload: unknown, receivedAt: 
 
 /**
  * The gap's replay plan with T on the platform's clock (STATE-MACHINE.md, "Which clock T is on"):
- * the gap start (our clock) shifted by the offset the last poke showed, and never before the newest
- * committed `created_at`. A skewed local clock then cannot end a replay early.
+ * the gap start (our clock) shifted by the offset the last poke showed, and always after the newest
+ * committed `created_at`: an event already committed (a replay re-sends it) is never the hand-off,
+ * however early a skewed clock or a slow poke put T.
  */
 export function planReplay(s: MachineState, nowMs: number): ReturnType<typeof planGapFill> {
   const offset = s.platformOffsetMs ?? 0;
   const gapStart = s.gapStartMs ?? nowMs;
   const plan = planGapFill(nowMs + offset, gapStart + offset, s.options);
   const newest = parseTime(s.checkpoint.newestCreatedAt);
-  return newest !== undefined && newest > plan.catchUpAtMs ? { ...plan, catchUpAtMs: newest } : plan;
+  // created_at has millisecond precision: one millisecond later is the first instant not yet committed.
+  const afterNewest = newest === undefined ? undefined : newest + 1;
+  return afterNewest !== undefined && afterNewest > plan.catchUpAtMs
+    ? { ...plan, catchUpAtMs: afterNewest }
+    : plan;
 }

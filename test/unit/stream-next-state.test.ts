@@ -195,6 +195,18 @@ describe('replay hand-off (I6)', () => {
     ]);
   });
 
+  it('never hands off at an event already committed, however early T fell', () => {
+    // A slow poke made the stored T 2 s early: the newest committed event (created 1 s before the real
+    // disconnect) is re-sent by the replay, and is not the hand-off; the first event after it is.
+    const newest = T + 2_000;
+    const m = replaying({ lastDisconnectAt: isoOf(T), newestCreatedAt: isoOf(newest) });
+    expect(m.feed({ kind: 'frame', now: T0 + 1, frame: data(T0 + 1, newest, 'stored') })).toEqual([]);
+    expect(m.state.connection?.ending).toBeUndefined();
+    expect(m.feed({ kind: 'frame', now: T0 + 2, frame: data(T0 + 2, newest + 1, 'new') })).toEqual([
+      { kind: 'close' },
+    ]);
+  });
+
   it('gives the gap to REST after replayTimeoutMs over all attempts', () => {
     const m = replaying();
     m.feed({ kind: 'frame', now: T0 + 599_999, frame: data(T0 + 599_999, T - 1) });
