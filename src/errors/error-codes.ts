@@ -58,3 +58,6 @@ export const NOT_SENT_CODES: ReadonlySet<string> = new Set([
   'EHOSTUNREACH',
   'UND_ERR_CONNECT_TIMEOUT',
 ]);
+
+/** The host name did not resolve: the HTTP client does not retry it (a mistyped URL fails at once). */
+export const UNRESOLVED_HOST_CODES: ReadonlySet<string> = new Set(['ENOTFOUND']);

@@ -3,6 +3,13 @@ export { BodyTooLargeError } from './body-too-large-error.ts';
 export { causeChain, errorCodeOf, hasErrorCode } from './cause-chain.ts';
 export { classifyFailure, type Failure, type FailureKind, isRetryable } from './classify-failure.ts';
 export { ConfigError, type ConfigProblem } from './config-error.ts';
+export {
+  CONNECTION_CODES,
+  NOT_SENT_CODES,
+  OUTAGE_CODES,
+  OUTAGE_MESSAGES,
+  UNRESOLVED_HOST_CODES,
+} from './error-codes.ts';
 export { type HttpAnswerFields, HttpError, type HttpErrorDetails } from './http-error.ts';
 export { httpStatusOf } from './http-status-of.ts';
 export { NetworkError } from './network-error.ts';

@@ -1,9 +1,6 @@
 /** The typed error of a non-2xx answer (src/errors/), with a bounded, redacted excerpt of its body. */
 import type { Dispatcher } from 'undici';
-import { HttpError } from '../errors/http-error.ts';
-import { PermanentHttpError } from '../errors/permanent-http-error.ts';
-import { RateLimitedError } from '../errors/rate-limited-error.ts';
-import { StreamRebalancingError } from '../errors/stream-rebalancing-error.ts';
+import { HttpError, PermanentHttpError, RateLimitedError, StreamRebalancingError } from '../errors/index.ts';
 import { maskSecrets } from '../redact/url-secret-values.ts';
 import { bodyExcerpt, extractErrorMessages } from './error-body.ts';
 import { readErrorBody } from './response-body.ts';

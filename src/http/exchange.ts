@@ -6,10 +6,7 @@
  * reported to the `onRequest` hook.
  */
 import { type Dispatcher, request } from 'undici';
-import { errorCodeOf } from '../errors/cause-chain.ts';
-import { NetworkError } from '../errors/network-error.ts';
-import { RedirectRefusedError } from '../errors/redirect-refused-error.ts';
-import { SyncError } from '../errors/sync-error.ts';
+import { errorCodeOf, NetworkError, RedirectRefusedError, SyncError } from '../errors/index.ts';
 import type { Logger } from '../log/logger.ts';
 import { redactUrl } from '../redact/redact-secrets.ts';
 import { secretValuesOf } from '../redact/url-secret-values.ts';

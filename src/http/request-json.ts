@@ -8,9 +8,13 @@
  * refused connection, connect timeout), so a stream is never created twice.
  */
 
-import { BodyTooLargeError } from '../errors/body-too-large-error.ts';
-import { classifyFailure } from '../errors/classify-failure.ts';
-import { ResponseBodyError } from '../errors/response-body-error.ts';
+import {
+  BodyTooLargeError,
+  classifyFailure,
+  hasErrorCode,
+  ResponseBodyError,
+  UNRESOLVED_HOST_CODES,
+} from '../errors/index.ts';
 import type { Logger } from '../log/logger.ts';
 import { redactUrl } from '../redact/redact-secrets.ts';
 import { secretValuesOf } from '../redact/url-secret-values.ts';
@@ -137,6 +141,9 @@ export function createJsonRequest(deps: JsonRequestDeps): JsonRequest {
         lastError = asHttpFailure(err, method, startUrl);
         if (!idempotent && failure.kind !== 'rate-limited' && !isNotSentError(err)) throw lastError;
         if (failure.kind === 'permanent' || failure.kind === 'unknown') throw lastError;
+        // A host name that does not resolve is a job runner's outage (a compose service not up yet), but
+        // here it is most often a mistyped URL: fail at once with the message that names it.
+        if (hasErrorCode(err, UNRESOLVED_HOST_CODES)) throw lastError;
         const asked = failure.kind === 'rate-limited' ? failure.retryAfterMs : undefined;
         if (asked !== undefined && asked > deps.maxRetryAfterMs) throw lastError;
         if (attempt === deps.maxAttempts) break;

@@ -3,8 +3,7 @@
  * `Content-Length`; an error body up to 64 KiB for the excerpt; a redirect body dropped.
  */
 import type { Dispatcher } from 'undici';
-import { BodyTooLargeError } from '../errors/body-too-large-error.ts';
-import { ResponseBodyError } from '../errors/response-body-error.ts';
+import { BodyTooLargeError, ResponseBodyError } from '../errors/index.ts';
 
 const MiB = 1024 * 1024;
 /**

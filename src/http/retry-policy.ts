@@ -4,8 +4,7 @@
  * `Retry-After` is read. Pure functions, so they are tested without HTTP. The wait itself is the one
  * back-off formula of src/time/backoff-delay.ts.
  */
-import { hasErrorCode } from '../errors/cause-chain.ts';
-import { NOT_SENT_CODES } from '../errors/error-codes.ts';
+import { hasErrorCode, NOT_SENT_CODES } from '../errors/index.ts';
 import { type BackoffOptions as Backoff, backoffDelay } from '../time/backoff-delay.ts';
 
 export interface BackoffOptions {

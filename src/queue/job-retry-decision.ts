@@ -8,7 +8,7 @@
  *   attempt, so an outage longer than the retry back-off does not fail work for good;
  * - anything else → `retry`: spend an attempt, with the definition's back-off.
  */
-import { classifyFailure } from '../errors/classify-failure.ts';
+import { classifyFailure } from '../errors/index.ts';
 
 /** Delay of a rate-limited job when the platform gave no Retry-After. */
 export const DEFAULT_RATE_LIMIT_DELAY_MS = 60_000;

@@ -16,7 +16,7 @@
  * without this wrapper also loses: frames held in memory whose checkpoint never moved. Replay fills
  * that gap at the next start.
  */
-import { classifyFailure } from '../errors/classify-failure.ts';
+import { classifyFailure } from '../errors/index.ts';
 import { backoffDelay } from '../time/backoff-delay.ts';
 import { abortableSleep } from '../time/clock.ts';
 import type { SseLog } from './types.ts';

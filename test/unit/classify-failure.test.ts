@@ -92,6 +92,14 @@ const table: [string, unknown, Failure][] = [
     new UserFacingError('Cannot reach the PostgreSQL database', { cause: coded('ECONNREFUSED') }),
     { kind: 'outage' },
   ],
+  [
+    'PermanentError wrapped in a plain Error (both runners fail it at once)',
+    new Error('job step failed', { cause: new PermanentError('nope') }),
+    { kind: 'permanent', unauthorized: false },
+  ],
+  // A job runner waits a name that does not resolve out (a compose service not up yet); the HTTP client
+  // alone does not retry it (test/unit/http-retry.test.ts).
+  ['host name not found', coded('ENOTFOUND'), { kind: 'outage' }],
   ['a bug', new TypeError('x is not a function'), { kind: 'unknown' }],
   ['a TLS setting', coded('CERT_HAS_EXPIRED'), { kind: 'unknown' }],
   ['a string', 'boom', { kind: 'unknown' }],
@@ -119,6 +127,9 @@ describe("the stream consumer's reading of classifyFailure (classifyOpenFailure)
     [new RateLimitedError({ ...answer, status: 429, retryable: true }, 1000), 'retry'],
     [new TypeError('fetch failed'), 'retry'],
     [new NetworkError('GET', 'u', coded('ECONNRESET')), 'retry'],
+    // A redirect to another origin would carry the token away: the stream stops (a replay hands its gap
+    // to REST) instead of reconnecting into the same redirect forever.
+    [new RedirectRefusedError('GET', 'u', 302, 'x'), 'refused'],
   ];
   it.each(cases.map(([error, kind]) => [String((error as Error).name), error, kind]))(
     '%s',

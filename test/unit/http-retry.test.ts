@@ -122,6 +122,19 @@ describe('http retries', () => {
     expect((err as NetworkError).message).toContain('token=[REDACTED]');
   });
 
+  it('does not retry a host name that does not resolve: a mistyped URL fails at once', async () => {
+    const unresolved = Object.assign(new Error('getaddrinfo ENOTFOUND api.example.test'), {
+      code: 'ENOTFOUND',
+    });
+    mock.agent.get(ORIGIN).intercept({ path: isUsers, method: 'GET' }).replyWithError(unresolved);
+    const err = await client()
+      .getJson(URL_)
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NetworkError);
+    expect(events).toHaveLength(1);
+    expect(clock.sleeps).toEqual([]);
+  });
+
   it('retries a 200 whose JSON was cut mid-way', async () => {
     const pool = mock.agent.get(ORIGIN);
     pool.intercept({ path: isUsers, method: 'GET' }).reply(200, '{"data":[{"uid":"a"},{"ui');
