@@ -33,6 +33,3 @@ export const jobCatalog = {
 } satisfies {
   [Name in keyof JobPayloads]: JobDefinition<JobPayloads[Name], any, JobPayloads> & { name: Name };
 };
-
-export type JobName = keyof typeof jobCatalog;
-export type { JobPayloads };

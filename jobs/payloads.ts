@@ -33,7 +33,6 @@ export const recordsPollPayload = z.preprocess(
     recent: z.boolean().optional(),
   }),
 );
-export type RecordsPollPayload = z.infer<typeof recordsPollPayload>;
 
 /** records.backfill (jobs/records-backfill.ts). */
 export const recordsBackfillPayload = z
@@ -51,7 +50,6 @@ export const recordsBackfillPayload = z
     connections: z.boolean().default(true),
   })
   .refine((p) => p.from <= p.to, { message: 'from must not be after to', path: ['from'] });
-export type RecordsBackfillPayload = z.infer<typeof recordsBackfillPayload>;
 
 /** connections.reconcile (jobs/connections-reconcile.ts). */
 export const connectionsReconcilePayload = z.object({
@@ -90,7 +88,6 @@ export const legacySyncPayload = z
     message: 'from must be before to',
     path: ['from'],
   });
-export type LegacySyncPayload = z.infer<typeof legacySyncPayload>;
 
 /** legacy.latest (jobs/legacy-latest.ts). */
 export const legacyLatestPayload = z

@@ -2,7 +2,8 @@
  * Runs job modules in this process for a one-shot command: an InlineRunner whose jobs get contexts cut
  * from the runtime, and whose fan-out (`ctx.enqueue`) lands in the same runner.
  */
-import { type JobPayloads, jobCatalog } from '../../jobs/index.ts';
+import { jobCatalog } from '../../jobs/index.ts';
+import type { JobPayloads } from '../../jobs/payloads.ts';
 import { InlineRunner } from '../queue/inline-runner.ts';
 import type { JobDefinition } from '../queue/job-definition.ts';
 import type { Runtime } from '../runtime/runtime.ts';

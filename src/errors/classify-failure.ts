@@ -47,8 +47,3 @@ export function classifyFailure(error: unknown): Failure {
   }
   return transient ? { kind: 'retry' } : { kind: 'unknown' };
 }
-
-/** Whether another try may succeed (everything but `permanent`). */
-export function isRetryable(error: unknown): boolean {
-  return classifyFailure(error).kind !== 'permanent';
-}

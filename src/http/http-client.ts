@@ -23,17 +23,6 @@ import type { RequestBudget } from './request-budget-types.ts';
 import { createJsonRequest } from './request-json.ts';
 import { DEFAULT_MAX_BODY_BYTES } from './response-body.ts';
 
-export type {
-  EventStreamOptions,
-  EventStreamResponse,
-  HttpClient,
-  HttpClientOptions,
-  RequestEvent,
-  RequestOptions,
-  WriteMethod,
-} from './http-client-types.ts';
-export { DEFAULT_MAX_BODY_BYTES } from './response-body.ts';
-
 export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   const headersTimeout = options.headersTimeoutMs ?? 30_000;
   const bodyTimeout = options.bodyTimeoutMs ?? 60_000;

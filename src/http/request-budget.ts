@@ -14,8 +14,6 @@ import { createRedisRequestBudget, type RedisEvalClient } from './redis-request-
 import type { BudgetRegistry, RequestBudget } from './request-budget-types.ts';
 import type { BudgetRate } from './token-bucket.ts';
 
-export type { BudgetRegistry, RequestBudget } from './request-budget-types.ts';
-
 export interface BudgetRegistryOptions {
   rate: BudgetRate;
   /** ioredis client: buckets are shared by every process using the same Redis and prefix. */

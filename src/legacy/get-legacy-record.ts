@@ -19,15 +19,9 @@ export interface GetLegacyRecordInput {
   signal?: AbortSignal;
 }
 
-/** The record(s) of the answer; empty when the platform answers 404 (deleted, or never existed). */
-export async function getLegacyRecord(org: OrgClients, input: GetLegacyRecordInput): Promise<RawObject[]> {
-  const answer = await findLegacyRecord(org, input);
-  return answer.found ? answer.items : [];
-}
-
 /**
- * The same read, telling a 404 apart (`found: false`): the record is gone from the platform (deleted,
- * or its user is), which is what marks a stored row deleted (see confirm-legacy-deletes.ts).
+ * One legacy record by id, telling a 404 apart (`found: false`): the record is gone from the platform
+ * (deleted, or its user is), which is what marks a stored row deleted (see confirm-legacy-deletes.ts).
  */
 export async function findLegacyRecord(
   org: OrgClients,

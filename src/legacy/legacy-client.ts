@@ -5,7 +5,7 @@
  *
  * Lists come as `{ summary: {...}, <object>: [...] }` and are paged by `pageBySummary`.
  */
-import type { HttpClient } from '../http/http-client.ts';
+import type { HttpClient } from '../http/http-client-types.ts';
 import { buildUrl, type QueryValue } from '../validic/build-url.ts';
 import { listItems, parseEnvelope, type RawObject, rawObject } from '../validic/envelopes.ts';
 import type { LegacyObject } from './legacy-objects.ts';

@@ -10,7 +10,7 @@
  * never a token, a URL or a user id.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { RequestEvent } from '../http/http-client.ts';
+import type { RequestEvent } from '../http/http-client-types.ts';
 import { LEGACY_OBJECTS } from '../legacy/legacy-objects.ts';
 import type { LoadCounts } from '../pipeline/batch.ts';
 import type { BudgetStatus } from '../queue/budget-status.ts';

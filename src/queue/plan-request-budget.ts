@@ -30,7 +30,6 @@ export interface BudgetPlanInput {
 }
 
 export type WorkKind = 'stream' | 'pushAndReconcile' | 'recent' | 'backfill';
-export const WORK_KINDS: readonly WorkKind[] = ['stream', 'pushAndReconcile', 'recent', 'backfill'];
 
 export interface BudgetPlan {
   requestsPerHour: number;

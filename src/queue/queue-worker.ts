@@ -22,8 +22,6 @@ import type { JobDefinition } from './job-definition.ts';
 import { type JobQueue, QUEUE_NAME } from './job-queue.ts';
 import { jobRetryDecision } from './job-retry-decision.ts';
 
-export { DEFAULT_OUTAGE_DELAY_MS, DEFAULT_RATE_LIMIT_DELAY_MS } from './job-retry-decision.ts';
-
 export interface QueueWorkerOptions {
   runtime: Pick<Runtime, 'jobContext' | 'log'>;
   redis: Redis;

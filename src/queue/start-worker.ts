@@ -11,7 +11,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { type JobPayloads, jobCatalog } from '../../jobs/index.ts';
+import { jobCatalog } from '../../jobs/index.ts';
+import type { JobPayloads } from '../../jobs/payloads.ts';
 import type { Config } from '../config/schema.ts';
 import { ConfigError, UserFacingError } from '../errors/index.ts';
 import type { Logger } from '../log/logger.ts';

@@ -50,6 +50,11 @@ export function redactKnownSecrets(text: string): string {
   return out;
 }
 
+/** An error's message for reasons and log lines, redacted: HTTP errors may quote a URL with its token. */
+export function redactedMessage(error: unknown): string {
+  return redactKnownSecrets(error instanceof Error ? error.message : String(error));
+}
+
 /** Deep-redacts any JSON-like value (used for log objects and stored error details). */
 export function redactValue<T>(value: T): T {
   if (typeof value === 'string') return redactKnownSecrets(value) as T;

@@ -4,9 +4,11 @@
  */
 import type { OrganizationConfig } from '../config/schema.ts';
 import { budgetKeyOf } from '../http/budget-key.ts';
-import { createHttpClient, type HttpClient, type RequestEvent } from '../http/http-client.ts';
+import { createHttpClient } from '../http/http-client.ts';
+import type { HttpClient, RequestEvent } from '../http/http-client-types.ts';
 import type { RedisEvalClient } from '../http/redis-request-budget.ts';
-import { createRequestBudget, type RequestBudget } from '../http/request-budget.ts';
+import { createRequestBudget } from '../http/request-budget.ts';
+import type { RequestBudget } from '../http/request-budget-types.ts';
 import { createLegacyClient, type LegacyClient } from '../legacy/legacy-client.ts';
 import type { Logger } from '../log/logger.ts';
 import { createStreamsClient, type StreamsClient } from '../validic/streams-client.ts';

@@ -2,16 +2,16 @@
  * The SSE consumer's waits, in its own option names (`BackoffOptions` of types.ts), on top of the one
  * back-off formula of src/time/backoff-delay.ts.
  */
-import { backoffDelay as backoff } from '../time/backoff-delay.ts';
+import { backoffDelay } from '../time/backoff-delay.ts';
 import type { BackoffOptions } from './types.ts';
 
-/** Delay before attempt `attempt + 1` (attempt 0 is the first retry). `random` is uniform in [0, 1). */
-export function backoffDelay(
+/** Delay before commit attempt `attempt + 1` (attempt 0 is the first retry). `random` is uniform in [0, 1). */
+export function commitRetryDelay(
   attempt: number,
   options: Pick<BackoffOptions, 'initialMs' | 'maxMs' | 'factor'>,
   random: () => number,
 ): number {
-  return backoff(
+  return backoffDelay(
     attempt + 1,
     { baseMs: options.initialMs, capMs: options.maxMs, factor: options.factor },
     random,
@@ -30,7 +30,7 @@ export function reconnectDelay(
   capMs: number,
   random: () => number,
 ): number {
-  return backoff(
+  return backoffDelay(
     attempt + 1,
     { baseMs: options.initialMs, capMs, factor: options.factor, minMs: options.minMs },
     random,

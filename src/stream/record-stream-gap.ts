@@ -12,8 +12,6 @@ import {
 import { applyBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 
-export type { RecordedGap, StreamGapsCursor };
-
 /** Most recent gaps kept in the cursor (older ones are only counted). */
 export const MAX_GAPS_KEPT = 50;
 

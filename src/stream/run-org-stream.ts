@@ -16,19 +16,20 @@
 import { httpStatusOf, UserFacingError } from '../errors/index.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { emptyCounts, type LoadResult } from '../pipeline/batch.ts';
-import { redactKnownSecrets } from '../redact/redact-secrets.ts';
+import { redactedMessage } from '../redact/redact-secrets.ts';
 import type { OrgClients } from '../runtime/org-clients.ts';
 import type { Clock } from '../time/clock.ts';
 import { MAX_STREAM_CONNECTIONS } from '../validic/platform-limits.ts';
 import type { StreamInfo } from '../validic/streams-client.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
 import { streamCheckpointCursor } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
+import type { RecordedGap } from '../warehouse/cursors/stream-gaps-cursor.ts';
 import { applyPreparedBatch, type PreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { type AcquireSlot, runOnSlots } from './connection-slots.ts';
 import { eagerBody } from './eager-body.ts';
 import { pipelineWrites } from './pipelined-commit.ts';
-import { type RecordedGap, recordStreamGap } from './record-stream-gap.ts';
+import { recordStreamGap } from './record-stream-gap.ts';
 import { reportConnect422 } from './report-connect-422.ts';
 import type { StreamConsumerOptionsInput } from './resolve-consumer-options.ts';
 import { StreamConsumer } from './stream-consumer.ts';
@@ -36,10 +37,6 @@ import { emptyStreamCounters } from './stream-counters.ts';
 import { addLoadCounts, addStreamCounters, type OrgStreamSummary } from './stream-summary.ts';
 import { toRawItems } from './to-raw-items.ts';
 import type { CommitMeta, DataFrame, GapTooLong, StreamCheckpoint, StreamState } from './types.ts';
-
-/** The platform's limit of concurrent connections per stream. */
-
-export type { AcquireSlot, ConnectionSlot } from './connection-slots.ts';
 
 /** A commit as seen by metrics: `committedAt − frame.createdAt` is the lag, `− frame.receivedAt` the latency. */
 export interface StreamCommitEvent {
@@ -311,7 +308,7 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
     );
     const failure = results.find((r) => r.status === 'rejected');
     if (failure) {
-      log.error({ err: failure.reason }, `stream stopped: ${describeError(failure.reason)}`);
+      log.error({ err: failure.reason }, `stream stopped: ${redactedMessage(failure.reason)}`);
       const status = httpStatusOf(failure.reason);
       if (status === 401 || status === 403) {
         throw new UserFacingError(`the stream refused the token of organization ${orgId} (${status})`, {
@@ -348,8 +345,4 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
 /** Finds or creates the stream, runs it until `signal` aborts, and returns what it did. */
 export async function runOrgStream(options: OrgStreamOptions): Promise<OrgStreamSummary> {
   return (await startOrgStream(options)).done;
-}
-
-function describeError(error: unknown): string {
-  return redactKnownSecrets(error instanceof Error ? error.message : String(error));
 }

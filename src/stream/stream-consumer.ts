@@ -11,10 +11,11 @@
  * (401/403, `PermanentError`, a commit that keeps failing) ends it (then it rejects with that error).
  */
 
+import { classifyFailure } from '../errors/index.ts';
 import { silentLogger } from '../log/logger.ts';
-import { redactKnownSecrets } from '../redact/redact-secrets.ts';
+import { redactedMessage } from '../redact/redact-secrets.ts';
 import { type Clock, systemClock } from '../time/clock.ts';
-import { backoffDelay } from './backoff-delay.ts';
+import { commitRetryDelay } from './backoff-delay.ts';
 import { classifyOpenFailure } from './classify-open-failure.ts';
 import {
   type ConsumerEvent,
@@ -144,7 +145,7 @@ export class StreamConsumer {
       this.#closeConnection();
       this.#pending = [];
       this.#machine = { ...this.#machine, phase: 'stopped', connection: undefined, replay: undefined };
-      if (this.#announced !== 'stopped') this.#announce('stopped', `failed: ${describe(error)}`);
+      if (this.#announced !== 'stopped') this.#announce('stopped', `failed: ${redactedMessage(error)}`);
       throw error;
     }
     return this.#announced;
@@ -223,7 +224,7 @@ export class StreamConsumer {
         now: this.#clock.now(),
         failure: classifyOpenFailure(error),
         error,
-        message: describe(error),
+        message: redactedMessage(error),
         retryAfterMs: typeof retryAfterMs === 'number' ? retryAfterMs : undefined,
         jitter: this.#random(),
       });
@@ -291,7 +292,7 @@ export class StreamConsumer {
             kind: 'disconnected',
             now: now(),
             error: settled.error,
-            message: describe(settled.error),
+            message: redactedMessage(settled.error),
           });
         } else if (settled.result.done) {
           await this.#dispatch({ kind: 'disconnected', now: now() });
@@ -321,11 +322,11 @@ export class StreamConsumer {
         await this.#deps.commit(frames, checkpoint, { via, reason });
         return;
       } catch (error) {
-        if (attempt >= this.options.commitAttempts) {
+        if (attempt >= this.options.commitAttempts || classifyFailure(error).kind === 'permanent') {
           this.#log.error({ err: error, frames: frames.length }, 'SSE commit failed; giving up');
           throw error;
         }
-        const delay = backoffDelay(attempt - 1, this.options.backoff, this.#random);
+        const delay = commitRetryDelay(attempt - 1, this.options.backoff, this.#random);
         this.#log.warn({ err: error, attempt, delayMs: delay }, 'SSE commit failed; retrying');
         // Not cancelled by stop: the frames are only in memory, so keep trying to land them.
         await sleepQuietly(this.#clock, delay, undefined);
@@ -345,9 +346,4 @@ export class StreamConsumer {
     this.#log.info({ from, to, reason }, 'SSE consumer state');
     this.#deps.onStateChange?.(from, to, reason);
   }
-}
-
-/** An error's message for reasons and logs; redacted because HTTP errors may quote a URL with its token. */
-function describe(error: unknown): string {
-  return redactKnownSecrets(error instanceof Error ? error.message : String(error));
 }

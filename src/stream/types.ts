@@ -88,9 +88,6 @@ export interface SseSource {
   body: AsyncIterable<Uint8Array>;
 }
 
-/** Time, injectable so tests drive it. `sleep` resolves after `ms`, or rejects/resolves early on abort. */
-/** The one clock interface (src/time/clock.ts), re-exported for the stream's modules and tests. */
-
 export interface GapTooLong {
   /** ISO start of the part the consumer cannot fill itself (or that the stream cannot resume). */
   from: string;

@@ -10,7 +10,7 @@ import {
   UnexpectedResponseError,
   UserFacingError,
 } from '../errors/index.ts';
-import type { HttpClient } from '../http/http-client.ts';
+import type { HttpClient } from '../http/http-client-types.ts';
 import { buildUrl } from './build-url.ts';
 import { classifyStream422, describeStream422, type Stream422Reason } from './describe-stream-422.ts';
 import { listItems, parseEnvelope, type RawObject, rawObject } from './envelopes.ts';

@@ -7,7 +7,7 @@
  */
 
 import { UsageError } from '../errors/index.ts';
-import type { HttpClient } from '../http/http-client.ts';
+import type { HttpClient } from '../http/http-client-types.ts';
 import { buildUrl, type QueryValue } from './build-url.ts';
 import { parseUtcDate } from './date-windows.ts';
 import {

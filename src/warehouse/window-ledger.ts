@@ -142,11 +142,6 @@ export async function findUnfinishedRun(
   return row ? toRun(row) : undefined;
 }
 
-export async function getRun(db: Db, runId: string): Promise<RunRow | undefined> {
-  const row = await db.selectFrom('validic_sync.runs').selectAll().where('id', '=', runId).executeTakeFirst();
-  return row ? toRun(row) : undefined;
-}
-
 /** Adds the windows to the run's ledger; windows already planned (same key) are left as they are. */
 export async function planWindows(
   db: Db,

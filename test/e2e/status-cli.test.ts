@@ -4,7 +4,8 @@
  * and stream slot holders.
  */
 import { describe, expect, it } from 'vitest';
-import { type JobPayloads, jobCatalog } from '../../jobs/index.ts';
+import { jobCatalog } from '../../jobs/index.ts';
+import type { JobPayloads } from '../../jobs/payloads.ts';
 import type { SyncStatus } from '../../src/metrics/sync-status.ts';
 import type { JobDefinition } from '../../src/queue/job-definition.ts';
 import { openJobQueue } from '../../src/queue/job-queue.ts';

@@ -4,7 +4,8 @@
  */
 import { MockAgent } from 'undici';
 import { afterEach, beforeEach } from 'vitest';
-import { createHttpClient, type HttpClientOptions } from '../../src/http/http-client.ts';
+import { createHttpClient } from '../../src/http/http-client.ts';
+import type { HttpClientOptions } from '../../src/http/http-client-types.ts';
 import { createManualClock } from '../../src/time/manual-clock.ts';
 
 export interface SeenRequest {

@@ -6,6 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { PermanentError } from '../../src/errors/index.ts';
 import { utcDate } from '../../src/stream/plan-gap-fill.ts';
 import type { StreamConsumerOptionsInput } from '../../src/stream/resolve-consumer-options.ts';
 import { StreamConsumer } from '../../src/stream/stream-consumer.ts';
@@ -156,9 +157,12 @@ let platform: TestPlatform;
 let harnesses: Harness[] = [];
 /** The next this-many commits fail (a database blip). */
 let failCommits = 0;
+/** What a failing commit throws (a database outage unless a test says otherwise). */
+let commitError: () => Error = () => new Error('database unavailable');
 
 beforeEach(async () => {
   failCommits = 0;
+  commitError = () => new Error('database unavailable');
   platform = new TestPlatform();
   await platform.start();
 });
@@ -191,7 +195,7 @@ function harness(
       commit: async (frames, cp, meta) => {
         if (failCommits > 0) {
           failCommits -= 1;
-          throw new Error('database unavailable');
+          throw commitError();
         }
         commits.push({ frames: [...frames], checkpoint: cp, meta });
       },
@@ -452,6 +456,17 @@ describe('StreamConsumer (commits)', () => {
     await expect(h.done).rejects.toThrow('database unavailable');
     expect(h.consumer.state).toBe('stopped');
     expect(h.transitions.at(-1)?.reason).toMatch(/failed: database unavailable/);
+  });
+
+  it('does not retry a commit that failed permanently', async () => {
+    failCommits = 100;
+    commitError = () => new PermanentError('batch refused');
+    platform.connect.push(sends([frame('data', rec('refused'))], 20));
+    const h = harness({ commitAttempts: 5 });
+    h.start();
+    await expect(h.done).rejects.toThrow('batch refused');
+    expect(failCommits).toBe(99);
+    expect(h.consumer.state).toBe('stopped');
   });
 
   it('persists lastLiveAt with heartbeat commits while only pokes arrive', async () => {

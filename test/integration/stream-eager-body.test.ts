@@ -7,7 +7,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpClient, type HttpClient } from '../../src/http/http-client.ts';
+import { createHttpClient } from '../../src/http/http-client.ts';
+import type { HttpClient } from '../../src/http/http-client-types.ts';
 import { eagerBody } from '../../src/stream/eager-body.ts';
 import { readSseFrames } from '../../src/stream/read-sse-frames.ts';
 import type { SseFrame } from '../../src/stream/types.ts';

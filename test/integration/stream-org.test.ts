@@ -11,18 +11,15 @@ import { silentLogger } from '../../src/log/logger.ts';
 import { collectSyncStatus } from '../../src/metrics/sync-status.ts';
 import { createOrgClients, type OrgClients } from '../../src/runtime/org-clients.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import type { RecordedGap } from '../../src/stream/record-stream-gap.ts';
-import {
-  type ConnectionSlot,
-  type StreamCommitEvent,
-  startOrgStream,
-} from '../../src/stream/run-org-stream.ts';
+import type { ConnectionSlot } from '../../src/stream/connection-slots.ts';
+import { type StreamCommitEvent, startOrgStream } from '../../src/stream/run-org-stream.ts';
 import type { StreamCheckpoint } from '../../src/stream/types.ts';
 import { listCursors, readCursor } from '../../src/warehouse/checkpoints.ts';
 import {
   streamCheckpointCursor,
   streamCheckpointPrefix,
 } from '../../src/warehouse/cursors/stream-checkpoint-cursor.ts';
+import type { RecordedGap } from '../../src/warehouse/cursors/stream-gaps-cursor.ts';
 import { streamGapsCursor } from '../../src/warehouse/cursors/stream-gaps-cursor.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';

@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { HttpError, NetworkError, RateLimitedError, ResponseBodyError } from '../../src/errors/index.ts';
-import type { RequestEvent } from '../../src/http/http-client.ts';
+import type { RequestEvent } from '../../src/http/http-client-types.ts';
 import { createManualClock, type ManualClock } from '../../src/time/manual-clock.ts';
 import { useMockAgent } from '../helpers/mock-agent.ts';
 

@@ -2,7 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ResponseBodyError } from '../../src/errors/index.ts';
-import { createHttpClient, type HttpClient } from '../../src/http/http-client.ts';
+import { createHttpClient } from '../../src/http/http-client.ts';
+import type { HttpClient } from '../../src/http/http-client-types.ts';
 import { createManualClock } from '../../src/time/manual-clock.ts';
 
 // A real server on loopback: only a real socket can cut a body after its headers were sent.

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { PermanentError } from '../../src/errors/index.ts';
-import { backoffDelay, idleDelay } from '../../src/stream/backoff-delay.ts';
+import { commitRetryDelay, idleDelay } from '../../src/stream/backoff-delay.ts';
 import { classifyOpenFailure } from '../../src/stream/classify-open-failure.ts';
 import { planGapFill, utcDate } from '../../src/stream/plan-gap-fill.ts';
 
@@ -57,13 +57,13 @@ describe('planGapFill', () => {
   });
 });
 
-describe('backoffDelay', () => {
+describe('commitRetryDelay', () => {
   const options = { initialMs: 1000, maxMs: 60_000, factor: 2 };
   it('uses full jitter under a growing cap', () => {
-    expect(backoffDelay(0, options, () => 0.999)).toBe(999);
-    expect(backoffDelay(3, options, () => 0.5)).toBe(4000);
-    expect(backoffDelay(20, options, () => 0.5)).toBe(30_000);
-    expect(backoffDelay(5, options, () => 0)).toBe(0);
+    expect(commitRetryDelay(0, options, () => 0.999)).toBe(999);
+    expect(commitRetryDelay(3, options, () => 0.5)).toBe(4000);
+    expect(commitRetryDelay(20, options, () => 0.5)).toBe(30_000);
+    expect(commitRetryDelay(5, options, () => 0)).toBe(0);
   });
   it('idle delays grow and the last repeats', () => {
     expect([0, 1, 2, 9].map((r) => idleDelay(r, [5, 10, 20]))).toEqual([5, 10, 20, 20]);
