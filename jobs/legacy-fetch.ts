@@ -16,7 +16,10 @@ export interface LegacyFetchResult extends LegacyPagesResult {
   deleted?: boolean;
 }
 
-/** Half-width of the activity-date window (see the header comment: one day covers every UTC offset). */
+/**
+ * Half-width of the activity-date window (see jobs/README.md, `legacy-fetch.ts`: one day covers every
+ * UTC offset).
+ */
 export const ACTIVITY_MARGIN_MS = 24 * 3_600_000;
 
 export const legacyFetchJobId = (p: LegacyFetchPayload) =>

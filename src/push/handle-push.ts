@@ -1,8 +1,7 @@
 /**
- * The push-notification endpoint (v1 enterprise push), framework-free: - `handlePush(request, deps)`: a
- * function of {method, url, headers, body} → {status, headers, body}; - `handlePushRequest(req, res,
- * deps)`: the node:http adapter (body size limit, 413) the worker's HTTP server mounts at
- * `http.pushPath` (default POST /push/v1).
+ * The push-notification endpoint (v1 enterprise push), framework-free: `handlePush`, a function of
+ * {method, url, headers, body} → {status, headers, body}, and `handlePushRequest`, the node:http adapter
+ * the worker's push listener mounts at `http.pushPath`.
  * Why and how: README.md, "`handle-push.ts`".
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -1,6 +1,6 @@
 /**
  * The budget planner (pure): how one org's requests per hour are divided among the kinds of work, in
- * this order of precedence:
+ * order of precedence (stream, push and reconcile, the recent poll, backfill).
  * Why and how: README.md, "`plan-request-budget.ts`".
  */
 

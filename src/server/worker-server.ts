@@ -1,8 +1,6 @@
 /**
  * The worker's admin listener (`http.host`:`http.port`, loopback unless configured), node:http without
- * a framework, hardened like the push listener (`hardened-server.ts`): - GET /healthz the process is
- * alive (200); - GET /readyz Postgres and Redis answer: `{"ok":true,"failed":[]}`, else 503 with the
- * names of the failed checks (`{"ok":false,"failed":["postgres"]}`).
+ * a framework, hardened like the push listener: /healthz, /readyz, /metrics and bull-board at /queues/*.
  * Why and how: README.md, "`worker-server.ts`".
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';

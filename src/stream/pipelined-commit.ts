@@ -7,14 +7,14 @@
  * waits for the PREVIOUS write to land, then starts this one and returns. At most one batch is being
  * written and one is filling, so memory stays bounded.
  *
- * Safety is unchanged. Writes run one after another in order, and each one carries its own checkpoint
- * in the same transaction, so a cursor never moves past data that is not committed. If a write fails,
- * it is retried here with back-off, unless `classifyFailure` calls the failure permanent (the same
- * write would fail again). Once its attempts are used up (or at once when permanent), the failure is reported by the next
- * `commit` call (or by `drain`), which tries that batch again first. The consumer's own commit retries
- * therefore still apply, and after them the run fails as before. A crash can lose only what a crash
- * without this wrapper also loses: frames held in memory whose checkpoint never moved. Replay fills
- * that gap at the next start.
+ * Safety is unchanged. Writes run one after another in order, and each one carries its own checkpoint in
+ * the same transaction, so a cursor never moves past data that is not committed. If a write fails, it is
+ * retried here with back-off, unless `classifyFailure` calls the failure permanent (the same write would
+ * fail again). Once its attempts are used up (or at once when permanent), the failure is reported by the
+ * next `commit` call (or by `drain`), which tries that batch again first. The consumer's own commit
+ * retries therefore still apply, and after them the run fails as before. A crash can lose only what a
+ * crash without this wrapper also loses: frames held in memory whose checkpoint never moved. Replay
+ * fills that gap at the next start.
  */
 import { classifyFailure } from '../errors/index.ts';
 import { backoffDelay } from '../time/backoff-delay.ts';

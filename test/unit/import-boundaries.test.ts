@@ -1,8 +1,8 @@
 /**
- * The rooms of the house stay apart (src/README.md, "Where things live"): the import graph of src/ and
- * jobs/ (static, type-only, side-effect and dynamic imports, and re-exports) is read from the sources
- * and checked against the rules below. Each rule also runs against a small hand-made graph that breaks it, so the
- * test is seen to fail.
+ * The rooms of the house stay apart (src/README.md, "The rooms" and "Directions"): the import graph of
+ * src/ and jobs/ (static, type-only, side-effect and dynamic imports, and re-exports) is read from the
+ * sources and checked against the rules below. Each rule also runs against a small hand-made graph that
+ * breaks it, so the test is seen to fail.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
