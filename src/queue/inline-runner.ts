@@ -128,6 +128,9 @@ export class InlineRunner<Payloads extends PayloadSchemas = any> extends EventEm
     const signal = this.#options.signal ?? new AbortController().signal;
     const clock = this.#options.clock ?? systemClock;
     const maxFreeWaitMs = this.#options.maxWaitWithoutAttemptMs ?? 900_000;
+    const maxBackoffMs = this.#options.maxBackoffMs ?? 30_000;
+    // A one-shot command waits at most the back-off cap after a 429 that named no wait.
+    const waits = { rateLimitDelayMs: maxBackoffMs, ...this.#options.waits };
     let waitedMs = 0;
     for (;;) {
       try {
@@ -138,8 +141,6 @@ export class InlineRunner<Payloads extends PayloadSchemas = any> extends EventEm
         return;
       } catch (thrown) {
         const error = toError(thrown);
-        // A one-shot command waits at most the back-off cap after a 429 that named no wait.
-        const waits = { rateLimitDelayMs: this.#options.maxBackoffMs ?? 30_000, ...this.#options.waits };
         let decision = jobRetryDecision(error, waits);
         if (decision.action === 'wait' && waitedMs + decision.delayMs > maxFreeWaitMs) {
           decision = { action: 'retry' };
@@ -156,11 +157,11 @@ export class InlineRunner<Payloads extends PayloadSchemas = any> extends EventEm
           this.emit('waiting', job, error, delayMs);
         } else {
           // BullMQ's `exponential` back-off (no jitter), capped for a one-shot command.
-          const backoff = {
+          delayMs = backoffDelay(job.attempt, {
             baseMs: definition.options.backoff.delay,
-            capMs: this.#options.maxBackoffMs ?? 30_000,
-          };
-          delayMs = backoffDelay(job.attempt, { ...backoff, jitter: 0 });
+            capMs: maxBackoffMs,
+            jitter: 0,
+          });
           this.emit('retrying', job, error, delayMs);
         }
         try {

@@ -1,12 +1,12 @@
 /** The driver's waits on the injected clock: a sleep that never throws, and a read raced with a timer. */
-import type { Clock } from '../time/clock.ts';
+import { type Clock, MAX_TIMER_MS } from '../time/clock.ts';
 
 export const TIMER: unique symbol = Symbol('timer');
 
 export async function sleepQuietly(clock: Clock, ms: number, signal: AbortSignal | undefined): Promise<void> {
   try {
-    // setTimeout treats delays past 2^31-1 ms as 1 ms.
-    await clock.sleep(Math.min(Math.max(0, ms), 2_147_483_647), signal);
+    // Clamped for any Clock, not only the system one: a wake-up time with no timer due is Infinity.
+    await clock.sleep(Math.min(Math.max(0, ms), MAX_TIMER_MS), signal);
   } catch {
     // An aborted sleep ends early; callers look at their signal.
   }

@@ -12,7 +12,7 @@ export interface Clock {
 }
 
 /** Longest delay `setTimeout` honours; a larger one would fire after 1 ms. */
-const MAX_TIMER_MS = 2_147_483_647;
+export const MAX_TIMER_MS = 2_147_483_647;
 
 export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
   if (signal?.aborted) return Promise.reject(abortReason(signal));
