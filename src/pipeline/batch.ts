@@ -5,7 +5,7 @@
  */
 
 /** How a record reached the warehouse; stored in `records.arrived_via`. */
-export type ArrivedVia = 'poll' | 'stream' | 'replay' | 'legacy' | 'push';
+export type ArrivedVia = 'poll' | 'stream' | 'replay' | 'reconcile' | 'audit' | 'legacy' | 'push';
 
 /**
  * One raw item. `kind` says which parser applies; `frame` is a stream/replay `data` frame whose payload

@@ -8,7 +8,7 @@ import type { ColumnType, Generated } from 'kysely';
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type TimestampDefault = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json = ColumnType<unknown, string, string>;
-type ArrivedVia = 'poll' | 'stream' | 'replay' | 'legacy' | 'push';
+type ArrivedVia = 'poll' | 'stream' | 'replay' | 'reconcile' | 'audit' | 'legacy' | 'push';
 
 export interface UsersTable {
   org_id: string;
