@@ -14,6 +14,7 @@ import { pushPrune } from './push-prune.ts';
 import { recordsBackfill } from './records-backfill.ts';
 import { recordsPoll } from './records-poll.ts';
 import { recordsRecent } from './records-recent.ts';
+import { streamsReconcile } from './streams-reconcile.ts';
 import { usersSync } from './users-sync.ts';
 import { warehouseMaintain } from './warehouse-maintain.ts';
 
@@ -21,6 +22,7 @@ export const jobCatalog = {
   [usersSync.name]: usersSync,
   [recordsPoll.name]: recordsPoll,
   [recordsBackfill.name]: recordsBackfill,
+  [streamsReconcile.name]: streamsReconcile,
   [connectionsReconcile.name]: connectionsReconcile,
   [connectionsRecent.name]: connectionsRecent,
   [recordsRecent.name]: recordsRecent,

@@ -34,6 +34,13 @@ export const recordsPollPayload = z.preprocess(
   }),
 );
 
+/** streams.reconcile (jobs/streams-reconcile.ts). */
+export const streamsReconcilePayload = z.object({
+  orgId: z.string().min(1),
+  /** What asked for the pass: its schedule, a gap of the primary stream (brought forward), or `reconcile`. */
+  trigger: z.enum(['schedule', 'gap', 'command']).default('schedule'),
+});
+
 /** records.backfill (jobs/records-backfill.ts). */
 export const recordsBackfillPayload = z
   .object({
@@ -48,6 +55,11 @@ export const recordsBackfillPayload = z
     restart: z.boolean().default(false),
     /** Also fetch connection events for the range. */
     connections: z.boolean().default(true),
+    /**
+     * The stream gap (validic_sync.stream_gaps) this backfill fills, when no stream can re-deliver it:
+     * it keys the job, so a gap gets one backfill however often it is reported.
+     */
+    gapId: z.number().int().positive().optional(),
   })
   .refine((p) => p.from <= p.to, { message: 'from must not be after to', path: ['from'] });
 
@@ -137,6 +149,7 @@ export const jobPayloads = {
   'users.sync': usersSyncPayload,
   'records.poll': recordsPollPayload,
   'records.backfill': recordsBackfillPayload,
+  'streams.reconcile': streamsReconcilePayload,
   'connections.reconcile': connectionsReconcilePayload,
   'connections.recent': connectionsRecentPayload,
   'records.recent': recordsRecentPayload,

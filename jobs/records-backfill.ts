@@ -5,6 +5,7 @@
  * arguments (only pending windows are fetched); a finished run is not resumed: the same command then
  * starts a new run, because fetching the range again is what the user asked for.
  */
+import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { planDateWindows, planRecordWindows } from '../src/validic/date-windows.ts';
@@ -29,6 +30,9 @@ export const recordsBackfill = defineJob({
   name: 'records.backfill',
   payload: recordsBackfillPayload,
   options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['records.backfill'] },
+  // One backfill per stream gap; a backfill asked for by a person is never deduplicated.
+  jobId: (p) =>
+    p.gapId === undefined ? undefined : jobKey('records.backfill', p.orgId, 'gap', String(p.gapId)),
   async run(ctx, payload): Promise<RecordsBackfillResult> {
     const { orgId } = payload;
     const store = ctx.warehouse;

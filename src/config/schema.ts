@@ -61,6 +61,13 @@ export const organizationSchema = z.object({
         .optional(),
       /** Concurrent connections to the stream (the platform allows 3). */
       connections: z.coerce.number().int().min(1).max(MAX_STREAM_CONNECTIONS).default(1),
+      /**
+       * Keep a second stream for reconciliation (`VALIDIC_RECONCILE_STREAM`): its passes re-deliver
+       * what the primary lost (src/stream/README.md). It counts toward the platform's 5 streams.
+       */
+      reconcile: z.union([z.boolean(), z.stringbool()]).default(true),
+      /** Name of the reconciliation stream; default `<name>-reconcile`. */
+      reconcileName: z.string().min(1).optional(),
     })
     .prefault({}),
   legacy: z
@@ -205,6 +212,16 @@ export const configSchema = z.object({
       backoffInitialMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.backoff.initialMs),
       /** Largest reconnect delay, ms; never more than `staleAfterMs` (larger values are clamped). */
       backoffMaxMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.backoff.maxMs),
+      /** Pokes in a row, stamped at or after the hand-off time, that end a replay or a reconciliation pass. */
+      quietPokes: z.coerce.number().int().min(1).default(STREAM_DEFAULTS.quietPokes),
+      /** A reconciliation pass that has not caught up after this long commits what it read and ends. */
+      passTimeoutMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.passTimeoutMs),
+      /**
+       * The worker runs a pass this long after a gap (an unclean end of a connection) rather than at the
+       * next scheduled one: long enough for the primary to catch up after a reconnect, so the pass
+       * finds what it lost rather than what it was about to deliver.
+       */
+      passAfterGapSeconds: z.coerce.number().int().min(0).default(60),
     })
     .prefault({}),
   worker: z
@@ -241,6 +258,12 @@ export const configSchema = z.object({
        * request budget cannot serve it; `status` shows the period achieved.
        */
       recentPollMinutes: z.coerce.number().min(0).default(60),
+      /**
+       * streams.reconcile: a pass of each org's reconciliation stream (re-delivers what the primary
+       * stream lost; sooner after a gap, `stream.passAfterGapSeconds`). The platform keeps the stream's
+       * position 7 days: keep this well below.
+       */
+      reconcileStreamMinutes: z.coerce.number().min(0).default(60),
       /** connections.reconcile over the last `reconcileDays` days: fills what the stream missed. */
       reconcileMinutes: z.coerce.number().min(0).default(1440),
       reconcileDays: z.coerce.number().int().min(1).max(30).default(30),

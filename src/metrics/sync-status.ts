@@ -18,11 +18,16 @@ import {
   STREAM_CHECKPOINTS_PREFIX,
   streamCheckpointPrefix,
 } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
-import { streamGapsCursor } from '../warehouse/cursors/stream-gaps-cursor.ts';
 import { usersFullSyncCursor } from '../warehouse/cursors/users-full-sync-cursor.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { countQuarantine, type QuarantineCount } from '../warehouse/quarantine.ts';
 import { type LedgerSummary, summarizeLedger } from '../warehouse/window-ledger.ts';
+import {
+  type ReconciliationStatus,
+  readReconciliationStatus,
+  readStreamGapsStatus,
+  type StreamGapsStatus,
+} from './reconciliation-status.ts';
 
 export interface RunStatus extends LedgerSummary {
   id: string;
@@ -54,11 +59,15 @@ export interface OrgStatus {
   stream: {
     name: string | null;
     checkpoints: CursorStatus[];
-    gaps: unknown;
+    /** Spans in which the stream may have lost events, open until a reconciliation pass covers them. */
+    gaps: StreamGapsStatus;
     /** Slot → holder, when Redis is available. */
     slots?: Record<number, string>;
   };
+  /** The last reconciliation of connection events (`reconcile` command, connections.recent). */
   reconcile: unknown;
+  /** The reconciliation stream's passes: what they re-delivered and found missing. */
+  reconciliation: ReconciliationStatus;
   legacy: CursorStatus[];
   otherCursors: CursorStatus[];
   runs: RunStatus[];
@@ -89,6 +98,8 @@ export interface CollectStatusOptions {
   orgIds: string[];
   /** Stream name per org, from config. */
   streamNames?: Record<string, string>;
+  /** Reconciliation stream name per org, from config (absent: reconciliation off). */
+  reconcileStreamNames?: Record<string, string>;
   queue?: {
     counts(): Promise<JobCounts>;
     failed(limit: number): Promise<FailedJobInfo[]>;
@@ -145,8 +156,8 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
     const legacy = take((k) => k.startsWith(LEGACY_LATEST_CURSOR_PREFIX));
     const usersFullSync = usersFullSyncCursor();
     const reconcileLast = reconcileLastCursor();
-    const streamGaps = streamGapsCursor();
-    for (const { key } of [usersFullSync, reconcileLast, streamGaps]) used.add(key);
+    // `stream:gaps` is the cursor gaps were kept in before validic_sync.stream_gaps (migration 0016).
+    for (const key of [usersFullSync.key, reconcileLast.key, 'stream:gaps']) used.add(key);
     // Per-window poll cursors are many and carry little; the ledger and lag say more.
     const otherCursors = cursors
       .filter((c) => !used.has(c.key) && !c.key.startsWith(RECORDS_POLL_CURSOR_PREFIX))
@@ -184,7 +195,7 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
     const stream: OrgStatus['stream'] = {
       name: streamName,
       checkpoints,
-      gaps: byKey.get(streamGaps.key)?.value ?? null,
+      gaps: await readStreamGapsStatus(db, orgId),
     };
     if (options.slots && streamName) stream.slots = await options.slots.holders(orgId, streamName);
 
@@ -201,6 +212,12 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
       },
       stream,
       reconcile: byKey.get(reconcileLast.key)?.value ?? null,
+      reconciliation: await readReconciliationStatus(
+        db,
+        orgId,
+        options.reconcileStreamNames?.[orgId] ?? null,
+        now,
+      ),
       legacy,
       otherCursors,
       runs: runStatuses,

@@ -75,7 +75,7 @@ export class InlineRunner<Payloads extends PayloadSchemas = any> extends EventEm
   ): boolean {
     const definition = this.#definition(name);
     const parsed = definition.payload.parse(payload);
-    const id = definition.jobId ? definition.jobId(parsed) : `${name}:${++this.#sequence}`;
+    const id = definition.jobId?.(parsed) ?? `${name}:${++this.#sequence}`;
     if (this.#seen.has(id)) return false;
     this.#seen.add(id);
     this.#pending.push({ id, name, payload: parsed, attempt: 1 });

@@ -21,8 +21,11 @@ export interface JobDefinition<
   name: string;
   payload: Schema;
   options: JobOptions;
-  /** Deterministic id for a payload (jobKey(), job-key.ts), so the same unit of work is never queued twice. */
-  jobId?: (payload: z.infer<Schema>) => string;
+  /**
+   * Deterministic id for a payload (jobKey(), job-key.ts), so the same unit of work is never queued
+   * twice; undefined for a payload that has none.
+   */
+  jobId?: (payload: z.infer<Schema>) => string | undefined;
   run(ctx: JobContext<Payloads>, payload: z.infer<Schema>): Promise<Result>;
 }
 

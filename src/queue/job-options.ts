@@ -27,7 +27,8 @@ export function jobOptions(
   keep: KeepJobs,
   extra: { delayMs?: number; priority?: number } = {},
 ): JobsOptions {
-  const id = definition.jobId ? toBullJobId(definition.jobId(payload)) : undefined;
+  const key = definition.jobId?.(payload);
+  const id = key === undefined ? undefined : toBullJobId(key);
   const priority = extra.priority ?? definition.options.priority;
   return {
     ...(id ? { jobId: id } : {}),

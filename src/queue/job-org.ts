@@ -11,9 +11,13 @@ import {
 } from '../legacy/confirm-legacy-deletes.ts';
 import { findLegacyRecord, type GetLegacyRecordInput } from '../legacy/get-legacy-record.ts';
 import type { LegacyClient } from '../legacy/legacy-client.ts';
+import type { Logger } from '../log/logger.ts';
 import type { OrgClients } from '../runtime/org-clients.ts';
+import type { StreamConsumerOptionsInput } from '../stream/resolve-consumer-options.ts';
+import { type ReconcilePassSummary, runReconcilePass } from '../stream/run-reconcile-pass.ts';
 import type { V2Client } from '../validic/v2-client.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
+import type { PassTrigger } from '../warehouse/reconcile-passes.ts';
 
 export interface JobOrg {
   v2: V2Client;
@@ -28,9 +32,22 @@ export interface JobOrg {
   confirmLegacyDeletes(
     input: Omit<ConfirmLegacyDeletesInput, 'warehouse' | 'org' | 'orgId'>,
   ): Promise<ConfirmLegacyDeletesResult>;
+  /**
+   * One pass of the org's reconciliation stream (src/stream/run-reconcile-pass.ts): reads what it
+   * re-delivers until caught up, loads it, and reports what the primary stream had missed.
+   */
+  reconcileStream(input: {
+    trigger: PassTrigger;
+    signal: AbortSignal;
+    log: Logger;
+  }): Promise<ReconcilePassSummary>;
 }
 
-export function jobOrg(clients: OrgClients, warehouse: Warehouse): JobOrg {
+export function jobOrg(
+  clients: OrgClients,
+  warehouse: Warehouse,
+  consumerOptions: StreamConsumerOptionsInput = {},
+): JobOrg {
   const { config } = clients;
   return {
     v2: clients.v2,
@@ -40,5 +57,7 @@ export function jobOrg(clients: OrgClients, warehouse: Warehouse): JobOrg {
     findLegacyRecord: (input) => findLegacyRecord(clients, input),
     confirmLegacyDeletes: (input) =>
       confirmLegacyDeletes({ ...input, warehouse, org: clients, orgId: config.orgId }),
+    reconcileStream: ({ trigger, signal, log }) =>
+      runReconcilePass({ warehouse, org: clients, signal, trigger, consumerOptions, log }),
   };
 }

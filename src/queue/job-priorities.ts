@@ -6,6 +6,8 @@
  */
 export const JOB_PRIORITIES = {
   'users.sync': 5,
+  /** A pass of the reconciliation stream: one request, and what it finds is data the stream lost. */
+  'streams.reconcile': 6,
   /** The tick is one read of the warehouse: it goes before the polls it queues, so it runs on time. */
   'records.recent': 7,
   'connections.recent': 8,

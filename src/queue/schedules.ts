@@ -49,6 +49,11 @@ export function planSchedules(config: Config, catalog: Record<string, JobDefinit
       config.budget.tickSeconds * 1000,
     );
     add('connections.recent', org.orgId, s.reconcileMinutes, { orgId: org.orgId, days: s.reconcileDays });
+    if (org.stream.reconcile)
+      add('streams.reconcile', org.orgId, s.reconcileStreamMinutes, {
+        orgId: org.orgId,
+        trigger: 'schedule',
+      });
     if (org.legacy.enabled) add('legacy.sync', org.orgId, s.legacyLatestMinutes, { orgId: org.orgId });
   }
   // Not per org: one table (or schema) for the whole process.

@@ -66,6 +66,18 @@ export function superviseStreams(options: StreamSupervisorOptions): StreamSuperv
             };
           },
           enqueue: (jobName, payload) => options.jobQueue.enqueue(jobName, payload),
+          // A gap brings the next reconciliation pass forward; the delay lets the primary catch up first.
+          requestPass: () => {
+            void options.jobQueue
+              .enqueue(
+                'streams.reconcile',
+                { orgId, trigger: 'gap' },
+                { delayMs: runtime.config.stream.passAfterGapSeconds * 1000 },
+              )
+              .catch((error: unknown) =>
+                log.warn({ err: error, orgId }, 'could not queue a reconciliation pass'),
+              );
+          },
           hooks: {
             onStateChange: ({ slot, to }) => {
               orgStates[slot] = to;

@@ -12,6 +12,7 @@ import { type JobOrg, jobOrg } from '../queue/job-org.ts';
 import { jobSettings } from '../queue/job-settings.ts';
 import { jobCursors, jobWarehouse } from '../queue/job-warehouse.ts';
 import { readBudgetPlan } from '../queue/read-budget-plan.ts';
+import { consumerOptionsFromConfig } from '../stream/consumer-options.ts';
 import { migrateToLatest } from '../warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../warehouse/open-warehouse.ts';
 import { connectRedis } from './connect-redis.ts';
@@ -86,7 +87,8 @@ export async function openRuntime(
   const jobStore = jobWarehouse(warehouse);
   const jobOrgs = new Map<string, JobOrg>();
   const jobOrgOf = (orgId: string): JobOrg => {
-    const found = jobOrgs.get(orgId) ?? jobOrg(org(orgId), warehouse);
+    const found =
+      jobOrgs.get(orgId) ?? jobOrg(org(orgId), warehouse, consumerOptionsFromConfig(config.stream));
     jobOrgs.set(orgId, found);
     return found;
   };

@@ -45,6 +45,11 @@ export interface Faults {
   latestLimitCap: number | null;
   /** Request budget per token: `limit` requests per fixed window of `windowMs` (sandbox clock), then 429. */
   requestBudget: { limit: number; windowMs: number } | null;
+  /**
+   * Events re-sent to the next member after a stream disconnect; null: the `redeliverCount` option (3).
+   * The platform promises no number ("redelivery after reconnects is expected"): 0 is the honest worst case.
+   */
+  redeliverCount: number | null;
 }
 
 export const DEFAULT_FAULTS: Faults = {
@@ -65,6 +70,7 @@ export const DEFAULT_FAULTS: Faults = {
   legacyNextWraps: false,
   latestLimitCap: null,
   requestBudget: null,
+  redeliverCount: null,
 };
 
 export class FaultSwitches {

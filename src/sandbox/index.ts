@@ -144,7 +144,13 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
 
   const feed = new LiveFeed(core, seed);
   const { control, truth } = createControl(core, feed);
-  server.on('request', createRequestHandler(core, control, truth));
+  const handle = createRequestHandler(core, control, truth);
+  server.on('request', (req, res) => {
+    // The `Date` header tells the sandbox's clock, as the platform's tells its own (not the host's).
+    res.sendDate = false;
+    res.setHeader('Date', new Date(core.clock.now()).toUTCString());
+    return handle(req, res);
+  });
 
   return {
     port,

@@ -3,8 +3,10 @@
  *
  * - Each stream has a cursor into the org's event log (its checkpoint). Events are only consumed while a
  *   member is connected; with several members they are dealt round-robin (consumer-group style).
- * - After a member disconnects, the next member to connect first receives the last `redeliverCount`
- *   events delivered on the stream again (at-least-once delivery).
+ * - The checkpoint moves when an event is SENT (written to a member's connection), as the platform's
+ *   does: an event a client received but never stored is not sent again, except the last
+ *   `redeliverCount` (option, default 3; the `redeliverCount` fault switch overrides it, 0 in the fault
+ *   tests) re-sent to the next member after a disconnect (at-least-once delivery).
  * - A checkpoint is kept `checkpointRetentionMs` (7 days, sandbox clock) after the last member left;
  *   later the stream restarts at the end of the log.
  * - Filters: `resource_filter` lists resource names (singular or plural, `connection` for connection
@@ -226,7 +228,7 @@ export class StreamHub {
   private pump(s: StreamRuntime): void {
     if (this.core.faults.current.silentStream) return;
     const log = this.core.state.log;
-    const keep = this.core.settings.redeliverCount;
+    const keep = this.core.faults.current.redeliverCount ?? this.core.settings.redeliverCount;
     while (s.cursor < log.length) {
       const member = this.nextMember(s);
       if (!member) return;

@@ -4,7 +4,15 @@
  */
 import type { Effect, MachineState } from './consumer-machine.ts';
 import { planGapFill } from './plan-gap-fill.ts';
-import type { CommitReason, DataFrame, StreamCheckpoint, StreamVia } from './types.ts';
+import {
+  type CommitReason,
+  type DataFrame,
+  REPLAY_GAP_REASONS,
+  type StreamCheckpoint,
+  type StreamGap,
+  type StreamVia,
+  UNCLEAN_END_REASONS,
+} from './types.ts';
 
 export function parseTime(value: string | undefined): number | undefined {
   if (typeof value !== 'string') return undefined;
@@ -24,6 +32,14 @@ export function pickCheckpoint(loaded: StreamCheckpoint): StreamCheckpoint {
   if (typeof loaded.lastDisconnectAt === 'string') out.lastDisconnectAt = loaded.lastDisconnectAt;
   if (typeof loaded.platformOffsetMs === 'number' && Number.isFinite(loaded.platformOffsetMs))
     out.platformOffsetMs = loaded.platformOffsetMs;
+  const gap = loaded.uncleanEnd;
+  if (
+    gap &&
+    typeof gap.from === 'string' &&
+    typeof gap.to === 'string' &&
+    ([...UNCLEAN_END_REASONS, ...REPLAY_GAP_REASONS] as string[]).includes(gap.reason)
+  )
+    out.uncleanEnd = { from: gap.from, to: gap.to, reason: gap.reason };
   return out;
 }
 
@@ -32,12 +48,15 @@ function sameCheckpoint(a: StreamCheckpoint, b: StreamCheckpoint): boolean {
     a.newestCreatedAt === b.newestCreatedAt &&
     a.lastLiveAt === b.lastLiveAt &&
     a.lastDisconnectAt === b.lastDisconnectAt &&
-    a.platformOffsetMs === b.platformOffsetMs
+    a.platformOffsetMs === b.platformOffsetMs &&
+    a.uncleanEnd?.from === b.uncleanEnd?.from &&
+    a.uncleanEnd?.to === b.uncleanEnd?.to
   );
 }
 
 function nextCheckpoint(s: MachineState, frames: DataFrame[]): StreamCheckpoint {
-  const next: StreamCheckpoint = { ...s.checkpoint };
+  // A commit still in flight (the same transition flushed twice) is the base: it lands first.
+  const next: StreamCheckpoint = { ...(s.committing?.checkpoint ?? s.checkpoint) };
   let newestMs = parseTime(next.newestCreatedAt);
   for (const frame of frames) {
     if (frame.kind !== 'data') continue;
@@ -51,12 +70,15 @@ function nextCheckpoint(s: MachineState, frames: DataFrame[]): StreamCheckpoint 
   if (s.gapStartMs !== undefined) next.lastDisconnectAt = iso(s.gapStartMs);
   else delete next.lastDisconnectAt;
   if (s.platformOffsetMs !== undefined) next.platformOffsetMs = s.platformOffsetMs;
+  if (s.uncleanEnd) next.uncleanEnd = s.uncleanEnd;
+  else delete next.uncleanEnd;
   return next;
 }
 
 /**
  * Commits the buffered frames with the checkpoint they reach (a `commit` effect; the state takes the
- * checkpoint on `committed`). With `checkpointOnly`, commits even without frames when the checkpoint
+ * checkpoint on `committed`). Frames of a commit that failed (`unsaved`) go first: every commit is also
+ * the retry of what is held. With `checkpointOnly`, commits even without frames when the checkpoint
  * changed (gap opened or closed, heartbeat, stop). Returns whether a commit was asked for.
  */
 export function flush(
@@ -67,15 +89,23 @@ export function flush(
   reason: CommitReason,
   checkpointOnly: boolean,
 ): boolean {
-  const frames = s.buffer;
+  const held = s.unsaved;
+  const frames = held ? [...held.frames, ...s.buffer] : s.buffer;
   const next = nextCheckpoint(s, frames);
-  if (frames.length === 0 && (!checkpointOnly || sameCheckpoint(next, s.checkpoint))) {
+  if (
+    frames.length === 0 &&
+    (!checkpointOnly || sameCheckpoint(next, s.committing?.checkpoint ?? s.checkpoint))
+  ) {
     s.lastCommitAt = now;
     return false;
   }
+  const frameVia = held ? held.via : s.bufferVia;
   s.buffer = [];
-  s.committing = { frames: frames.length, checkpoint: next };
-  fx.push({ kind: 'commit', frames, checkpoint: next, via: frames.length > 0 ? s.bufferVia : via, reason });
+  s.bufferBytes = 0;
+  s.unsaved = undefined;
+  const commit = { frames, checkpoint: next, via: frames.length > 0 ? frameVia : via, reason };
+  s.committing = commit;
+  fx.push({ kind: 'commit', ...commit });
   return true;
 }
 
@@ -83,11 +113,29 @@ export function push(s: MachineState, now: number, via: StreamVia, item: DataFra
   if (s.buffer.length === 0) s.bufferSince = now;
   s.bufferVia = via;
   s.buffer = [...s.buffer, item];
+  s.bufferBytes += item.bytes;
 }
 
 /** The main stream dropped: the gap starts at its last frame (anything after may be missing). */
 export function openGap(s: MachineState, now: number): void {
   if (s.gapStartMs === undefined) s.gapStartMs = s.lastStreamFrameAt ?? now;
+}
+
+/** Our clock's `ms` on the platform's clock (the offset the last poke showed; 0 before any). */
+export function platformTime(s: MachineState, ms: number): number {
+  return ms + (s.platformOffsetMs ?? 0);
+}
+
+/**
+ * What an unclean end may have lost: everything created after the newest `created_at` committed (or,
+ * with nothing committed yet, after the stream was last heard from) up to the moment reading stopped.
+ */
+export function uncleanGap(s: MachineState, now: number, reason: StreamGap['reason']): StreamGap {
+  const newest = parseTime(s.checkpoint.newestCreatedAt);
+  const lastHeard = s.lastStreamFrameAt ?? now;
+  const from = newest ?? platformTime(s, lastHeard);
+  const to = Math.max(from, platformTime(s, now));
+  return { from: iso(from), to: iso(to), reason };
 }
 
 export function gapNeedsReplay(s: MachineState, now: number): boolean {
@@ -112,6 +160,10 @@ export function notePlatformTime(s: MachineState, payload: unknown, receivedAt: 
  * however early a skewed clock or a slow poke put T.
  */
 export function planReplay(s: MachineState, nowMs: number): ReturnType<typeof planGapFill> {
+  if (s.options.role === 'pass') {
+    // A pass reads the reconciliation stream from where its last pass left off, up to now.
+    return { replayDate: '', catchUpAtMs: platformTime(s, nowMs), tooLong: undefined };
+  }
   const offset = s.platformOffsetMs ?? 0;
   const gapStart = s.gapStartMs ?? nowMs;
   const plan = planGapFill(nowMs + offset, gapStart + offset, s.options);

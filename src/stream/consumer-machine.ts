@@ -10,11 +10,11 @@ import { emptyStreamCounters } from './stream-counters.ts';
 import type {
   CommitReason,
   DataFrame,
-  GapTooLong,
   SseFrame,
   StreamCheckpoint,
   StreamConsumerOptions,
   StreamCounters,
+  StreamGap,
   StreamState,
   StreamVia,
 } from './types.ts';
@@ -27,7 +27,11 @@ export type ConnectionEnd =
   | { kind: 'error'; error: unknown; message: string }
   | { kind: 'idle' }
   | { kind: 'timed-out' }
-  | { kind: 'caught-up'; why: string };
+  | { kind: 'caught-up'; why: string }
+  /** Replay only: pokes at or after T and T not reached: nothing more flows, but it did not hand off. */
+  | { kind: 'quiet'; why: string }
+  /** A commit failed while reading: stop reading, so that nothing more is held in memory. */
+  | { kind: 'commit-failed' };
 
 /** The connection being read (main stream in `live`, replay in `replaying`). */
 export interface ConnectionState {
@@ -39,6 +43,10 @@ export interface ConnectionState {
   /** When the driver last started waiting for bytes: stale at this + `staleAfterMs`. */
   waitStartedAt: number;
   pokesWithoutData: number;
+  /** Replay and pass: pokes in a row stamped at or after the hand-off time (`quietPokes` of them end it). */
+  pokesAfterCatchUp: number;
+  /** Kind of the last frame received: a connection we close right after a poke lost nothing in flight. */
+  lastFrame: 'data' | 'poke' | 'other' | 'bad' | 'oversized' | undefined;
   delivered: boolean;
   /** Set by a time/heartbeat commit while waiting: the commit's duration is not silence. */
   commitStartedAt: number | undefined;
@@ -53,6 +61,17 @@ export interface PlannedReplay {
   deadline: number;
 }
 
+/** A commit handed to the driver: what it writes, kept until it landed (or held after it failed). */
+export interface PendingCommit {
+  frames: DataFrame[];
+  checkpoint: StreamCheckpoint;
+  via: StreamVia;
+  reason: CommitReason;
+}
+
+/** How a pass of the reconciliation stream ended (`role: 'pass'`). */
+export type PassOutcome = 'caught-up' | 'timed-out' | 'failed' | 'stopped';
+
 export interface MachineState {
   readonly options: StreamConsumerOptions;
   phase: StreamState;
@@ -60,13 +79,24 @@ export interface MachineState {
   /** The checkpoint as last committed (or loaded). */
   checkpoint: StreamCheckpoint;
   /** Handed to `commit` and not yet confirmed (`committed`): at most one at a time. */
-  committing: { frames: number; checkpoint: StreamCheckpoint } | undefined;
+  committing: PendingCommit | undefined;
+  /**
+   * A commit that failed, held in memory until a retry lands it (state `holding`). Reading has stopped,
+   * so this, the buffer and the writer's batch in flight are all the frames held.
+   */
+  unsaved: PendingCommit | undefined;
+  /** Failed commit retries in a row (back-off of `holding`). */
+  holdAttempt: number;
   buffer: DataFrame[];
+  /** Bytes of the buffered frames' data (`microBatch.maxBytes`). */
+  bufferBytes: number;
   bufferVia: StreamVia;
   bufferSince: number;
   lastCommitAt: number;
   /** Start T of the open gap (ms), mirrored in `checkpoint.lastDisconnectAt`; undefined while live. */
   gapStartMs: number | undefined;
+  /** The unclean end of the last disconnect, mirrored in `checkpoint.uncleanEnd`; cleared once live again. */
+  uncleanEnd: StreamGap | undefined;
   gapReported: boolean;
   /** Last frame on the main stream (ms): "connected until here". */
   lastStreamFrameAt: number | undefined;
@@ -78,6 +108,15 @@ export interface MachineState {
   /** When the replay of the open gap first started (ms), for `replayTimeoutMs`; reset at hand-off. */
   replayStartedAt: number | undefined;
   attempt: number;
+  /** 429s in a row (their own back-off, STATE-MACHINE.md "Back-off"); reset when a connection delivers. */
+  rateLimitAttempt: number;
+  /**
+   * Replay only: data frames created before this (platform ms) were committed already (by this
+   * connection or, for an organization's one replay, by every one of its connections) and are counted,
+   * not written again: a replay cut short must not leave an older version of a record that the
+   * warehouse never had the newer version of.
+   */
+  replayFloorMs: number | undefined;
   idleRound: number;
   replayFailures: number;
   delayMs: number;
@@ -85,6 +124,10 @@ export interface MachineState {
   staleVia: StreamVia;
   replay: PlannedReplay | undefined;
   connection: ConnectionState | undefined;
+  /** `role: 'pass'`: how the pass ended (undefined while it runs). */
+  passOutcome: PassOutcome | undefined;
+  /** `role: 'pass'`, caught up: everything created before this (platform ms) was delivered. */
+  passReachedMs: number | undefined;
 }
 
 export type ConsumerEvent =
@@ -94,7 +137,8 @@ export type ConsumerEvent =
   | { kind: 'stop'; now: number }
   /** A step boundary with nothing to wait for: `stale` backs off, `replaying` plans and opens a replay. */
   | { kind: 'continue'; now: number; jitter: number }
-  | { kind: 'opened'; now: number }
+  /** The connection answered 200; `serverTimeMs`: its `Date` header, when it had one. */
+  | { kind: 'opened'; now: number; serverTimeMs?: number | undefined }
   | {
       kind: 'open-failed';
       now: number;
@@ -115,6 +159,21 @@ export type ConsumerEvent =
   /** The driver closed the connection the machine asked to close, and fed the frames left over. */
   | { kind: 'closed'; now: number; jitter: number }
   | { kind: 'committed'; now: number }
+  /** The commit handed over failed; `permanent`: the same write would fail again (no retry). */
+  | {
+      kind: 'commit-failed';
+      now: number;
+      permanent: boolean;
+      error: unknown;
+      /** The error's message, redacted. */
+      message: string;
+      jitter: number;
+    }
+  /**
+   * The answer to `claim-replay`: whether this connection runs the organization's replay, and the
+   * floor below which replayed data was committed already (platform ms).
+   */
+  | { kind: 'replay-claimed'; now: number; granted: boolean; floorMs: number | undefined }
   | { kind: 'slept'; now: number };
 
 export type EventKind = ConsumerEvent['kind'];
@@ -131,6 +190,8 @@ export const EVENT_KINDS = [
   'disconnected',
   'closed',
   'committed',
+  'commit-failed',
+  'replay-claimed',
   'slept',
 ] as const satisfies readonly EventKind[];
 
@@ -141,6 +202,7 @@ export const STREAM_STATES = [
   'stale',
   'backing_off',
   'replaying',
+  'holding',
 ] as const satisfies readonly StreamState[];
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -149,21 +211,17 @@ export type Effect =
   /** Announce a state change (`onStateChange`). */
   | { kind: 'notify'; from: StreamState; to: StreamState; reason: string }
   | { kind: 'log'; level: LogLevel; fields: Record<string, unknown>; message: string }
-  /** Write frames + checkpoint in one transaction (retried); then feed `committed`. */
-  | {
-      kind: 'commit';
-      frames: DataFrame[];
-      checkpoint: StreamCheckpoint;
-      via: StreamVia;
-      reason: CommitReason;
-    }
-  /** Hand a gap to `onGapTooLong` (awaited). */
-  | { kind: 'report-gap'; gap: GapTooLong }
+  /** Write frames + checkpoint in one transaction; then feed `committed` or `commit-failed`. */
+  | ({ kind: 'commit' } & PendingCommit)
+  /** Hand a gap to `onGap` (awaited). */
+  | { kind: 'report-gap'; gap: StreamGap }
   /** Stop reading the open connection; feed the frames left over, then `closed`. */
   | { kind: 'close' }
   /** A permanent error: `run` rejects with it. */
   | { kind: 'fail'; error: unknown }
   // The effects below wait for something; each is the last of its batch.
+  /** Ask whether this connection runs the organization's replay; feed `replay-claimed`. */
+  | { kind: 'claim-replay' }
   | { kind: 'open-stream' }
   | { kind: 'open-replay'; date: string }
   | { kind: 'read' }
@@ -174,6 +232,7 @@ export type EffectKind = Effect['kind'];
 
 /** Effects that wait (the driver checks its signal before each one; a step ends at one). */
 export const WAITING_EFFECTS: ReadonlySet<EffectKind> = new Set([
+  'claim-replay',
   'open-stream',
   'open-replay',
   'read',
@@ -193,11 +252,15 @@ export function initialMachineState(options: StreamConsumerOptions): MachineStat
     counters: emptyStreamCounters(),
     checkpoint: {},
     committing: undefined,
+    unsaved: undefined,
+    holdAttempt: 0,
     buffer: [],
+    bufferBytes: 0,
     bufferVia: 'stream',
     bufferSince: 0,
     lastCommitAt: 0,
     gapStartMs: undefined,
+    uncleanEnd: undefined,
     gapReported: false,
     lastStreamFrameAt: undefined,
     quietFromMs: undefined,
@@ -205,6 +268,8 @@ export function initialMachineState(options: StreamConsumerOptions): MachineStat
     platformOffsetMs: undefined,
     replayStartedAt: undefined,
     attempt: 0,
+    rateLimitAttempt: 0,
+    replayFloorMs: undefined,
     idleRound: 0,
     replayFailures: 0,
     delayMs: 0,
@@ -212,6 +277,8 @@ export function initialMachineState(options: StreamConsumerOptions): MachineStat
     staleVia: 'stream',
     replay: undefined,
     connection: undefined,
+    passOutcome: undefined,
+    passReachedMs: undefined,
   };
 }
 

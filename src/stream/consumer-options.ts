@@ -7,6 +7,8 @@ export function consumerOptionsFromConfig(stream: Config['stream']): StreamConsu
     staleAfterMs: stream.staleAfterMs,
     gapAfterMs: stream.gapAfterMs,
     replayTimeoutMs: stream.replayTimeoutMs,
+    quietPokes: stream.quietPokes,
+    passTimeoutMs: stream.passTimeoutMs,
     microBatch: { maxFrames: stream.batchMaxFrames, maxWaitMs: stream.batchMaxWaitMs },
     backoff: {
       minMs: stream.reconnectMinMs,

@@ -1,12 +1,12 @@
 /**
  * Building blocks of the transition function (next-consumer-state.ts), pure: announce a state change,
- * back off, stop, give a replay up and report its gap. Each mutates the state copy it is given and
- * appends the effects the driver performs, in order.
+ * back off, stop, hold frames whose commit failed, give a replay up and report a gap. Each mutates the
+ * state copy it is given and appends the effects the driver performs, in order.
  */
-import { reconnectDelay } from './backoff-delay.ts';
-import { flush, iso, openGap } from './consumer-checkpoint.ts';
-import type { Effect, LogLevel, MachineState } from './consumer-machine.ts';
-import type { GapTooLong, StreamState } from './types.ts';
+import { holdDelay, reconnectDelay } from './backoff-delay.ts';
+import { flush, iso, openGap, platformTime, uncleanGap } from './consumer-checkpoint.ts';
+import type { Effect, LogLevel, MachineState, PassOutcome } from './consumer-machine.ts';
+import type { CommitReason, StreamGap, StreamState, UncleanEndReason } from './types.ts';
 
 /** Counts a failed replay attempt; true once `replayAttempts` failed in a row. */
 export function replayFailed(s: MachineState): boolean {
@@ -15,8 +15,10 @@ export function replayFailed(s: MachineState): boolean {
 }
 
 /**
- * The replay cannot serve this gap (a 400 for a date it no longer keeps, or it keeps failing): hand
- * the gap to a REST backfill and go back to the main stream rather than staying off it forever.
+ * The replay cannot serve this gap (a 400 for a date it no longer keeps, it keeps failing, or it ran out
+ * of time): report the gap, which the organization leaves to the reconciliation stream (or to REST when
+ * no stream reaches it), and go back to the main stream rather than staying off it. A pass of the
+ * reconciliation stream that cannot go on ends instead (`failed`, or `timed-out`).
  */
 export function giveUpReplay(
   s: MachineState,
@@ -24,29 +26,63 @@ export function giveUpReplay(
   now: number,
   why: string,
   error: unknown,
-  reason: 'replay-unavailable' | 'replay-timed-out' = 'replay-unavailable',
+  reason: 'replay-unavailable' | 'replay-timed-out' | 'replay-quiet' = 'replay-unavailable',
 ): void {
-  log(fx, 'warn', { err: error }, `SSE ${why}; the gap needs a REST backfill`);
   s.replayFailures = 0;
   s.replayStartedAt = undefined;
-  reportGap(s, fx, { from: iso(s.gapStartMs ?? now), to: iso(now), reason });
+  if (s.options.role === 'pass') {
+    log(fx, 'warn', { err: error }, `reconciliation pass: ${why}`);
+    endPass(s, fx, now, reason === 'replay-timed-out' ? 'timed-out' : 'failed', why);
+    return;
+  }
+  log(fx, 'warn', { err: error }, `SSE ${why}; the gap is left to the reconciliation stream`);
+  const from = s.gapStartMs ?? now;
+  reportGap(s, fx, { from: iso(platformTime(s, from)), to: iso(platformTime(s, now)), reason });
   s.gapStartMs = now;
   toConnecting(s, fx, why);
 }
 
-export function reportGap(s: MachineState, fx: Effect[], gap: GapTooLong): void {
-  s.counters.gapsTooLong += 1;
-  log(
-    fx,
-    'warn',
-    { ...gap },
-    'SSE gap too long for replay/stream to fill alone; plan a REST backfill for it',
-  );
+export function reportGap(s: MachineState, fx: Effect[], gap: StreamGap): void {
+  s.counters.gaps += 1;
+  log(fx, 'warn', { ...gap }, 'SSE gap: events in it may be missing until a reconciliation pass covers it');
   fx.push({ kind: 'report-gap', gap });
+}
+
+/**
+ * The stream ended uncleanly: whatever the platform had sent and we had not committed may be lost (its
+ * checkpoint moved on send). The gap goes into the checkpoint, committed first with `commit` (a restart
+ * that finds it reports it again), then it is reported. Without `commit` (the commit itself failed) it
+ * rides on the retry of the held frames.
+ */
+export function uncleanEnd(
+  s: MachineState,
+  fx: Effect[],
+  now: number,
+  reason: UncleanEndReason,
+  commit?: CommitReason,
+): void {
+  const gap = uncleanGap(s, now, reason);
+  s.uncleanEnd = gap;
+  s.counters.uncleanEnds += 1;
+  if (commit) flush(s, fx, now, 'stream', commit, true);
+  reportGap(s, fx, gap);
+}
+
+/** A pass of the reconciliation stream is over: commit what it read, then stop. */
+export function endPass(s: MachineState, fx: Effect[], now: number, outcome: PassOutcome, why: string) {
+  s.passOutcome = outcome;
+  s.connection = undefined;
+  s.replay = undefined;
+  flush(s, fx, now, 'reconcile', 'stop', true);
+  transition(s, fx, 'stopped', `pass ${outcome}: ${why}`);
 }
 
 /** Flushes what was fully received and stops; a clean stop while live is a disconnect too. */
 export function stop(s: MachineState, fx: Effect[], now: number, reason: string): void {
+  if (s.options.role === 'pass') {
+    endPass(s, fx, now, 'stopped', reason);
+    return;
+  }
   // The next start measures its downtime from here.
   if (s.phase === 'live') openGap(s, now);
   s.connection = undefined;
@@ -74,6 +110,19 @@ export function backOff(
   s.afterBackoff = then;
   transition(s, fx, 'backing_off', `${reason}; retry in ${delayMs} ms`);
   fx.push({ kind: 'sleep', ms: delayMs });
+}
+
+/**
+ * Commits keep failing: the connection is closed, nothing more is read, and what is held (`unsaved`, the
+ * buffer) is retried after a back-off (`holding` → `slept` → commit → `continue`).
+ */
+export function hold(s: MachineState, fx: Effect[], jitter: number, reason: string): void {
+  const delay = holdDelay(s.holdAttempt, s.options.backoff, s.options.commitRetryMaxMs, () => jitter);
+  s.holdAttempt += 1;
+  s.delayMs = delay;
+  const held = (s.unsaved?.frames.length ?? 0) + s.buffer.length;
+  transition(s, fx, 'holding', `${reason}; ${held} frames held, commit retried in ${delay} ms`);
+  fx.push({ kind: 'sleep', ms: delay });
 }
 
 export function toConnecting(s: MachineState, fx: Effect[], reason: string): void {

@@ -7,6 +7,7 @@
  * An event a state does not expect (e.g. `slept` while `live`) is ignored: the same state object
  * comes back with no effects.
  */
+import { rateLimitedDelay } from './backoff-delay.ts';
 import {
   flush,
   gapDescription,
@@ -22,6 +23,7 @@ import type { ConnectionState, ConsumerEvent, Effect, MachineState, Transition }
 import {
   backOff,
   giveUpReplay,
+  hold,
   log,
   nextBackoff,
   replayFailed,
@@ -30,6 +32,7 @@ import {
   toConnecting,
   toReplaying,
   transition,
+  uncleanEnd,
 } from './consumer-steps.ts';
 import { copyStreamCounters } from './stream-counters.ts';
 import type { StreamVia } from './types.ts';
@@ -65,21 +68,62 @@ function handle(s: MachineState, fx: Effect[], event: ConsumerEvent): boolean {
         backOff(s, fx, nextBackoff(s, event.jitter), then, 'stale connection dropped');
         return true;
       }
+      if (s.phase === 'holding') {
+        if (s.unsaved) hold(s, fx, event.jitter, 'commit still failing');
+        else resume(s, fx, event.now, 'held frames committed');
+        return true;
+      }
       if (s.phase !== 'replaying' || c || s.replay) return false;
-      enterReplay(s, fx, event.now);
+      if (s.unsaved) {
+        retryHeld(s, fx, event.now, 'a commit failed');
+        return true;
+      }
+      if (s.options.role === 'primary') fx.push({ kind: 'claim-replay' });
+      else enterReplay(s, fx, event.now);
+      return true;
+    case 'replay-claimed':
+      if (s.phase !== 'replaying' || c || s.replay) return false;
+      if (event.granted) {
+        s.replayFloorMs = event.floorMs;
+        enterReplay(s, fx, event.now);
+      } else {
+        // Another connection of the organization replays; its replay (and the reconciliation stream)
+        // covers this connection's gap too. Live data first.
+        s.counters.replaysShared += 1;
+        s.replayStartedAt = undefined;
+        toConnecting(s, fx, 'another connection replays the gap');
+      }
       return true;
     case 'opened':
+      if (
+        event.serverTimeMs !== undefined &&
+        s.platformOffsetMs === undefined &&
+        (s.phase === 'connecting' || s.phase === 'replaying')
+      ) {
+        // Before the first poke, the `Date` header (whole seconds: +500 ms is its midpoint) says how
+        // far the platform's clock is from ours; the pokes' `ts` refine it.
+        s.platformOffsetMs = event.serverTimeMs + 500 - event.now;
+      }
       if (s.phase === 'connecting' && !c) {
         connected(s, fx, event.now);
         return true;
       }
       if (s.phase !== 'replaying' || c || !s.replay) return false;
-      s.connection = openConnection('replay', s.replay.catchUpAtMs, s.replay.deadline, event.now);
+      if (s.options.role === 'pass' && s.replayStartedAt !== undefined) {
+        // A pass's T is its start on the platform's clock, known best now (the `Date` header, or a poke).
+        s.replay = { ...s.replay, catchUpAtMs: s.replayStartedAt + (s.platformOffsetMs ?? 0) };
+      }
+      s.connection = openConnection(
+        s.options.role === 'pass' ? 'reconcile' : 'replay',
+        s.replay.catchUpAtMs,
+        s.replay.deadline,
+        event.now,
+      );
       fx.push({
         kind: 'log',
         level: 'info',
-        fields: { replayDate: s.replay.date, catchUpAt: iso(s.replay.catchUpAtMs) },
-        message: 'SSE replay connected',
+        fields: { replayDate: s.replay.date || undefined, catchUpAt: iso(s.replay.catchUpAtMs) },
+        message: s.options.role === 'pass' ? 'reconciliation stream connected' : 'SSE replay connected',
       });
       s.replay = undefined;
       fx.push({ kind: 'read' });
@@ -122,15 +166,16 @@ function handle(s: MachineState, fx: Effect[], event: ConsumerEvent): boolean {
     case 'closed':
       if (!c?.ending) return false;
       s.connection = undefined;
-      if (s.phase === 'live') liveEnded(s, fx, event.now, c.ending, event.jitter);
+      if (s.phase === 'live') liveEnded(s, fx, event.now, c, event.jitter);
       else replayEnded(s, fx, event.now, c, event.jitter);
       return true;
     case 'committed':
       if (!s.committing) return false;
       s.checkpoint = s.committing.checkpoint;
       s.counters.commits += 1;
-      s.counters.committedFrames += s.committing.frames;
+      s.counters.committedFrames += s.committing.frames.length;
       s.committing = undefined;
+      s.holdAttempt = 0;
       s.lastCommitAt = event.now;
       if (c?.commitStartedAt !== undefined) {
         // Time spent committing is not time the server was silent.
@@ -138,14 +183,69 @@ function handle(s: MachineState, fx: Effect[], event: ConsumerEvent): boolean {
         c.commitStartedAt = undefined;
       }
       return true;
+    case 'commit-failed':
+      if (!s.committing) return false;
+      commitFailed(s, fx, event);
+      return true;
     case 'slept':
+      if (s.phase === 'holding') {
+        retryHeld(s, fx, event.now, 'retrying the held commit');
+        return true;
+      }
       if (s.phase !== 'backing_off') return false;
-      if (s.afterBackoff === 'replaying' || gapNeedsReplay(s, event.now)) {
+      if (s.unsaved) retryHeld(s, fx, event.now, 'a commit failed');
+      else if (s.afterBackoff === 'replaying' || gapNeedsReplay(s, event.now)) {
         toReplaying(s, fx, `back-off elapsed; ${gapDescription(s)}`);
       } else {
         toConnecting(s, fx, 'back-off elapsed');
       }
       return true;
+  }
+}
+
+/**
+ * A commit failed. Permanent (the same write would fail again): the run fails. Otherwise its frames are
+ * held and reading stops: the open connection is closed (the `closed` that follows enters `holding`), or
+ * the next step that would open one retries the commit first.
+ */
+function commitFailed(
+  s: MachineState,
+  fx: Effect[],
+  event: Extract<ConsumerEvent, { kind: 'commit-failed' }>,
+): void {
+  const failed = s.committing!;
+  s.committing = undefined;
+  s.counters.commitFailures += 1;
+  if (event.permanent || s.phase === 'stopped') {
+    log(fx, 'error', { err: event.error, frames: failed.frames.length }, 'SSE commit failed; giving up');
+    fx.push({ kind: 'fail', error: event.error });
+    return;
+  }
+  s.unsaved = failed;
+  log(
+    fx,
+    'warn',
+    { err: event.error, frames: failed.frames.length },
+    'SSE commit failed; reading stops until it lands',
+  );
+  const c = s.connection;
+  if (c && !c.ending) endConnection(c, fx, { kind: 'commit-failed' });
+}
+
+/** Commit what is held now (`holding`), then `continue` decides: hold again, or resume. */
+function retryHeld(s: MachineState, fx: Effect[], now: number, reason: string): void {
+  if (s.phase !== 'holding') transition(s, fx, 'holding', reason);
+  flush(s, fx, now, s.unsaved?.via ?? s.bufferVia, 'retry', true);
+  fx.push({ kind: 'continue' });
+}
+
+/** What is held has landed: go back to what the consumer was doing. */
+function resume(s: MachineState, fx: Effect[], now: number, reason: string): void {
+  s.holdAttempt = 0;
+  if (s.options.role === 'pass' || s.afterBackoff === 'replaying' || gapNeedsReplay(s, now)) {
+    toReplaying(s, fx, `${reason}; ${s.options.role === 'pass' ? 'the pass goes on' : gapDescription(s)}`);
+  } else {
+    toConnecting(s, fx, reason);
   }
 }
 
@@ -173,6 +273,27 @@ function start(
   s.connection = undefined;
   // The offset the stored times were written with: it puts the gap start on the platform's clock.
   s.platformOffsetMs = s.checkpoint.platformOffsetMs;
+  s.unsaved = undefined;
+  s.holdAttempt = 0;
+  s.rateLimitAttempt = 0;
+  s.replayFloorMs = undefined;
+  s.passOutcome = undefined;
+  s.passReachedMs = undefined;
+  s.uncleanEnd = s.checkpoint.uncleanEnd;
+  if (s.options.role === 'pass') {
+    s.gapStartMs = undefined;
+    s.replayStartedAt = now;
+    toReplaying(s, fx, 'pass started');
+    return;
+  }
+  if (loaded.lastLiveAt !== undefined && loaded.lastDisconnectAt === undefined) {
+    // The last process died while the stream was live: what it had read and not committed is gone from
+    // the stream (the platform moved its checkpoint when it sent it).
+    uncleanEnd(s, fx, now, 'crash', 'state-change');
+  } else if (s.uncleanEnd) {
+    // Reported by the last process already (reporting is idempotent); again, in case it died first.
+    reportGap(s, fx, s.uncleanEnd);
+  }
   if (gapNeedsReplay(s, now)) toReplaying(s, fx, `start-up ${gapDescription(s)}`);
   else toConnecting(s, fx, 'start-up');
 }
@@ -189,6 +310,8 @@ function openConnection(
     deadline,
     waitStartedAt: now,
     pokesWithoutData: 0,
+    pokesAfterCatchUp: 0,
+    lastFrame: undefined,
     delivered: false,
     commitStartedAt: undefined,
     ending: undefined,
@@ -202,8 +325,9 @@ function connected(s: MachineState, fx: Effect[], now: number): void {
   // Connected: the stream resumes from its own server-side checkpoint, so the gap is closed.
   s.lastStreamFrameAt = now;
   s.quietFromMs = now;
-  const hadGap = s.gapStartMs !== undefined;
+  const hadGap = s.gapStartMs !== undefined || s.uncleanEnd !== undefined;
   s.gapStartMs = undefined;
+  s.uncleanEnd = undefined;
   s.gapReported = false;
   if (hadGap) flush(s, fx, now, 'stream', 'state-change', true);
   transition(s, fx, 'live', 'connected');
@@ -212,13 +336,15 @@ function connected(s: MachineState, fx: Effect[], now: number): void {
 
 function enterReplay(s: MachineState, fx: Effect[], now: number): void {
   s.replayStartedAt ??= now;
-  const deadline = s.replayStartedAt + s.options.replayTimeoutMs;
+  const pass = s.options.role === 'pass';
+  const timeoutMs = pass ? s.options.passTimeoutMs : s.options.replayTimeoutMs;
+  const deadline = s.replayStartedAt + timeoutMs;
   if (now >= deadline) {
     giveUpReplay(
       s,
       fx,
       now,
-      `replay timed out after ${s.options.replayTimeoutMs} ms`,
+      `${pass ? 'pass' : 'replay'} timed out after ${timeoutMs} ms`,
       undefined,
       'replay-timed-out',
     );
@@ -241,13 +367,27 @@ function openFailed(
   via: StreamVia,
 ) {
   const { failure, error, message, now } = event;
-  const what = via === 'stream' ? 'stream connect' : 'replay';
+  const what = via === 'stream' ? 'stream connect' : s.options.role === 'pass' ? 'pass' : 'replay';
   if (failure === 'permanent' || (failure === 'refused' && via === 'stream')) {
     log(fx, 'error', { err: error }, `SSE ${what} refused permanently`);
     fx.push({ kind: 'fail', error });
     return;
   }
   if (failure === 'refused') return giveUpReplay(s, fx, now, `replay refused: ${message}`, error);
+  if (failure === 'rate-limited') {
+    // The hour's budget is spent: wait minutes, not seconds (independent of the stale rule's cap).
+    s.counters.rateLimited += 1;
+    const delay = rateLimitedDelay(
+      s.rateLimitAttempt,
+      s.options.backoff,
+      () => event.jitter,
+      event.retryAfterMs,
+    );
+    s.rateLimitAttempt += 1;
+    const why = `${what} answered 429 (rate limited)`;
+    log(fx, 'warn', { err: error, delayMs: delay }, `SSE ${why}`);
+    return backOff(s, fx, delay, via === 'replay' ? 'replaying' : 'connecting', why);
+  }
   if (failure === 'rebalancing') s.counters.rebalancing += 1;
   else s.counters.errors += 1;
   if (via === 'replay' && replayFailed(s)) {
@@ -266,6 +406,7 @@ function tick(s: MachineState, c: ConnectionState, fx: Effect[], now: number) {
   if (now >= c.deadline) return endConnection(c, fx, { kind: 'timed-out' });
   const batchDue = s.buffer.length > 0 && now >= s.bufferSince + microBatch.maxWaitMs;
   const heartbeatDue = c.via === 'stream' && now >= s.lastCommitAt + heartbeatCommitMs;
+
   if (!batchDue && !heartbeatDue) return;
   if (flush(s, fx, now, c.via, batchDue ? 'time' : 'heartbeat', heartbeatDue)) c.commitStartedAt = now;
 }

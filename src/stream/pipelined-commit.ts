@@ -8,45 +8,26 @@
  * written and one is filling, so memory stays bounded.
  *
  * Safety is unchanged. Writes run one after another in order, and each one carries its own checkpoint in
- * the same transaction, so a cursor never moves past data that is not committed. If a write fails, it is
- * retried here with back-off, unless `classifyFailure` calls the failure permanent (the same write would
- * fail again). Once its attempts are used up (or at once when permanent), the failure is reported by the
- * next `commit` call (or by `drain`), which tries that batch again first. The consumer's own commit
- * retries therefore still apply, and after them the run fails as before. A crash can lose only what a
- * crash without this wrapper also loses: frames held in memory whose checkpoint never moved. Replay
- * fills that gap at the next start.
+ * the same transaction, so a cursor never moves past data that is not committed. A write that fails is
+ * kept, not retried here: the next `commit` call (or `drain`) tries it again first and rejects if it
+ * fails again. The consumer owns that retry: on the rejection it stops reading and holds its frames
+ * until a commit lands (STATE-MACHINE.md, "Commits"). A crash can lose only frames held in memory whose
+ * checkpoint never moved; the next reconciliation pass re-delivers them.
  */
-import { classifyFailure } from '../errors/index.ts';
-import { backoffDelay } from '../time/backoff-delay.ts';
-import { abortableSleep } from '../time/clock.ts';
-import type { SseLog } from './types.ts';
 
 export interface PipelinedWriter<Args extends unknown[]> {
-  /** Resolves once the previous write has landed and this one has started; rejects if a write failed for good. */
+  /** Resolves once the previous write has landed and this one has started; rejects if a write failed. */
   commit(...args: Args): Promise<void>;
-  /** Resolves when every started write has landed; rejects if one failed for good. */
+  /** Resolves when every started write has landed; rejects if one failed. */
   drain(): Promise<void>;
   /** True while a write is in flight or a failed one waits to be retried: something is not committed yet. */
   busy(): boolean;
 }
 
-export interface PipelineOptions {
-  /** Attempts per write before the failure is reported to the caller. Default 3. */
-  attempts?: number;
-  /** Pause between attempts, ms (doubled each time, at most 30 s). Default 100. */
-  retryDelayMs?: number;
-  log?: SseLog;
-  sleep?: (ms: number) => Promise<void>;
-}
-
 export function pipelineWrites<Args extends unknown[]>(
   write: (...args: Args) => Promise<void>,
-  options: PipelineOptions = {},
 ): PipelinedWriter<Args> {
-  const attempts = Math.max(1, options.attempts ?? 3);
-  const retryDelayMs = options.retryDelayMs ?? 100;
-  const sleep = options.sleep ?? ((ms: number) => abortableSleep(ms));
-  // Settles when the write in flight has landed or failed for good; never rejects.
+  // Settles when the write in flight has landed or failed; never rejects.
   let inFlight: Promise<void> | undefined;
   let writing = false;
   let failed: { args: Args; error: unknown } | undefined;
@@ -66,7 +47,9 @@ export function pipelineWrites<Args extends unknown[]>(
       writing = true;
       inFlight = (async () => {
         try {
-          await writeWithRetries(args);
+          await write(...args);
+        } catch (error) {
+          failed = { args, error };
         } finally {
           writing = false;
         }
@@ -81,20 +64,4 @@ export function pipelineWrites<Args extends unknown[]>(
       return writing || failed !== undefined;
     },
   };
-
-  async function writeWithRetries(args: Args): Promise<void> {
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        await write(...args);
-        return;
-      } catch (error) {
-        if (attempt >= attempts || classifyFailure(error).kind === 'permanent') {
-          failed = { args, error };
-          return;
-        }
-        options.log?.warn({ err: error, attempt }, 'stream commit failed; retrying');
-        await sleep(backoffDelay(attempt, { baseMs: retryDelayMs, capMs: 30_000, jitter: 0 }));
-      }
-    }
-  }
 }

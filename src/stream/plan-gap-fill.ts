@@ -11,7 +11,7 @@
  *   that, the stream will not resume at T, so the replay must run up to the present (catch-up at
  *   "now") instead of up to T.
  */
-import type { GapTooLong } from './types.ts';
+import type { StreamGap } from './types.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -21,7 +21,7 @@ export interface GapFillPlan {
   /** The replay has caught up at the first event with `created_at` ≥ this time (ms). */
   catchUpAtMs: number;
   /** Set when the gap is longer than replay or the stream checkpoint can cover. */
-  tooLong: GapTooLong | undefined;
+  tooLong: StreamGap | undefined;
 }
 
 export interface GapLimits {

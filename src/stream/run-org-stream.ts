@@ -1,14 +1,17 @@
 /**
  * One organization's stream, end to end: find the configured stream by name (or create it, with the
- * optional resource filter), then keep 1..3 connections to it, each a `StreamConsumer` (src/stream) whose
- * commits go through the loader with the connection's checkpoint in the SAME transaction as the data.
+ * optional resource filter) and its reconciliation stream, then keep 1..3 connections to the primary,
+ * each a `StreamConsumer` (src/stream) whose commits go through the loader with the connection's
+ * checkpoint in the SAME transaction as the data.
  *
  * - Each connection has its own cursor (`stream:checkpoint:<name>:<slot>`, `streamCheckpointCursor` in src/warehouse/cursors/),
  *   so one connection's disconnect (its gap) is never erased by another connection's commits.
  * - Under the worker, `acquireSlot` hands out fleet-wide lock slots (at most 3 per stream, the
  *   platform's limit); the slot number names the cursor, so two processes never share one.
- * - Gaps the consumer cannot fill (beyond replay, replay refused) are recorded in `stream:gaps` and a
- *   `records.backfill` job is enqueued for them through the injected `enqueue`.
+ * - Gaps (unclean ends, replays that could not fill theirs) are recorded in `validic_sync.stream_gaps`
+ *   and left to the reconciliation stream (`requestPass` brings its next pass forward); what it cannot
+ *   reach any more gets one `records.backfill` of the gap's days through the injected `enqueue`.
+ * - One replay at a time per organization (per process): the other connections leave their gaps to it.
  * - Hooks expose state changes, commits and gaps so the worker can attach its metrics.
  * See README.md next to this file.
  */
@@ -19,24 +22,37 @@ import { emptyCounts, type LoadResult } from '../pipeline/batch.ts';
 import { redactedMessage } from '../redact/redact-secrets.ts';
 import type { OrgClients } from '../runtime/org-clients.ts';
 import type { Clock } from '../time/clock.ts';
-import { MAX_STREAM_CONNECTIONS } from '../validic/platform-limits.ts';
+import { MAX_STREAM_CONNECTIONS, STREAM_CHECKPOINT_RETENTION_DAYS } from '../validic/platform-limits.ts';
 import type { StreamInfo } from '../validic/streams-client.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
 import { streamCheckpointCursor } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
-import type { RecordedGap } from '../warehouse/cursors/stream-gaps-cursor.ts';
 import { applyPreparedBatch, type PreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
+import { readLastReconcilePass } from '../warehouse/reconcile-passes.ts';
+import { type GapHandledBy, recordStreamGap } from '../warehouse/stream-gaps.ts';
 import { type AcquireSlot, runOnSlots } from './connection-slots.ts';
-import { eagerBody } from './eager-body.ts';
+import { openSse } from './open-sse.ts';
 import { pipelineWrites } from './pipelined-commit.ts';
-import { recordStreamGap } from './record-stream-gap.ts';
+import {
+  CLOCK_ESTIMATE_TOLERANCE_MS,
+  findReconcileStream,
+  type ReconcileStreamLookup,
+  streamCreatedAt,
+} from './reconcile-stream.ts';
 import { reportConnect422 } from './report-connect-422.ts';
 import type { StreamConsumerOptionsInput } from './resolve-consumer-options.ts';
 import { StreamConsumer } from './stream-consumer.ts';
 import { emptyStreamCounters } from './stream-counters.ts';
 import { addLoadCounts, addStreamCounters, type OrgStreamSummary } from './stream-summary.ts';
 import { toRawItems } from './to-raw-items.ts';
-import type { CommitMeta, DataFrame, GapTooLong, StreamCheckpoint, StreamState } from './types.ts';
+import type {
+  CommitMeta,
+  DataFrame,
+  ReplayClaim,
+  StreamCheckpoint,
+  StreamGap,
+  StreamState,
+} from './types.ts';
 
 /** A commit as seen by metrics: `committedAt − frame.createdAt` is the lag, `− frame.receivedAt` the latency. */
 export interface StreamCommitEvent {
@@ -54,13 +70,16 @@ export interface StreamCommitEvent {
 export interface OrgStreamHooks {
   onStateChange?(event: { slot: number; from: StreamState; to: StreamState; reason: string }): void;
   onCommit?(event: StreamCommitEvent): void;
-  onGap?(event: { slot: number; gap: GapTooLong; backfill: RecordedGap['backfill'] }): void;
+  onGap?(event: { slot: number; gap: StreamGap; handledBy: GapHandledBy }): void;
 }
 
-/** Queues a REST backfill of whole UTC days `from..to` (inclusive); the CLI runs it inline, the worker in BullMQ. */
+/**
+ * Queues a REST backfill of whole UTC days `from..to` (inclusive) for one recorded gap (its id keys the
+ * job: one backfill per gap); the CLI runs it inline, the worker in BullMQ.
+ */
 export type EnqueueJob = (
   name: 'records.backfill',
-  payload: { orgId: string; from: string; to: string },
+  payload: { orgId: string; from: string; to: string; gapId: number },
 ) => Promise<boolean> | boolean;
 
 export interface OrgStreamOptions {
@@ -73,8 +92,19 @@ export interface OrgStreamOptions {
   /** Connections to open, 1..3. Default: the org's `stream.connections`. */
   connections?: number;
   acquireSlot?: AcquireSlot;
-  /** Without it, gaps are recorded as `planned` and the log says to run `backfill` for them. */
+  /**
+   * For gaps the reconciliation stream cannot reach (older than its chain of passes, or no such
+   * stream). Without it, they are recorded as `planned` and the log says to run `backfill` for them.
+   */
   enqueue?: EnqueueJob;
+  /**
+   * Asks for a pass of the reconciliation stream soon: a gap was recorded that the next pass covers.
+   * The CLI runs one in process, the worker queues `streams.reconcile`. Without it, the next scheduled
+   * pass covers the gap.
+   */
+  requestPass?: () => void;
+  /** Find or create the reconciliation stream (`stream.reconcile`). Default: the org's setting. */
+  reconcile?: boolean;
   hooks?: OrgStreamHooks;
   log?: Logger;
   clock?: Clock;
@@ -96,6 +126,10 @@ export interface OrgStreamHandle {
   quietForMs(): number;
   /** Current state of each connection, by slot. */
   states(): Record<number, StreamState>;
+  /** The reconciliation stream (found or created at start), or why there is none; undefined when off. */
+  reconcile: ReconcileStreamLookup | undefined;
+  /** Every connection is live and has been poked since its last data: the stream has caught up. */
+  caughtUp(): boolean;
 }
 
 /** Finds or creates the org's stream and starts its connections. */
@@ -129,8 +163,11 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
     throw error;
   }
   log.info({ streamId: stream.id, connections }, 'stream found');
+  const reconcile =
+    (options.reconcile ?? settings.reconcile) ? await findReconcileStream(org, signal, log) : undefined;
+  if (reconcile?.ok) log.info({ reconcileStreamId: reconcile.stream.id }, 'reconciliation stream found');
 
-  // Stops the sibling connections when one fails for good (401/403, a commit that keeps failing).
+  // Stops the sibling connections when one fails for good (401/403, a commit that fails permanently).
   const failed = new AbortController();
   const runSignal = AbortSignal.any([signal, failed.signal]);
   const finished = { counters: emptyStreamCounters() };
@@ -141,6 +178,8 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
   let gaps = 0;
   let backfillsEnqueued = 0;
   let lastDataAt = now();
+  /** Gaps whose recording failed (the database was away): recorded again after the next commit. */
+  let unrecorded: { slot: number; gap: StreamGap }[] = [];
 
   const summary = (): OrgStreamSummary => {
     let counters = finished.counters;
@@ -157,46 +196,104 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
     };
   };
 
-  const onGap = async (slot: number, gap: GapTooLong): Promise<void> => {
-    // Errors here must not stop the stream: live data matters more than the bookkeeping of a gap.
+  /**
+   * Platform time from which the reconciliation stream re-delivers everything: the start of its current
+   * chain of passes (or its creation, before its first pass). Undefined: no reconciliation stream.
+   */
+  const reconcileReach = async (): Promise<string | undefined> => {
+    if (!reconcile?.ok) return undefined;
+    const last = await readLastReconcilePass(warehouse.db, orgId, reconcile.name);
+    const created = streamCreatedAt(reconcile.stream);
+    if (!last || last.streamId !== reconcile.stream.id) return created ?? new Date(now()).toISOString();
+    const lastSeen = Date.parse(last.endedAt ?? last.startedAt);
+    // Unconnected for longer than the platform keeps its position: the next pass starts a new chain.
+    if (now() - lastSeen > STREAM_CHECKPOINT_RETENTION_DAYS * 86_400_000)
+      return new Date(now()).toISOString();
+    return last.chainFrom;
+  };
+
+  /** Records a gap and hands it to whoever can fill it. Never throws: live data matters more. */
+  const onGap = async (slot: number, gap: StreamGap): Promise<void> => {
+    if (gap.reason === 'stream-checkpoint-expired') {
+      // The replay runs up to the present instead of up to T: it covers the gap itself.
+      log.warn(
+        { slot, ...gap },
+        'stream gap longer than the platform keeps the stream checkpoint: replay runs up to now to cover it',
+      );
+      return;
+    }
     try {
-      const from = gap.from.slice(0, 10);
-      const to = gap.to.slice(0, 10);
-      let backfill: RecordedGap['backfill'] = 'not-needed';
-      if (gap.reason === 'stream-checkpoint-expired') {
-        log.warn(
-          { slot, ...gap },
-          'stream gap longer than the platform keeps the stream checkpoint: replay runs up to now to cover it',
-        );
-      } else if (options.enqueue) {
-        backfill = 'enqueued';
-        if (await options.enqueue('records.backfill', { orgId, from, to })) backfillsEnqueued += 1;
-        log.warn(
-          { slot, ...gap },
-          `stream gap the replay cannot fill: REST backfill windows planned for ${from}..${to}`,
-        );
-      } else {
-        backfill = 'planned';
-        log.warn(
-          { slot, ...gap },
-          `stream gap the replay cannot fill: REST backfill needed, run \`validic-sync backfill --from ${from} --to ${to}\``,
-        );
-      }
-      gaps += 1;
-      await recordStreamGap(warehouse, orgId, {
-        ...gap,
+      const reach = await reconcileReach();
+      // Gap times are on the platform's clock as the connection estimated it (a `Date` header before the
+      // first poke: ±1 s): a gap that starts within that of the stream's reach is taken as reached.
+      const handledBy: GapHandledBy =
+        reach !== undefined && Date.parse(gap.from) >= Date.parse(reach) - CLOCK_ESTIMATE_TOLERANCE_MS
+          ? 'reconcile'
+          : options.enqueue
+            ? 'rest'
+            : 'planned';
+      const recorded = await recordStreamGap(warehouse.db, {
+        orgId,
         streamName: settings.name,
         slot,
-        recordedAt: new Date(now()).toISOString(),
-        backfill,
+        from: gap.from,
+        to: gap.to,
+        reason: gap.reason,
+        handledBy,
       });
-      options.hooks?.onGap?.({ slot, gap, backfill });
+      if (!recorded.created) return;
+      gaps += 1;
+      options.hooks?.onGap?.({ slot, gap, handledBy });
+      const from = gap.from.slice(0, 10);
+      const to = gap.to.slice(0, 10);
+      if (handledBy === 'reconcile') {
+        options.requestPass?.();
+      } else if (handledBy === 'rest') {
+        if (await options.enqueue!('records.backfill', { orgId, from, to, gapId: recorded.id }))
+          backfillsEnqueued += 1;
+        log.warn(
+          { slot, ...gap },
+          `stream gap no stream can re-deliver any more: REST backfill windows planned for ${from}..${to}`,
+        );
+      } else {
+        log.warn(
+          { slot, ...gap },
+          `stream gap no stream can re-deliver any more: REST backfill needed, run \`validic-sync backfill --from ${from} --to ${to}\``,
+        );
+      }
     } catch (error) {
-      log.error(
+      if (unrecorded.length < 1000) unrecorded.push({ slot, gap });
+      log.warn(
         { err: error, slot, gap },
-        'could not record a stream gap; plan a REST backfill for it by hand',
+        'could not record a stream gap yet; trying again after the next commit',
       );
     }
+  };
+
+  const recordPendingGaps = async (): Promise<void> => {
+    if (unrecorded.length === 0) return;
+    const pending = unrecorded;
+    unrecorded = [];
+    for (const { slot, gap } of pending) await onGap(slot, gap);
+  };
+
+  // One replay at a time in this process: an org's connections all see the same outage, and one replay
+  // re-delivers it for all of them (dealt to whichever connection is live, then deduped).
+  let replayHolder: number | undefined;
+  const claimReplay = (slot: number): ReplayClaim => {
+    if (replayHolder !== undefined && replayHolder !== slot) return { granted: false };
+    replayHolder = slot;
+    // Replayed data created before what EVERY connection committed is in the warehouse already.
+    let floor: string | undefined;
+    for (const consumer of live.values()) {
+      const newest = consumer.checkpoint().newestCreatedAt;
+      if (newest === undefined) return { granted: true };
+      if (floor === undefined || newest < floor) floor = newest;
+    }
+    return { granted: true, floorCreatedAt: floor };
+  };
+  const releaseReplay = (slot: number) => {
+    if (replayHolder === slot) replayHolder = undefined;
   };
 
   /** One connection on `slot` until `stop` aborts (it flushes and commits first) or a permanent error. */
@@ -220,6 +317,7 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
       const committedAt = now();
       addLoadCounts(records, result);
       if (frames.some((f) => f.kind === 'data')) lastDataAt = committedAt;
+      void recordPendingGaps();
       options.hooks?.onCommit?.({
         slot,
         via: meta.via,
@@ -231,26 +329,24 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
       });
     };
     // The consumer reads the next batch while this one is written (see pipelined-commit.ts).
-    const writer = pipelineWrites(writeBatch, { log: consumerLog });
+    const writer = pipelineWrites(writeBatch);
     const consumer = new StreamConsumer(
       {
         openStream: async (s) => {
           try {
-            const res = await org.http.openEventStream(org.streams.connectUrl(stream.id), {
-              budgetKey: org.config.token,
-              signal: s,
-            });
-            return { body: eagerBody(res.body) };
+            return await openSse(org.http, org.streams.connectUrl(stream.id), org.config.token, s);
           } catch (error) {
             reportConnect422(error, stream.name, consumerLog);
             throw error;
           }
         },
-        openReplay: async (date, s) => {
-          const url = org.streams.replayUrl({ date, ...(resources ? { resources } : {}) });
-          const res = await org.http.openEventStream(url, { budgetKey: org.config.token, signal: s });
-          return { body: eagerBody(res.body) };
-        },
+        openReplay: (date, s) =>
+          openSse(
+            org.http,
+            org.streams.replayUrl({ date, ...(resources ? { resources } : {}) }),
+            org.config.token,
+            s,
+          ),
         // Normalized here, before the writer waits for the previous write: the two overlap.
         commit: async (frames, checkpoint, meta) =>
           writer.commit(
@@ -264,7 +360,9 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
             meta,
           ),
         loadCheckpoint: async () => (await readCursor(warehouse.db, orgId, cursor)) ?? null,
-        onGapTooLong: (gap) => onGap(slot, gap),
+        onGap: (gap) => onGap(slot, gap),
+        claimReplay: () => claimReplay(slot),
+        releaseReplay: () => releaseReplay(slot),
         onStateChange: (from, to, reason) => {
           states[slot] = to;
           options.hooks?.onStateChange?.({ slot, from, to, reason });
@@ -339,6 +437,14 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
       return least;
     },
     states: () => ({ ...states }),
+    reconcile,
+    caughtUp: () => {
+      if (live.size < connections) return false;
+      for (const [slot, consumer] of live) {
+        if (writers.get(slot)?.busy() || consumer.quietForMs() <= 0) return false;
+      }
+      return true;
+    },
   };
 }
 

@@ -15,13 +15,14 @@ import { classifyFailure } from '../errors/index.ts';
 import { silentLogger } from '../log/logger.ts';
 import { redactedMessage } from '../redact/redact-secrets.ts';
 import { type Clock, systemClock } from '../time/clock.ts';
-import { commitRetryDelay } from './backoff-delay.ts';
 import { classifyOpenFailure } from './classify-open-failure.ts';
+import { parseTime } from './consumer-checkpoint.ts';
 import {
   type ConsumerEvent,
   type Effect,
   initialMachineState,
   type MachineState,
+  type PassOutcome,
   readTimers,
   WAITING_EFFECTS,
 } from './consumer-machine.ts';
@@ -68,6 +69,8 @@ export class StreamConsumer {
   /** The machine asked to close the connection being read. */
   #closing = false;
   #reading = false;
+  /** This connection holds the organization's replay (`claimReplay`) until it connects or stops. */
+  #replayClaimed = false;
 
   constructor(deps: StreamConsumerDeps, options: StreamConsumerOptionsInput = {}) {
     this.#deps = deps;
@@ -95,7 +98,7 @@ export class StreamConsumer {
     const m = this.#machine;
     return quietForMs({
       state: this.#announced,
-      pendingFrames: m.buffer.length + (m.committing?.frames ?? 0),
+      pendingFrames: m.buffer.length + (m.committing?.frames.length ?? 0) + (m.unsaved?.frames.length ?? 0),
       quietFromMs: m.quietFromMs,
       lastPokeAtMs: m.lastPokeAtMs,
     });
@@ -104,6 +107,21 @@ export class StreamConsumer {
   /** The checkpoint as last committed (or loaded). */
   checkpoint(): StreamCheckpoint {
     return { ...this.#machine.checkpoint };
+  }
+
+  /** `role: 'pass'`: how the pass ended (undefined while it runs or for the primary stream). */
+  passOutcome(): PassOutcome | undefined {
+    return this.#machine.passOutcome;
+  }
+
+  /** `role: 'pass'`, caught up: everything created before this (platform ms) was delivered. */
+  passReachedMs(): number | undefined {
+    return this.#machine.passReachedMs;
+  }
+
+  /** Platform clock minus ours (ms), from the last poke; undefined before any poke. */
+  platformOffsetMs(): number | undefined {
+    return this.#machine.platformOffsetMs;
   }
 
   /**
@@ -168,10 +186,13 @@ export class StreamConsumer {
       case 'log':
         return this.#log[effect.level](effect.fields, effect.message);
       case 'commit':
-        await this.#commit(effect);
-        return this.#dispatch({ kind: 'committed', now: this.#clock.now() });
+        return this.#commit(effect);
       case 'report-gap':
-        await this.#deps.onGapTooLong?.(effect.gap);
+        try {
+          await this.#deps.onGap?.(effect.gap);
+        } catch (error) {
+          this.#log.error({ err: error, gap: effect.gap }, 'reporting a stream gap failed');
+        }
         return;
       case 'close':
         this.#closing = true;
@@ -204,6 +225,17 @@ export class StreamConsumer {
         return this.#dispatch({ kind: 'slept', now: this.#clock.now() });
       case 'continue':
         return this.#dispatch({ kind: 'continue', now: this.#clock.now(), jitter: this.#random() });
+      case 'claim-replay': {
+        const own = this.#machine.checkpoint.newestCreatedAt;
+        const claim = this.#deps.claimReplay?.() ?? { granted: true, floorCreatedAt: own };
+        this.#replayClaimed = claim.granted;
+        return this.#dispatch({
+          kind: 'replay-claimed',
+          now: this.#clock.now(),
+          granted: claim.granted,
+          floorMs: parseTime(claim.floorCreatedAt),
+        });
+      }
       default:
         return this.#perform(effect);
     }
@@ -231,7 +263,7 @@ export class StreamConsumer {
     }
     this.#connection = { controller, signal: linked, source };
     this.#closing = false;
-    await this.#dispatch({ kind: 'opened', now: this.#clock.now() });
+    await this.#dispatch({ kind: 'opened', now: this.#clock.now(), serverTimeMs: source.serverTimeMs });
   }
 
   /** Reads frames until the machine closes the connection; it commits by count and time along the way. */
@@ -314,24 +346,25 @@ export class StreamConsumer {
     await this.#dispatch({ kind: 'closed', now: now(), jitter: this.#random() });
   }
 
-  /** Writes frames + checkpoint, retrying with back-off (`commitAttempts`): the frames exist only in memory. */
+  /**
+   * Writes frames + checkpoint once and tells the machine how it went: a failure is not retried here but
+   * held by the machine, which stops reading and retries with back-off (state `holding`).
+   */
   async #commit(effect: Extract<Effect, { kind: 'commit' }>): Promise<void> {
     const { frames, checkpoint, via, reason } = effect;
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        await this.#deps.commit(frames, checkpoint, { via, reason });
-        return;
-      } catch (error) {
-        if (attempt >= this.options.commitAttempts || classifyFailure(error).kind === 'permanent') {
-          this.#log.error({ err: error, frames: frames.length }, 'SSE commit failed; giving up');
-          throw error;
-        }
-        const delay = commitRetryDelay(attempt - 1, this.options.backoff, this.#random);
-        this.#log.warn({ err: error, attempt, delayMs: delay }, 'SSE commit failed; retrying');
-        // Not cancelled by stop: the frames are only in memory, so keep trying to land them.
-        await sleepQuietly(this.#clock, delay, undefined);
-      }
+    try {
+      await this.#deps.commit(frames, checkpoint, { via, reason });
+    } catch (error) {
+      return this.#dispatch({
+        kind: 'commit-failed',
+        now: this.#clock.now(),
+        permanent: classifyFailure(error).kind === 'permanent',
+        error,
+        message: redactedMessage(error),
+        jitter: this.#random(),
+      });
     }
+    return this.#dispatch({ kind: 'committed', now: this.#clock.now() });
   }
 
   #closeConnection(): void {
@@ -340,6 +373,10 @@ export class StreamConsumer {
   }
 
   #announce(to: StreamState, reason: string): void {
+    if (this.#replayClaimed && (to === 'connecting' || to === 'live' || to === 'stopped')) {
+      this.#replayClaimed = false;
+      this.#deps.releaseReplay?.();
+    }
     const from = this.#announced;
     this.#announced = to;
     this.#announcements += 1;

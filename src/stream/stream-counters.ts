@@ -14,9 +14,14 @@ export function emptyStreamCounters(): StreamCounters {
     idleDrops: 0,
     replays: 0,
     replaysCaughtUp: 0,
-    gapsTooLong: 0,
+    replaysShared: 0,
+    replaySkipped: 0,
+    gaps: 0,
+    uncleanEnds: 0,
+    rateLimited: 0,
     commits: 0,
     committedFrames: 0,
+    commitFailures: 0,
   };
 }
 

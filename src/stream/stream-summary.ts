@@ -36,9 +36,14 @@ export function addStreamCounters(a: StreamCounters, b: StreamCounters): StreamC
     'idleDrops',
     'replays',
     'replaysCaughtUp',
-    'gapsTooLong',
+    'replaysShared',
+    'replaySkipped',
+    'gaps',
+    'uncleanEnds',
+    'rateLimited',
     'commits',
     'committedFrames',
+    'commitFailures',
   ] as const)
     out[key] = a[key] + b[key];
   return out;

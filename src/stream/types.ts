@@ -43,16 +43,19 @@ export type ClassifiedFrame =
   | { kind: 'other'; event: string; data: string }
   | { kind: 'bad'; event: string | undefined; text: string; reason: string };
 
-/** How a frame reached us; becomes `records.arrived_via`. */
-export type StreamVia = 'stream' | 'replay';
+/**
+ * How a frame reached us; becomes `records.arrived_via`: the primary stream, a replay, or a pass of the
+ * reconciliation stream.
+ */
+export type StreamVia = 'stream' | 'replay' | 'reconcile';
 
 /**
  * An item handed to `commit`: a data frame's raw payload (record of any resource type or connection
  * event; the caller routes it by shape), or a bad frame to quarantine with its text and reason.
  */
 export type DataFrame =
-  | { kind: 'data'; payload: unknown; createdAt: string | undefined; receivedAt: number }
-  | { kind: 'bad'; text: string; reason: string; receivedAt: number };
+  | { kind: 'data'; payload: unknown; createdAt: string | undefined; receivedAt: number; bytes: number }
+  | { kind: 'bad'; text: string; reason: string; receivedAt: number; bytes: number };
 
 /**
  * The consumer's cursor, stored by the caller as one JSON value in the same transaction as the frames
@@ -73,9 +76,15 @@ export interface StreamCheckpoint {
    * it turns `lastDisconnectAt` into platform time after a restart (STATE-MACHINE.md, "Which clock T is on").
    */
   platformOffsetMs?: number;
+  /**
+   * The last disconnect was unclean (a drop, a stale connection, a failed commit, a stop while data
+   * flowed): what may have been lost with it. Written with the disconnect, cleared once the stream is
+   * live again; a start-up that finds it reports it again (reporting a gap is idempotent).
+   */
+  uncleanEnd?: StreamGap;
 }
 
-export type CommitReason = 'count' | 'time' | 'state-change' | 'heartbeat' | 'stop';
+export type CommitReason = 'count' | 'bytes' | 'time' | 'state-change' | 'heartbeat' | 'stop' | 'retry';
 
 export interface CommitMeta {
   via: StreamVia;
@@ -83,44 +92,105 @@ export interface CommitMeta {
   reason: CommitReason;
 }
 
-/** A connected SSE response. Only the body is needed; it is read as bytes. */
+/** A connected SSE response: its body, read as bytes, and the server's clock when it answered. */
 export interface SseSource {
   body: AsyncIterable<Uint8Array>;
-}
-
-export interface GapTooLong {
-  /** ISO start of the part the consumer cannot fill itself (or that the stream cannot resume). */
-  from: string;
-  /** ISO end of that part. */
-  to: string;
   /**
-   * - `beyond-replay`: older than replay serves (`replayMaxDays`); the consumer replays from the
-   *   earliest allowed date; [from, to) needs a REST backfill.
-   * - `stream-checkpoint-expired`: longer than the platform keeps the stream checkpoint
-   *   (`checkpointRetentionDays`); the consumer replays up to the present instead of up to T, so
-   *   [from, to) is covered by replay; a REST backfill is optional belt and braces.
-   * - `replay-timed-out`: no event with `created_at` ≥ T arrived within `replayTimeoutMs`; [from, to)
-   *   needs a REST backfill.
-   * - `replay-unavailable`: the replay endpoint refused (4xx other than 401/403/422) or failed
-   *   `replayAttempts` times in a row; [from, to) needs a REST backfill.
+   * The response's `Date` header (ms; the header has whole seconds): the platform's clock before its
+   * first poke, so that a gap's times are on the platform's clock from the first moment.
    */
-  reason: 'beyond-replay' | 'stream-checkpoint-expired' | 'replay-unavailable' | 'replay-timed-out';
+  serverTimeMs?: number | undefined;
 }
 
-export type StreamState = 'stopped' | 'connecting' | 'live' | 'stale' | 'backing_off' | 'replaying';
+/**
+ * A span of platform time (`created_at`) in which events may be missing from the warehouse, and why.
+ * Every gap is left to the reconciliation stream, which re-delivers everything created since its last
+ * pass; the org's stream decides what else it needs (src/stream/README.md, "Gaps").
+ *
+ * Unclean ends of the primary stream (the platform's checkpoint moved with what it SENT, so whatever was
+ * in flight or held uncommitted is gone from that stream): [newest committed `created_at`, the moment
+ * reading stopped], both on the platform's clock.
+ * - `crash`: the process died while the stream was live (found at the next start-up).
+ * - `dropped`: the server or the network ended the connection.
+ * - `stale`: no frame for `staleAfterMs`; the platform may have been sending into a dead connection.
+ * - `commit-failed`: commits kept failing; the connection was closed to stop reading.
+ * - `stopped`: stopped (Ctrl-C, SIGTERM, a lost slot) while data was flowing.
+ *
+ * Replays that could not fill their gap:
+ * - `beyond-replay`: older than replay serves (`replayMaxDays`); the consumer replays from the earliest
+ *   allowed date.
+ * - `stream-checkpoint-expired`: longer than the platform keeps the stream checkpoint
+ *   (`checkpointRetentionDays`); the consumer replays up to the present instead of up to T.
+ * - `replay-timed-out`: no hand-off within `replayTimeoutMs`.
+ * - `replay-unavailable`: the replay endpoint refused or failed `replayAttempts` times in a row.
+ * - `replay-quiet`: the replay sent everything it had (`quietPokes` pokes at or after T) without an
+ *   event created at or after T: a quiet organization, where the hand-off never comes.
+ */
+export interface StreamGap {
+  /** ISO start (platform clock). */
+  from: string;
+  /** ISO end (platform clock). */
+  to: string;
+  reason: StreamGapReason;
+}
+
+export const UNCLEAN_END_REASONS = ['crash', 'dropped', 'stale', 'commit-failed', 'stopped'] as const;
+export const REPLAY_GAP_REASONS = [
+  'beyond-replay',
+  'stream-checkpoint-expired',
+  'replay-unavailable',
+  'replay-timed-out',
+  'replay-quiet',
+] as const;
+export type UncleanEndReason = (typeof UNCLEAN_END_REASONS)[number];
+export type StreamGapReason = UncleanEndReason | (typeof REPLAY_GAP_REASONS)[number];
+
+/**
+ * The answer to `claimReplay`: whether this connection runs the organization's replay, and the newest
+ * `created_at` every connection of the organization has committed (replayed data created before it is
+ * counted, not written again).
+ */
+export interface ReplayClaim {
+  granted: boolean;
+  floorCreatedAt?: string | undefined;
+}
+
+export type StreamState =
+  | 'stopped'
+  | 'connecting'
+  | 'live'
+  | 'stale'
+  | 'backing_off'
+  | 'replaying'
+  | 'holding';
 
 export type SseLog = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
 
 export interface StreamConsumerDeps {
   /** Opens `GET {streams}/streams/{id}/connect`. Throws with `status` 422 while rebalancing. */
   openStream(signal: AbortSignal): Promise<SseSource>;
-  /** Opens `GET /replay?date=YYYY-MM-DD`. Same errors as `openStream`. */
+  /**
+   * Opens `GET /replay?date=YYYY-MM-DD`. Same errors as `openStream`. A pass of the reconciliation
+   * stream (`role: 'pass'`) opens that stream's connection here instead (the date is not used).
+   */
   openReplay(date: string, signal: AbortSignal): Promise<SseSource>;
   /** Writes the frames and the checkpoint in one transaction. `frames` may be empty (checkpoint only). */
   commit(frames: DataFrame[], checkpoint: StreamCheckpoint, meta: CommitMeta): Promise<void>;
   loadCheckpoint(): Promise<StreamCheckpoint | null>;
-  /** Called once per gap the consumer cannot fully fill itself; the caller plans a REST backfill. */
-  onGapTooLong?(gap: GapTooLong): void | Promise<void>;
+  /**
+   * Called once per gap: an unclean end of the stream, or a replay that could not fill its gap. The
+   * caller records it and brings the next reconciliation pass forward (or plans a REST backfill for
+   * what no stream can deliver any more). Awaited; must not throw.
+   */
+  onGap?(gap: StreamGap): void | Promise<void>;
+  /**
+   * Asked before a replay opens: whether this connection runs it. An organization runs one replay at a
+   * time however many connections it has: `false` leaves this connection's gap to the replay already
+   * running (and to the reconciliation stream) and connects the stream at once. Default: always true.
+   */
+  claimReplay?(): ReplayClaim;
+  /** Called when a replay this connection claimed ends, however it ends. */
+  releaseReplay?(): void;
   onStateChange?(from: StreamState, to: StreamState, reason: string): void;
   /** Default: the system clock. */
   clock?: Clock;
@@ -142,6 +212,14 @@ export interface BackoffOptions {
   maxMs: number;
   /** Growth per attempt. Default 2. */
   factor: number;
+  /**
+   * After a 429 (the platform refuses for the hour's budget, not for a rebalancing): jitter span of the
+   * first wait, ms, doubling per 429 in a row up to `rateLimitedMaxMs`; a `Retry-After` wins when longer.
+   * Independent of the stale rule's cap. Default 30_000.
+   */
+  rateLimitedInitialMs: number;
+  /** Longest wait after a 429, ms. Default 900_000 (15 minutes). */
+  rateLimitedMaxMs: number;
 }
 
 export interface IdleHygieneOptions {
@@ -154,10 +232,15 @@ export interface IdleHygieneOptions {
 }
 
 export interface MicroBatchOptions {
-  /** Commit when this many frames are buffered. Default 500. */
+  /** Commit when this many frames are buffered. Default 1000. */
   maxFrames: number;
   /** Commit when the oldest buffered frame is this old. Default 250. */
   maxWaitMs: number;
+  /**
+   * Commit when the buffered frames hold this many bytes (of their data), so that a batch of large
+   * frames stays bounded too. Default 8 MiB.
+   */
+  maxBytes: number;
 }
 
 export interface StreamConsumerOptions {
@@ -190,8 +273,28 @@ export interface StreamConsumerOptions {
    * replay the server ends before the hand-off counts as a failed attempt. Default 5.
    */
   replayAttempts: number;
-  /** Attempts per commit before `run` fails (a database blip should not lose frames held in memory). Default 5. */
-  commitAttempts: number;
+  /**
+   * Longest wait between two attempts of a commit that keeps failing, ms. A failed commit closes the
+   * connection (reading stops, so nothing more is held) and is retried with back-off until it lands;
+   * only a permanent failure ends the run. Default 30_000.
+   */
+  commitRetryMaxMs: number;
+  /**
+   * Pokes in a row, stamped at or after the hand-off time T: the platform pokes "when nothing else
+   * flows", so everything created before T has been sent. They end a reconciliation pass (caught up).
+   * A replay is never handed off by pokes (the provider's recipe ignores them): it is given up instead
+   * (`replay-quiet`), its gap left to the reconciliation stream, so that a quiet organization, where no
+   * event created after T exists, does not wait `replayTimeoutMs`. Default 2.
+   */
+  quietPokes: number;
+  /**
+   * `primary`: keep the organization's main stream live (states above). `pass`: one pass of the
+   * reconciliation stream: read it until caught up (an event created at or after the pass's start, or
+   * `quietPokes` pokes), commit, stop. Default `primary`.
+   */
+  role: 'primary' | 'pass';
+  /** A pass that has not caught up after this long commits what it read and stops. Default 1_800_000. */
+  passTimeoutMs: number;
   /** Largest frame kept in memory. Default 8 MiB. */
   maxFrameBytes: number;
 }
@@ -212,7 +315,18 @@ export interface StreamCounters {
   idleDrops: number;
   replays: number;
   replaysCaughtUp: number;
-  gapsTooLong: number;
+  /** Replays this connection left to one another connection of the organization was running. */
+  replaysShared: number;
+  /** Replayed data frames created before what this connection had committed: already stored, not written again. */
+  replaySkipped: number;
+  /** Gaps reported (`onGap`): unclean ends and replays that could not fill theirs. */
+  gaps: number;
+  /** Unclean ends of the stream (a subset of `gaps`). */
+  uncleanEnds: number;
+  /** 429 answers to a connect or replay. */
+  rateLimited: number;
   commits: number;
   committedFrames: number;
+  /** Commits that failed (each closed the connection and was retried). */
+  commitFailures: number;
 }

@@ -288,6 +288,42 @@ export interface RecentPollsTable {
   polled_at: Timestamp | null;
 }
 
+/** validic_sync.stream_gaps (migration 0016): spans in which the stream may have lost events. */
+export interface StreamGapsTable {
+  id: Generated<number>;
+  org_id: string;
+  stream_name: string;
+  slot: number;
+  gap_from: Timestamp;
+  gap_to: Timestamp;
+  reason: string;
+  recorded_at: TimestampDefault;
+  handled_by: string;
+  covered_at: Timestamp | null;
+  covered_by_pass: number | null;
+}
+
+/** validic_sync.reconcile_passes (migration 0016): passes of the reconciliation stream. */
+export interface ReconcilePassesTable {
+  id: Generated<number>;
+  org_id: string;
+  stream_name: string;
+  stream_id: string;
+  trigger: string;
+  started_at: Timestamp;
+  ended_at: Timestamp | null;
+  outcome: string;
+  chain_from: Timestamp;
+  reach_from: Timestamp;
+  reach_to: Timestamp | null;
+  frames: Generated<number>;
+  inserted: Generated<number>;
+  updated: Generated<number>;
+  unchanged: Generated<number>;
+  stale: Generated<number>;
+  quarantined: Generated<number>;
+}
+
 export interface Database {
   'validic.users': UsersTable;
   'validic.records': RecordsTable;
@@ -314,4 +350,6 @@ export interface Database {
   'validic_sync.backfill_windows': BackfillWindowsTable;
   'validic_sync.quarantine': QuarantineTable;
   'validic_sync.recent_polls': RecentPollsTable;
+  'validic_sync.stream_gaps': StreamGapsTable;
+  'validic_sync.reconcile_passes': ReconcilePassesTable;
 }

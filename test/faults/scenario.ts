@@ -17,9 +17,13 @@ export interface Scenario {
   onCleanup(undo: () => unknown): void;
 }
 
-/** Runs `run` with a sandbox started with `options` and a fresh database; removes both after it. */
+/**
+ * Runs `run` with a sandbox started with `options` and a fresh database; removes both after it. The
+ * sandbox re-sends nothing after a stream reconnect unless `options.faults.redeliverCount` says so: the
+ * platform promises no number, and a test that relied on a few re-sent events would hide a loss.
+ */
 export async function inScenario<T>(options: SandboxOptions, run: (s: Scenario) => Promise<T>): Promise<T> {
-  const sandbox = await startSandbox(options);
+  const sandbox = await startSandbox({ ...options, faults: { redeliverCount: 0, ...options.faults } });
   const db = await createTestDatabase();
   const undo: Array<() => unknown> = [];
   try {
@@ -29,6 +33,21 @@ export async function inScenario<T>(options: SandboxOptions, run: (s: Scenario) 
     await sandbox.close();
     await db.drop();
   }
+}
+
+/**
+ * A sandbox clock anchor for seeded run `run`: today (UTC) at one of several times of day, so that data
+ * generated from the clock (records created "today", versions changed just before now) takes the shapes
+ * it takes at different hours. A failure that depended on the hour (the stream-drop failure of
+ * 2026-11-26 did) then shows in every run of the suite, not in some hours only. The sandbox clock runs
+ * on from there; the client learns the offset from the pokes.
+ */
+export function timeOfDayAnchor(run: number, now = Date.now()): number {
+  const hours = [0.4, 6.2, 13.9, 16.8, 23.7];
+  const day = now - (now % 86_400_000);
+  const anchor = day + (hours[run % hours.length] as number) * 3_600_000;
+  // Never ahead of the real clock by more than a day's remainder: stay on today's date.
+  return anchor;
 }
 
 /** `validic-sync backfill` over `days` (backfillArgs), running; `finished()` turns true once it exits. */

@@ -14,7 +14,7 @@ import { compareStreamWithTruth, NO_STREAM_DIFFERENCES } from '../e2e/stream-com
 import { sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { recordFaultRun } from './fault-results.ts';
 import { seededRandom } from './oracle.ts';
-import { inScenario } from './scenario.ts';
+import { inScenario, timeOfDayAnchor } from './scenario.ts';
 
 interface StreamScenario {
   kind: string;
@@ -45,11 +45,16 @@ const scenarios: StreamScenario[] = [
   },
 ];
 
-const RUNS = 2;
+/** Seeded runs per scenario (`FAULT_STREAM_RUNS`, default 2; the issue's bar is 20 in a row). */
+const RUNS = Number(process.env.FAULT_STREAM_RUNS ?? 2);
 
 describe.each(scenarios)('fault $kind', (scenario) => {
   it(`lands what the stream carried through ${RUNS} seeded runs`, async () => {
-    await Promise.all(Array.from({ length: RUNS }, (_, run) => streamRun(scenario, run)));
+    // Two at a time (the machine has 2 cores).
+    for (let first = 0; first < RUNS; first += 2)
+      await Promise.all(
+        Array.from({ length: Math.min(2, RUNS - first) }, (_, i) => streamRun(scenario, first + i)),
+      );
   });
 });
 
@@ -57,7 +62,15 @@ async function streamRun(scenario: StreamScenario, run: number): Promise<void> {
   const random = seededRandom(3_300 + run * 17 + scenario.kind.length);
   const faults = scenario.initial(random);
   await inScenario(
-    { seed: 900 + run, users: 4, days: 3, pokeIntervalMs: 100, faults },
+    {
+      seed: 900 + run,
+      users: 4,
+      days: 3,
+      pokeIntervalMs: 100,
+      faults,
+      // Several times of day across the runs: the sandbox's data depends on the clock.
+      now: new Date(timeOfDayAnchor(run + scenario.kind.length)),
+    },
     async ({ sandbox, db, onCleanup }) => {
       const dir = mkdtempSync(join(tmpdir(), 'validic-fault-stream-'));
       onCleanup(() => rmSync(dir, { recursive: true, force: true }));
@@ -102,6 +115,8 @@ async function streamRun(scenario: StreamScenario, run: number): Promise<void> {
       expect(result.stderr).not.toContain(sandbox.token);
       expect(result.code, result.stderr).toBe(0);
       expect(result.stdout).toMatch(/idle for/);
+      // Every gap is left to the reconciliation stream: no REST backfill over the organization.
+      expect(result.stdout).toMatch(/REST backfills enqueued 0\n/);
       const diff = await compareStreamWithTruth(db.warehouse, sandbox, fromSeq);
       const expected = new Set(
         sandbox.truth

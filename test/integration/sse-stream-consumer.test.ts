@@ -13,9 +13,9 @@ import { StreamConsumer } from '../../src/stream/stream-consumer.ts';
 import type {
   CommitMeta,
   DataFrame,
-  GapTooLong,
   SseSource,
   StreamCheckpoint,
+  StreamGap,
   StreamState,
 } from '../../src/stream/types.ts';
 import type { Clock } from '../../src/time/clock.ts';
@@ -135,7 +135,7 @@ interface Harness {
   consumer: StreamConsumer;
   commits: Commit[];
   transitions: { from: StreamState; to: StreamState; reason: string }[];
-  gaps: GapTooLong[];
+  gaps: StreamGap[];
   clock: Clock;
   advance(ms: number): void;
   start(): void;
@@ -185,7 +185,7 @@ function harness(
   };
   const commits: Commit[] = [];
   const transitions: Harness['transitions'] = [];
-  const gaps: GapTooLong[] = [];
+  const gaps: StreamGap[] = [];
   const controller = new AbortController();
   const consumer = new StreamConsumer(
     {
@@ -200,7 +200,7 @@ function harness(
         commits.push({ frames: [...frames], checkpoint: cp, meta });
       },
       loadCheckpoint: async () => checkpoint,
-      onGapTooLong: (gap) => {
+      onGap: (gap) => {
         gaps.push(gap);
       },
       onStateChange: (from, to, reason) => {
@@ -338,6 +338,9 @@ describe('StreamConsumer (live)', () => {
     ]);
     expect(stop?.checkpoint.lastDisconnectAt).toEqual(expect.any(String));
     expect(stop?.checkpoint.lastLiveAt).toEqual(expect.any(String));
+    // Stopped while data flowed (the last frame was data, not a poke): what was in flight may be lost.
+    expect(stop?.checkpoint.uncleanEnd?.reason).toBe('stopped');
+    expect(h.gaps.map((g) => g.reason)).toEqual(['stopped']);
   });
 
   it('detects a silent stream as stale and reconnects', async () => {
@@ -441,28 +444,35 @@ describe('StreamConsumer (frames left in a chunk)', () => {
 describe('StreamConsumer (commits)', () => {
   it('retries a failing commit without losing frames', async () => {
     failCommits = 2;
-    platform.connect.push(sends([frame('data', rec('kept'))], 20));
-    const h = harness();
+    platform.connect.push(sends([frame('data', rec('kept'))], 20), pokeForever(20));
+    const h = harness({ commitRetryMaxMs: 40 });
     h.start();
     await vi.waitFor(() => expect(h.data()).toEqual([rec('kept')]));
-    expect(h.consumer.state).toBe('live');
+    await vi.waitFor(() => expect(h.consumer.state).toBe('live'));
+    expect(h.path()).toContain('holding');
   });
 
-  it('stops with the error when commits keep failing', async () => {
+  it('when commits keep failing, stops reading, holds the frames and lands them once the database is back', async () => {
     failCommits = 100;
-    platform.connect.push(sends([frame('data', rec('doomed'))], 20));
-    const h = harness({ commitAttempts: 2 });
+    platform.connect.push(sends([frame('data', rec('held'))], 20));
+    platform.connect.push(sends([frame('data', rec('after'))], 20));
+    const h = harness({ commitRetryMaxMs: 40 });
     h.start();
-    await expect(h.done).rejects.toThrow('database unavailable');
-    expect(h.consumer.state).toBe('stopped');
-    expect(h.transitions.at(-1)?.reason).toMatch(/failed: database unavailable/);
+    await vi.waitFor(() => expect(h.transitions.some((t) => t.to === 'holding')).toBe(true));
+    // Reading stopped: the connection is closed while held (no second connect yet).
+    expect(h.consumer.counters().connects).toBe(1);
+    expect(h.gaps.map((g) => g.reason)).toContain('commit-failed');
+    failCommits = 0;
+    await vi.waitFor(() => expect(h.data()).toEqual([rec('held'), rec('after')]));
+    expect(h.consumer.counters().commitFailures).toBeGreaterThan(0);
+    expect(h.consumer.state).toBe('live');
   });
 
   it('does not retry a commit that failed permanently', async () => {
     failCommits = 100;
     commitError = () => new PermanentError('batch refused');
     platform.connect.push(sends([frame('data', rec('refused'))], 20));
-    const h = harness({ commitAttempts: 5 });
+    const h = harness();
     h.start();
     await expect(h.done).rejects.toThrow('batch refused');
     expect(failCommits).toBe(99);
@@ -541,11 +551,12 @@ describe('StreamConsumer (gap filling)', () => {
       sendsThenDrops([frame('data', rec('before'))]),
       sends([frame('data', rec('after'))], 20),
     );
-    // Pokes first (a replay that starts slowly), then the event that hands off: created after T.
+    // A poke first (a replay that starts slowly: one poke is not "nothing flows"), then the event that
+    // hands off: created after T.
     const handoff = { id: 'handoff', type: 'measurement', created_at: '' };
     platform.replay.push((req, res, url) => {
       handoff.created_at = new Date().toISOString();
-      sends([poke(), poke(), poke(), frame('data', handoff)], 0)(req, res, url);
+      sends([poke(), frame('data', handoff)], 0)(req, res, url);
     });
     let jumped = false;
     // The outage: the clock jumps 10 minutes while the stream is down.
@@ -565,6 +576,21 @@ describe('StreamConsumer (gap filling)', () => {
     const replayUrl = platform.requests.find((u) => u.pathname === '/replay')!;
     const gapStart = h.commits.find((c) => c.checkpoint.lastDisconnectAt)?.checkpoint.lastDisconnectAt;
     expect(replayUrl.searchParams.get('date')).toBe(gapStart?.slice(0, 10));
+  });
+
+  it('a replay in a quiet organization is given up after quietPokes pokes past T, its gap left to reconciliation', async () => {
+    const t = Date.now() - 3_600_000;
+    // Everything the replay has is older than T; then it only pokes ("nothing else flows").
+    platform.replay.push(sends([frame('data', rec('old', new Date(t - 60_000).toISOString()))], 10));
+    platform.connect.push(sends([frame('data', rec('live'))], 20));
+    const h = harness({ quietPokes: 2 }, { lastDisconnectAt: new Date(t).toISOString() });
+    h.start();
+    await vi.waitFor(() => expect(h.data('stream')).toEqual([rec('live')]));
+    expect(h.path()).toEqual(['replaying', 'connecting', 'live']);
+    expect(h.gaps).toEqual([{ from: expect.any(String), to: expect.any(String), reason: 'replay-quiet' }]);
+    // From T on the platform's clock (the pokes' offset, a millisecond or so here).
+    expect(Math.abs(Date.parse(h.gaps[0]!.from) - t)).toBeLessThan(1000);
+    expect(h.consumer.counters()).toMatchObject({ replays: 1, replaysCaughtUp: 0 });
   });
 
   it('retries a replay that answers 422, and reports a replay that is refused', async () => {
@@ -619,7 +645,11 @@ describe('StreamConsumer (gap filling)', () => {
     const h = harness({}, { lastLiveAt: iso(t) });
     h.start();
     await vi.waitFor(() => expect(h.data('stream')).toEqual([rec('live')]));
-    expect(h.gaps).toEqual([{ from: iso(t), to: expect.any(String), reason: 'stream-checkpoint-expired' }]);
+    // A checkpoint that was live (no disconnect recorded) is a crash: what it had read is gone too.
+    expect(h.gaps).toEqual([
+      { from: iso(t), to: expect.any(String), reason: 'crash' },
+      { from: iso(t), to: expect.any(String), reason: 'stream-checkpoint-expired' },
+    ]);
     expect(h.data('replay').map((p) => (p as { id: string }).id)).toEqual(['day-after-T', 'recent']);
     expect(platform.requests.find((u) => u.pathname === '/replay')?.searchParams.get('date')).toBe(
       utcDate(t),

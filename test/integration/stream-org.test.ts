@@ -1,7 +1,9 @@
 /**
  * `startOrgStream` against the sandbox over HTTP and a real PostgreSQL: a gap older than replay serves
- * is recorded in `stream:gaps` and handed to `records.backfill` while the replay fills what it can;
- * the lock-slot hook names the cursor and is re-acquired when lost; the 5-stream limit is a clear error.
+ * (and than the new reconciliation stream reaches) is recorded in validic_sync.stream_gaps and handed to
+ * one `records.backfill` while the replay fills what it can; the lock-slot hook names the cursor and is
+ * re-acquired when lost; a reconciliation stream the 5-stream limit refuses leaves the primary running
+ * and says why; the 5-stream limit on the primary is a clear error.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { formatStatus } from '../../src/cli/commands/status.ts';
@@ -19,9 +21,8 @@ import {
   streamCheckpointCursor,
   streamCheckpointPrefix,
 } from '../../src/warehouse/cursors/stream-checkpoint-cursor.ts';
-import type { RecordedGap } from '../../src/warehouse/cursors/stream-gaps-cursor.ts';
-import { streamGapsCursor } from '../../src/warehouse/cursors/stream-gaps-cursor.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
+import { type GapHandledBy, readOpenStreamGaps } from '../../src/warehouse/stream-gaps.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { sandboxOrganization } from '../helpers/sandbox-organization.ts';
 
@@ -66,7 +67,7 @@ describe('startOrgStream', () => {
     );
     const enqueued: unknown[] = [];
     const commits: StreamCommitEvent[] = [];
-    const gaps: RecordedGap['backfill'][] = [];
+    const gaps: GapHandledBy[] = [];
     const stop = new AbortController();
     const handle = await startOrgStream({
       warehouse: db.warehouse,
@@ -77,7 +78,7 @@ describe('startOrgStream', () => {
         enqueued.push({ name, payload });
         return true;
       },
-      hooks: { onCommit: (e) => commits.push(e), onGap: (e) => gaps.push(e.backfill) },
+      hooks: { onCommit: (e) => commits.push(e), onGap: (e) => gaps.push(e.handledBy) },
     });
     // Past the stream checkpoint's retention the replay runs up to the present: it hands off at an
     // event created after it started (pokes never end it), so the platform keeps producing meanwhile.
@@ -87,23 +88,32 @@ describe('startOrgStream', () => {
     stop.abort();
     const summary = await handle.done;
 
+    // The reconciliation stream was created just now: it cannot re-deliver 40 days back, REST must.
+    expect(handle.reconcile).toMatchObject({ ok: true, name: 'old-stream-reconcile' });
     expect(enqueued).toEqual([
       {
         name: 'records.backfill',
-        payload: { orgId: sandbox.orgId, from: disconnectedAt.slice(0, 10), to: expect.any(String) },
+        payload: {
+          orgId: sandbox.orgId,
+          from: disconnectedAt.slice(0, 10),
+          to: expect.any(String),
+          gapId: expect.any(Number),
+        },
       },
     ]);
-    expect(gaps).toEqual(['enqueued']);
-    const cursor = await readCursor(db.warehouse.db, sandbox.orgId, streamGapsCursor());
-    expect(cursor?.total).toBe(1);
-    expect(cursor?.gaps[0]).toMatchObject({
+    // The stop came while the feed's last data was flowing: an unclean end, left to reconciliation.
+    expect(gaps[0]).toBe('rest');
+    expect(gaps.slice(1)).toEqual(gaps.length > 1 ? ['reconcile'] : []);
+    const open = await readOpenStreamGaps(db.warehouse.db, sandbox.orgId);
+    expect(open.open).toBe(gaps.length);
+    expect(open.gaps[0]).toMatchObject({
       reason: 'beyond-replay',
       from: disconnectedAt,
       streamName: 'old-stream',
       slot: 0,
-      backfill: 'enqueued',
+      handledBy: 'rest',
     });
-    expect(summary).toMatchObject({ gaps: 1, backfillsEnqueued: 1 });
+    expect(summary).toMatchObject({ gaps: gaps.length, backfillsEnqueued: 1 });
     expect(summary.counters.replays).toBeGreaterThanOrEqual(1);
     // The replay served the last 29 days: the generated data arrived tagged `replay`.
     const replayed = commits.filter((c) => c.via === 'replay').flatMap((c) => c.frames);
@@ -126,14 +136,16 @@ describe('startOrgStream', () => {
       lastDisconnectAt: expect.any(String),
       newestCreatedAt: expect.any(String),
     });
-    expect(streamGapsCursor().parse(shown.gaps)).toMatchObject({
-      total: 1,
-      gaps: [{ reason: 'beyond-replay', from: disconnectedAt, backfill: 'enqueued' }],
+    expect(shown.gaps.open).toBe(gaps.length);
+    expect(shown.gaps.oldest[0]).toMatchObject({
+      reason: 'beyond-replay',
+      from: disconnectedAt,
+      handledBy: 'rest',
     });
     const lines = formatStatus(status).join('\n');
     expect(lines).toContain('stream old-stream');
     expect(lines).toContain(checkpoint.key);
-    expect(lines).toContain('  gaps: {');
+    expect(lines).toContain(`  gaps: ${gaps.length} open`);
     // Stopped cleanly: the gap is closed and a new one opens at the last frame.
     const after = await readCursor(db.warehouse.db, sandbox.orgId, checkpoint);
     expect(Date.parse(after!.lastDisconnectAt!)).toBeGreaterThan(Date.parse(disconnectedAt));
@@ -172,6 +184,27 @@ describe('startOrgStream', () => {
       (c) => c.key,
     );
     expect(keys).toEqual(['stream:checkpoint:slotted:1', 'stream:checkpoint:slotted:2']);
+  });
+
+  it('runs the primary without a reconciliation stream the 5-stream limit refuses, and says why', async () => {
+    const streams = org('unused').streams;
+    const existing = await streams.listStreams();
+    for (let i = existing.length; i < 4; i++) await streams.createStream({ name: `other-${i}` });
+    const stop = new AbortController();
+    const handle = await startOrgStream({
+      warehouse: db.warehouse,
+      org: org('fifth'),
+      signal: stop.signal,
+      consumerOptions: OPTIONS,
+    });
+    expect(handle.reconcile).toMatchObject({
+      ok: false,
+      name: 'fifth-reconcile',
+      why: expect.stringMatching(/5 streams/),
+    });
+    await vi.waitFor(() => expect(handle.states()[0]).toBe('live'), { timeout: 20_000, interval: 20 });
+    stop.abort();
+    await handle.done;
   });
 
   it('says what to do when the platform already has 5 streams', async () => {

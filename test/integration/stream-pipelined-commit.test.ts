@@ -47,36 +47,32 @@ describe('pipelineWrites', () => {
     expect(maxRunning).toBe(1);
   });
 
-  it('retries a failing write, then reports it on the next commit, which tries it again first', async () => {
+  it('does not retry a failing write itself: the next commit reports it, and tries it again first', async () => {
     const calls: number[] = [];
-    let failuresLeft = 4;
-    const writer = pipelineWrites(
-      async (n: number) => {
-        calls.push(n);
-        if (n === 0 && failuresLeft > 0) {
-          failuresLeft -= 1;
-          throw new Error('database blip');
-        }
-      },
-      { attempts: 3, sleep: async () => {} },
-    );
+    let failuresLeft = 2;
+    const writer = pipelineWrites(async (n: number) => {
+      calls.push(n);
+      if (n === 0 && failuresLeft > 0) {
+        failuresLeft -= 1;
+        throw new Error('database blip');
+      }
+    });
     await writer.commit(0);
-    // Three attempts failed; the fourth (on the next commit) fails too and is reported.
+    expect(writer.busy()).toBe(true);
+    // The next commit retries batch 0 first; it fails again and is reported (batch 1 is not started).
     await expect(writer.commit(1)).rejects.toThrow('database blip');
-    expect(calls).toEqual([0, 0, 0, 0]);
-    // The caller retries: batch 0 lands first, then batch 1.
+    expect(calls).toEqual([0, 0]);
+    // The caller (the consumer, which holds its frames) retries: batch 0 lands first, then batch 1.
     await writer.commit(1);
     await writer.drain();
-    expect(calls).toEqual([0, 0, 0, 0, 0, 1]);
+    expect(calls).toEqual([0, 0, 0, 1]);
+    expect(writer.busy()).toBe(false);
   });
 
-  it('drain reports a write that failed for good', async () => {
-    const writer = pipelineWrites(
-      async () => {
-        throw new Error('gone');
-      },
-      { attempts: 2, sleep: async () => {} },
-    );
+  it('drain reports a write that failed', async () => {
+    const writer = pipelineWrites(async () => {
+      throw new Error('gone');
+    });
     await writer.commit();
     await expect(writer.drain()).rejects.toThrow('gone');
   });

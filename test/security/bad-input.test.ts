@@ -258,9 +258,10 @@ async function framesToItems(cases: Case[], sizes: number[]): Promise<{ items: R
         payload: classified.payload,
         createdAt: classified.createdAt,
         receivedAt: 0,
+        bytes: 0,
       });
     else if (classified.kind === 'bad')
-      frames.push({ kind: 'bad', text: classified.text, reason: classified.reason, receivedAt: 0 });
+      frames.push({ kind: 'bad', text: classified.text, reason: classified.reason, receivedAt: 0, bytes: 0 });
     else other++;
   }
   return { items: toRawItems(frames), other };
@@ -418,8 +419,9 @@ describe('oversized bodies and frames', () => {
       peak = Math.max(peak, process.memoryUsage().heapUsed - heapBefore);
       const c = classifyFrame(frame);
       if (c.kind === 'data')
-        items.push({ kind: 'data', payload: c.payload, createdAt: undefined, receivedAt: 0 });
-      if (c.kind === 'bad') items.push({ kind: 'bad', text: c.text, reason: c.reason, receivedAt: 0 });
+        items.push({ kind: 'data', payload: c.payload, createdAt: undefined, receivedAt: 0, bytes: 0 });
+      if (c.kind === 'bad')
+        items.push({ kind: 'bad', text: c.text, reason: c.reason, receivedAt: 0, bytes: 0 });
     }
     stream.close();
     await http.close();

@@ -70,8 +70,8 @@ describe('classifyFrame', () => {
   it('maps committed frames onto loader items', () => {
     expect(
       toRawItems([
-        { kind: 'data', payload: { id: 'a' }, createdAt: undefined, receivedAt: 1 },
-        { kind: 'bad', text: '{', reason: 'bad json', receivedAt: 2 },
+        { kind: 'data', payload: { id: 'a' }, createdAt: undefined, receivedAt: 1, bytes: 10 },
+        { kind: 'bad', text: '{', reason: 'bad json', receivedAt: 2, bytes: 1 },
       ]),
     ).toEqual([
       { kind: 'frame', raw: { id: 'a' } },

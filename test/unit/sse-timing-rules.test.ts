@@ -10,7 +10,7 @@ import { reconnectDelay } from '../../src/stream/backoff-delay.ts';
 import { quietForMs } from '../../src/stream/quiet-for.ts';
 import type { StreamConsumerOptionsInput } from '../../src/stream/resolve-consumer-options.ts';
 import { StreamConsumer } from '../../src/stream/stream-consumer.ts';
-import type { DataFrame, GapTooLong, StreamCheckpoint, StreamState } from '../../src/stream/types.ts';
+import type { DataFrame, StreamCheckpoint, StreamGap, StreamState } from '../../src/stream/types.ts';
 import type { Clock } from '../../src/time/clock.ts';
 import { rawRecord, sseFrame } from '../helpers/fixtures/index.ts';
 
@@ -104,7 +104,7 @@ function harness(
   const connectAttempts: number[] = [];
   const transitions: { from: StreamState; to: StreamState; reason: string; at: number }[] = [];
   const commits: { frames: DataFrame[]; checkpoint: StreamCheckpoint }[] = [];
-  const gaps: GapTooLong[] = [];
+  const gaps: StreamGap[] = [];
   const consumer = new StreamConsumer(
     {
       openStream: async () => {
@@ -123,7 +123,7 @@ function harness(
         commits.push({ frames: [...frames], checkpoint: cp });
       },
       loadCheckpoint: async () => checkpoint,
-      onGapTooLong: (gap) => {
+      onGap: (gap) => {
         gaps.push(gap);
       },
       onStateChange: (from, to, reason) => transitions.push({ from, to, reason, at: clock.now() }),
@@ -296,10 +296,11 @@ describe('StreamConsumer timing rules (injected clock)', () => {
     await h.stop();
   });
 
-  it('a replay is not ended by pokes; it hands off at created_at >= T on the platform clock', async () => {
+  it('a replay is not handed off by pokes; it hands off at created_at >= T on the platform clock', async () => {
     // Our clock is an hour behind the platform's: T from our clock would end the replay an hour early.
     const skew = 3_600_000;
-    const h = harness({ gapAfterMs: 1_000 }, { random: () => 0 });
+    // quietPokes high: this is about the hand-off, not about giving a quiet replay up.
+    const h = harness({ gapAfterMs: 1_000, quietPokes: 1_000 }, { random: () => 0 });
     await h.start();
     const stream = h.streams[0]!;
     await h.clock.advance(5_000);
@@ -326,7 +327,8 @@ describe('StreamConsumer timing rules (injected clock)', () => {
       to: 'connecting',
       reason: expect.stringMatching(/^replay caught up \(created_at /),
     });
-    expect(h.gaps).toEqual([]);
+    // The drop is an unclean end (reported for the reconciliation stream); the replay handed off: no other.
+    expect(h.gaps.map((g) => g.reason)).toEqual(['dropped']);
     expect(h.commits.flatMap((c) => c.frames).map((f) => (f.kind === 'data' ? f.payload : null))).toEqual([
       expect.objectContaining({ id: 'old' }),
       expect.objectContaining({ id: 'handoff' }),
@@ -366,7 +368,7 @@ describe('StreamConsumer timing rules (injected clock)', () => {
   it('a replay that does not hand off within replayTimeoutMs reports the gap and goes back to the stream', async () => {
     const gapStart = START - 3_600_000;
     const h = harness(
-      { replayTimeoutMs: 30_000 },
+      { replayTimeoutMs: 30_000, quietPokes: 1_000 },
       { checkpoint: { lastLiveAt: new Date(gapStart).toISOString() } },
     );
     await h.start();
@@ -381,6 +383,8 @@ describe('StreamConsumer timing rules (injected clock)', () => {
     expect(h.consumer.state).toBe('replaying');
     await h.clock.advance(1);
     expect(h.gaps).toEqual([
+      // The checkpoint was live when its process stopped: a crash.
+      { from: new Date(gapStart).toISOString(), to: new Date(START).toISOString(), reason: 'crash' },
       {
         from: new Date(gapStart).toISOString(),
         to: new Date(START + 30_000).toISOString(),

@@ -43,6 +43,12 @@ class Machine {
     this.effects.push(...effects);
     if (effects.some((e) => e.kind === 'commit'))
       this.state = next(this.state, { kind: 'committed', now: event.now }).state;
+    // The driver grants the replay (no other connection holds it) and goes on with what follows.
+    if (effects.at(-1)?.kind === 'claim-replay')
+      return [
+        ...effects,
+        ...this.feed({ kind: 'replay-claimed', now: event.now, granted: true, floorMs: undefined }),
+      ];
     return effects;
   }
 
@@ -170,7 +176,9 @@ describe('replay hand-off (I6)', () => {
   it('ends at the first event created at or after T, never at a poke', () => {
     const m = replaying();
     expect(m.feed({ kind: 'frame', now: T0 + 1, frame: data(T0 + 1, T - 1, 'old') })).toEqual([]);
-    for (let i = 0; i < 10; i += 1) m.feed({ kind: 'frame', now: T0 + 2 + i, frame: poke(T0 + 2 + i) });
+    // Pokes stamped before T (the replay is still sending the past): never an end.
+    for (let i = 0; i < 10; i += 1)
+      m.feed({ kind: 'frame', now: T0 + 2 + i, frame: poke(T0 + 2 + i, T - 1) });
     expect(m.state.connection?.ending).toBeUndefined();
     expect(m.feed({ kind: 'frame', now: T0 + 20, frame: data(T0 + 20, T, 'handoff') })).toEqual([
       { kind: 'close' },

@@ -62,8 +62,24 @@ const replaying = feed(
   stopped,
   { kind: 'start', now: T0, checkpoint: { lastDisconnectAt: new Date(T0 - 3_600_000).toISOString() } },
   { kind: 'continue', now: T0, jitter: 0 },
+  { kind: 'replay-claimed', now: T0, granted: true, floorMs: undefined },
   { kind: 'opened', now: T0 + 10 },
 );
+// A commit failed while live: the connection was closed and the frames are held.
+const holding = (() => {
+  const reading = feed(live, { kind: 'read-started', now: T0 + 10 });
+  const withFrame = next(reading, { kind: 'frame', now: T0 + 20, frame: data(T0 + 20, 'held') }).state;
+  const committing = next(withFrame, { kind: 'tick', now: T0 + 300 }).state;
+  const failed = next(committing, {
+    kind: 'commit-failed',
+    now: T0 + 310,
+    permanent: false,
+    error: new Error('database away'),
+    message: 'database away',
+    jitter: 0,
+  }).state;
+  return next(failed, { kind: 'closed', now: T0 + 320, jitter: 0 }).state;
+})();
 const states: Record<StreamState, MachineState> = {
   stopped,
   connecting,
@@ -71,6 +87,7 @@ const states: Record<StreamState, MachineState> = {
   stale,
   backing_off: backingOff,
   replaying,
+  holding,
 };
 
 /** One representative event per kind, 1 s after `at` (a tick: long after, so the connection is stale). */
@@ -96,6 +113,17 @@ function eventOf(kind: EventKind, at: number): ConsumerEvent {
     case 'continue':
     case 'closed':
       return { kind, now, jitter: 0 };
+    case 'commit-failed':
+      return {
+        kind,
+        now,
+        permanent: false,
+        error: new Error('database away'),
+        message: 'database away',
+        jitter: 0,
+      };
+    case 'replay-claimed':
+      return { kind, now, granted: true, floorMs: undefined };
     default:
       return { kind, now };
   }
@@ -109,12 +137,13 @@ const to = (state: StreamState, ...effects: EffectKind[]): Outcome => ({ to: sta
 // (created after T) is the replay's hand-off. `closed` is only expected once a close was asked for.
 // biome-ignore format: one row per state, one column per event, reads as a table
 const table: Record<StreamState, Record<EventKind, Outcome>> = {
-  stopped:     { start: to('connecting', 'notify', 'open-stream'), stop: __, continue: __, opened: __, 'open-failed': __, 'read-started': __, frame: __, tick: __, disconnected: __, closed: __, committed: __, slept: __ },
-  connecting:  { start: __, stop: to('stopped', 'notify'), continue: __, opened: to('live', 'notify', 'read'), 'open-failed': to('backing_off', 'log', 'notify', 'sleep'), 'read-started': __, frame: __, tick: __, disconnected: __, closed: __, committed: __, slept: __ },
-  live:        { start: __, stop: to('live', 'close'), continue: __, opened: __, 'open-failed': __, 'read-started': to('live'), frame: to('live'), tick: to('live', 'close'), disconnected: to('live', 'close'), closed: __, committed: __, slept: __ },
-  stale:       { start: __, stop: to('stopped', 'notify'), continue: to('backing_off', 'notify', 'sleep'), opened: __, 'open-failed': __, 'read-started': __, frame: __, tick: __, disconnected: __, closed: __, committed: __, slept: __ },
-  backing_off: { start: __, stop: to('stopped', 'notify'), continue: __, opened: __, 'open-failed': __, 'read-started': __, frame: __, tick: __, disconnected: __, closed: __, committed: __, slept: to('connecting', 'notify', 'open-stream') },
-  replaying:   { start: __, stop: to('replaying', 'close'), continue: __, opened: __, 'open-failed': __, 'read-started': to('replaying'), frame: to('replaying', 'close'), tick: to('replaying', 'close'), disconnected: to('replaying', 'close'), closed: __, committed: __, slept: __ },
+  stopped:     { start: to('connecting', 'notify', 'open-stream'), stop: __, continue: __, opened: __, 'open-failed': __, 'read-started': __, frame: __, tick: __, disconnected: __, closed: __, committed: __, 'commit-failed': __, 'replay-claimed': __, slept: __ },
+  connecting:  { start: __, stop: to('stopped', 'notify'), continue: __, opened: to('live', 'notify', 'read'), 'open-failed': to('backing_off', 'log', 'notify', 'sleep'), 'read-started': __, frame: __, tick: __, disconnected: __, closed: __, committed: __, 'commit-failed': __, 'replay-claimed': __, slept: __ },
+  live:        { start: __, stop: to('live', 'close'), continue: __, opened: __, 'open-failed': __, 'read-started': to('live'), frame: to('live'), tick: to('live', 'close'), disconnected: to('live', 'close'), closed: __, committed: __, 'commit-failed': __, 'replay-claimed': __, slept: __ },
+  stale:       { start: __, stop: to('stopped', 'notify'), continue: to('backing_off', 'notify', 'sleep'), opened: __, 'open-failed': __, 'read-started': __, frame: __, tick: __, disconnected: __, closed: __, committed: __, 'commit-failed': __, 'replay-claimed': __, slept: __ },
+  backing_off: { start: __, stop: to('stopped', 'notify'), continue: __, opened: __, 'open-failed': __, 'read-started': __, frame: __, tick: __, disconnected: __, closed: __, committed: __, 'commit-failed': __, 'replay-claimed': __, slept: to('connecting', 'notify', 'open-stream') },
+  replaying:   { start: __, stop: to('replaying', 'close'), continue: __, opened: __, 'open-failed': __, 'read-started': to('replaying'), frame: to('replaying', 'close'), tick: to('replaying', 'close'), disconnected: to('replaying', 'close'), closed: __, committed: __, 'commit-failed': __, 'replay-claimed': __, slept: __ },
+  holding:     { start: __, stop: to('stopped', 'commit', 'notify'), continue: to('holding', 'notify', 'sleep'), opened: __, 'open-failed': __, 'read-started': __, frame: __, tick: __, disconnected: __, closed: __, committed: __, 'commit-failed': __, 'replay-claimed': __, slept: to('holding', 'commit', 'continue') },
 };
 
 function outcome(state: MachineState, event: ConsumerEvent): Outcome {

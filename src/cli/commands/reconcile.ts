@@ -2,16 +2,21 @@
  * `validic-sync reconcile --from D --to D [--org id]`: pages `/connections` in ≤ 30-day windows
  * (the `connections.reconcile` job, run inline) and adds the connection events the stream missed.
  * Events are keyed by id, so what the stream already stored is a no-op and "added" counts exactly
- * what it missed. The totals also go to the `reconcile:last` cursor, which `status` shows.
+ * what it missed. The totals also go to the `reconcile:last` cursor, which `status` shows. Then, with
+ * the org's reconciliation stream on (`stream.reconcile`), one pass of it (`streams.reconcile`): it
+ * re-delivers every record and event created since its last pass, and what it adds is what the stream
+ * lost, so one-shot users get the same completeness as the worker.
  */
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
 import { UsageError } from '../../errors/index.ts';
+import type { ReconcilePassSummary } from '../../stream/run-reconcile-pass.ts';
 import { CONNECTION_EVENTS_SINCE } from '../../validic/platform-limits.ts';
 import { reconcileLastWrite } from '../../warehouse/cursors/reconcile-last-cursor.ts';
 import { parseDateRange } from '../parse-options.ts';
 import type { CommandRunner } from '../run-command.ts';
 import { runInlineCommand } from '../run-inline-command.ts';
+import { printPass } from './stream.ts';
 
 interface ReconcileOptions {
   from: string;
@@ -48,11 +53,21 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
           retryHint: 'run the same command again to retry (events already stored are not added twice)',
           startOrg({ org, runner, runtime }) {
             const totals = { events: 0, missed: 0, pages: 0, quarantined: 0 };
-            runner.on('completed', (_job, result: any) => {
+            let windowsDone = 0;
+            let pass: ReconcilePassSummary | undefined;
+            runner.on('completed', (job, result: any) => {
+              if (job.name === 'streams.reconcile') {
+                pass = result as ReconcilePassSummary;
+                return;
+              }
               totals.events += result.events ?? 0;
               totals.missed += result.inserted ?? 0;
               totals.pages += result.pages ?? 0;
               totals.quarantined += result.quarantined ?? 0;
+              windowsDone += 1;
+              // After /connections is paged: the pass's count is then the records the stream lost.
+              if (windowsDone === windows.length && org.stream.reconcile)
+                runner.enqueue('streams.reconcile', { orgId: org.orgId, trigger: 'command' });
             });
             for (const w of windows)
               runner.enqueue('connections.reconcile', {
@@ -75,6 +90,9 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
               print(
                 `  windows ${windows.length} | pages ${totals.pages} | connection events seen ${totals.events}, added ${totals.missed} (missed by the stream)${totals.quarantined ? `, quarantined ${totals.quarantined}` : ''}`,
               );
+              if (pass) printPass(print, pass);
+              else if (!org.stream.reconcile)
+                print('  reconciliation stream: off (stream.reconcile is false), no pass run');
             };
           },
         });

@@ -12,6 +12,7 @@ import { UserFacingError } from '../../errors/index.ts';
 import type { SyncStatus } from '../../metrics/sync-status.ts';
 import type { BudgetStatus } from '../../queue/budget-status.ts';
 import { formatPeriod } from '../../queue/format-period.ts';
+import { reconcileStreamName } from '../../stream/reconcile-stream.ts';
 import { EXIT_OK } from '../exit-codes.ts';
 import { formatTable } from '../format-table.ts';
 import type { CommandRunner } from '../run-command.ts';
@@ -80,6 +81,11 @@ export function registerStatus(program: Command, run: CommandRunner): void {
               orgIds: config.organizations.map((o) => o.orgId),
               config,
               streamNames: Object.fromEntries(config.organizations.map((o) => [o.orgId, o.stream.name])),
+              reconcileStreamNames: Object.fromEntries(
+                config.organizations
+                  .filter((o) => o.stream.reconcile)
+                  .map((o) => [o.orgId, reconcileStreamName(o.stream)]),
+              ),
               ...(queue ? { queue } : {}),
               ...(slots ? { slots } : {}),
             });
@@ -153,6 +159,51 @@ export function formatBudget(b: BudgetStatus): string[] {
   ];
 }
 
+/** The stream's open gaps and the reconciliation stream's passes (src/stream/README.md, "Gaps"). */
+function formatGapsAndPasses(
+  org: SyncStatus['orgs'][number],
+  lagOf: (at: string | null) => string,
+): string[] {
+  const out: string[] = [];
+  const gaps = org.stream.gaps;
+  const r = org.reconciliation;
+  out.push(
+    gaps.open === 0
+      ? '  gaps: none open (every span the stream may have lost events in is covered by a reconciliation pass)'
+      : `  gaps: ${gaps.open} open, until a reconciliation pass covers them (events in them may be missing)`,
+  );
+  if (gaps.oldest.length > 0)
+    out.push(
+      ...table(
+        ['from', 'to', 'reason', 'slot', 'left to', 'recorded'],
+        gaps.oldest.map((g) => [
+          g.from,
+          g.to,
+          g.reason,
+          String(g.slot),
+          g.handledBy,
+          `${lagOf(g.recordedAt)} ago`,
+        ]),
+      ).map((l) => `    ${l}`),
+    );
+  if (!r.streamName) {
+    out.push(
+      '',
+      'reconciliation stream: off (stream.reconcile is false): events the stream loses are not re-delivered',
+    );
+    return out;
+  }
+  out.push('', `reconciliation stream ${r.streamName} (one of the platform's 5 streams per customer)`);
+  const p = r.lastPass;
+  out.push(
+    p
+      ? `  last pass: ${p.outcome}, ${lagOf(p.startedAt)} ago (${p.trigger}); re-delivered ${p.frames}, missed by the stream ${p.counts.inserted + p.counts.updated} (inserted ${p.counts.inserted}, updated ${p.counts.updated})`
+      : '  no pass yet',
+    `  missed by the stream (measured loss): last 24 h ${r.last24h.missed} of ${r.last24h.frames} re-delivered in ${r.last24h.passes} passes; last 7 days ${r.last7d.missed} of ${r.last7d.frames} in ${r.last7d.passes}`,
+  );
+  return out;
+}
+
 export function formatStatus(status: SyncStatus): string[] {
   const out: string[] = [`status at ${status.at} (warehouse: ${status.warehouse})`];
   if (status.orgs.length === 0) out.push('', 'no organization configured or synced yet');
@@ -197,7 +248,7 @@ export function formatStatus(status: SyncStatus): string[] {
           org.stream.checkpoints.map((c) => [c.key, `${lagOf(c.updatedAt)} ago`, brief(c.value, 60)]),
         ).map((l) => `  ${l}`),
       );
-    if (org.stream.gaps) out.push(`  gaps: ${brief(org.stream.gaps, 100)}`);
+    out.push(...formatGapsAndPasses(org, lagOf));
     if (org.legacy.length > 0) {
       out.push('', 'legacy cursors');
       out.push(

@@ -3,11 +3,14 @@
  * filling) until Ctrl-C, or until every connection has been idle for S seconds: live, receiving pokes
  * and no data, with nothing waiting to commit (src/stream/STATE-MACHINE.md, "Idle"). Stopping flushes the current
  * micro-batch and commits the checkpoint before the connections close; a closing summary is printed.
- * Gaps the replay cannot fill are backfilled over REST by jobs run in this process.
+ * A gap (an unclean end: a crash found at start-up, a drop, a stale connection) brings a pass of the
+ * reconciliation stream forward, run here once the stream has caught up; the command is not idle while
+ * one waits or runs. Gaps no stream reaches any more are backfilled over REST by jobs run here.
  */
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
 import { UsageError } from '../../errors/index.ts';
+import type { ReconcilePassSummary } from '../../stream/run-reconcile-pass.ts';
 import type { OrgStreamSummary } from '../../stream/stream-summary.ts';
 import { STREAM_POKE_INTERVAL_MS } from '../../validic/platform-limits.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
@@ -48,6 +51,8 @@ export function registerStream(program: Command, run: CommandRunner): void {
         const { createInlineRunner } = await import('../run-jobs-inline.ts');
         const { startOrgStream } = await import('../../stream/run-org-stream.ts');
         const { consumerOptionsFromConfig } = await import('../../stream/consumer-options.ts');
+        const { createPassScheduler } = await import('../../stream/pass-scheduler.ts');
+        const { runReconcilePass } = await import('../../stream/run-reconcile-pass.ts');
         const runtime = await openRuntime(config, log);
         const started = Date.now();
         const idle = new AbortController();
@@ -57,17 +62,40 @@ export function registerStream(program: Command, run: CommandRunner): void {
         const runner = createInlineRunner(runtime, signal, config.sync.concurrency);
         let timer: NodeJS.Timeout | undefined;
         try {
+          const consumerOptions = consumerOptionsFromConfig(config.stream);
+          // Passes run on Ctrl-C's signal, not the idle stop: an idle exit waits for them.
+          const schedulers = orgs.map((org) => {
+            const ready = { caughtUp: () => false };
+            const scheduler = createPassScheduler({
+              run: () =>
+                runReconcilePass({
+                  warehouse: runtime.warehouse,
+                  org: runtime.org(org.orgId),
+                  signal,
+                  trigger: 'gap',
+                  consumerOptions,
+                  log,
+                }),
+              ready: () => ready.caughtUp(),
+              signal,
+              onError: (error) => log.error({ err: error, orgId: org.orgId }, 'reconciliation pass failed'),
+            });
+            return { org, scheduler, ready };
+          });
           const startedOrgs = await Promise.allSettled(
-            orgs.map((org) =>
-              startOrgStream({
+            schedulers.map(async ({ org, scheduler, ready }) => {
+              const handle = await startOrgStream({
                 warehouse: runtime.warehouse,
                 org: runtime.org(org.orgId),
                 signal: stop,
-                consumerOptions: consumerOptionsFromConfig(config.stream),
+                consumerOptions,
                 enqueue: (name, payload) => runner.enqueue(name, payload),
+                requestPass: () => scheduler.request(),
                 log,
-              }),
-            ),
+              });
+              ready.caughtUp = () => handle.caughtUp();
+              return handle;
+            }),
           );
           const notStarted = startedOrgs.find((r) => r.status === 'rejected');
           if (notStarted) {
@@ -83,7 +111,8 @@ export function registerStream(program: Command, run: CommandRunner): void {
             // platform), so the stop lands up to one poke interval after S seconds of quiet.
             timer = setInterval(
               () => {
-                if (handles.every((h) => h.quietForMs() >= idleMs)) {
+                const passesIdle = schedulers.every(({ scheduler }) => scheduler.idle());
+                if (passesIdle && handles.every((h) => h.quietForMs() >= idleMs)) {
                   idleStop = true;
                   idle.abort(new Error('idle'));
                 }
@@ -93,6 +122,7 @@ export function registerStream(program: Command, run: CommandRunner): void {
           }
           const results = await Promise.allSettled(handles.map((h) => h.done));
           clearInterval(timer);
+          for (const { scheduler } of schedulers) await scheduler.drain();
           const failures = await runner.drain();
           const seconds = ((Date.now() - started) / 1000).toFixed(1);
           const how = idleStop ? `idle for ${idleMs! / 1000} s` : signal.aborted ? 'interrupted' : 'stopped';
@@ -101,6 +131,7 @@ export function registerStream(program: Command, run: CommandRunner): void {
             const handle = handles[i]!;
             if (result.status === 'rejected') failed = true;
             printSummary(print, handle.summary(), `${how} after ${seconds} s`);
+            for (const pass of schedulers[i]!.scheduler.passes()) printPass(print, pass);
             if (result.status === 'rejected' && results.length > 1)
               print(`  failed: ${(result.reason as Error)?.message ?? String(result.reason)}`);
           });
@@ -133,6 +164,21 @@ function printSummary(print: (line: string) => void, s: OrgStreamSummary, how: s
     `  connections: connects ${c.connects}, reconnects ${c.reconnects}, rebalancing 422 ${c.rebalancing}, stale ${c.staleDetections}, idle drops ${c.idleDrops}, errors ${c.errors}`,
   );
   print(
-    `  replays ${c.replays} (caught up ${c.replaysCaughtUp}), gaps ${s.gaps} (REST backfills enqueued ${s.backfillsEnqueued})`,
+    `  replays ${c.replays} (caught up ${c.replaysCaughtUp}, left to another connection ${c.replaysShared}, replayed records already stored ${c.replaySkipped}), 429s ${c.rateLimited}, failed commits ${c.commitFailures}`,
+  );
+  print(
+    `  gaps ${s.gaps} (unclean ends ${c.uncleanEnds}), left to the reconciliation stream; REST backfills enqueued ${s.backfillsEnqueued}`,
+  );
+}
+
+export function printPass(print: (line: string) => void, p: ReconcilePassSummary): void {
+  if (p.outcome === 'unavailable') {
+    print(
+      `  reconciliation stream ${p.streamName}: unavailable (${p.unavailable?.why}); ${p.unavailable?.fix}`,
+    );
+    return;
+  }
+  print(
+    `  reconciliation pass ${p.passId} on ${p.streamName}: ${p.outcome} in ${p.seconds} s; re-delivered ${p.frames}, missed by the stream ${p.missed} (inserted ${p.counts.inserted}, updated ${p.counts.updated}), gaps covered ${p.gapsCovered}`,
   );
 }

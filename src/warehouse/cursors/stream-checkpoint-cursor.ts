@@ -5,7 +5,7 @@
  * the gap another one just opened. A field of the wrong type reads as absent; the others are kept.
  */
 import { z } from 'zod';
-import type { StreamCheckpoint } from '../../stream/types.ts';
+import { REPLAY_GAP_REASONS, type StreamCheckpoint, UNCLEAN_END_REASONS } from '../../stream/types.ts';
 import { defineCursor } from './define-cursor.ts';
 
 /** Prefix of the per-connection checkpoints of one stream name (for `status`). */
@@ -23,6 +23,13 @@ const streamCheckpointValue = z.object({
   lastLiveAt: optional(z.string()),
   lastDisconnectAt: optional(z.string()),
   platformOffsetMs: optional(z.number()),
+  uncleanEnd: optional(
+    z.object({
+      from: z.string(),
+      to: z.string(),
+      reason: z.enum([...UNCLEAN_END_REASONS, ...REPLAY_GAP_REASONS]),
+    }),
+  ),
   streamId: optional(z.string()),
   slot: optional(z.number()),
 }) satisfies z.ZodType<StreamCheckpoint>;

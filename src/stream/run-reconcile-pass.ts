@@ -1,0 +1,260 @@
+/**
+ * One pass of the reconciliation stream (src/stream/README.md, "The reconciliation stream"): connect
+ * to the organization's second stream, read what it re-delivers since its last pass, commit it through
+ * the one loader (`arrived_via = 'reconcile'`) until caught up, then disconnect.
+ *
+ * Caught up: each connection (a `StreamConsumer` with `role: 'pass'`) ends at the first event created at
+ * or after the pass's start T, or at `quietPokes` pokes stamped at or after T ("nothing more flows"),
+ * both on the platform's clock (STATE-MACHINE.md, "Passes"). Everything created before T has then been
+ * delivered, so the pass covers [where the last pass left off, T): the open gaps inside that span are
+ * marked covered. What the pass inserted or changed is what the primary stream had missed.
+ *
+ * The platform keeps the stream's position for 7 days after a disconnect; a chain of passes less than 7
+ * days apart re-delivers everything from the chain's start (the stream's creation). After a longer
+ * pause the position is gone and a new chain starts at the pass's own start.
+ */
+import { type Logger, silentLogger } from '../log/logger.ts';
+import { emptyCounts, type LoadCounts } from '../pipeline/batch.ts';
+import { redactedMessage } from '../redact/redact-secrets.ts';
+import type { OrgClients } from '../runtime/org-clients.ts';
+import type { Clock } from '../time/clock.ts';
+import { MAX_STREAM_CONNECTIONS, STREAM_CHECKPOINT_RETENTION_DAYS } from '../validic/platform-limits.ts';
+import { readCursor } from '../warehouse/checkpoints.ts';
+import { streamCheckpointCursor } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
+import { applyPreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
+import type { Warehouse } from '../warehouse/open-warehouse.ts';
+import {
+  type PassOutcomeValue,
+  type PassTrigger,
+  readLastReconcilePass,
+  startReconcilePass,
+  updateReconcilePass,
+} from '../warehouse/reconcile-passes.ts';
+import { coverStreamGaps } from '../warehouse/stream-gaps.ts';
+import type { PassOutcome } from './consumer-machine.ts';
+import { openSse } from './open-sse.ts';
+import { CLOCK_ESTIMATE_TOLERANCE_MS, findReconcileStream, streamCreatedAt } from './reconcile-stream.ts';
+import type { StreamConsumerOptionsInput } from './resolve-consumer-options.ts';
+import { StreamConsumer } from './stream-consumer.ts';
+import { addLoadCounts } from './stream-summary.ts';
+import { toRawItems } from './to-raw-items.ts';
+
+const DAY_MS = 86_400_000;
+
+export interface ReconcilePassOptions {
+  warehouse: Warehouse;
+  org: Pick<OrgClients, 'config' | 'http' | 'streams'>;
+  /** Stops the pass (it commits what it read first; outcome `stopped`). */
+  signal: AbortSignal;
+  trigger: PassTrigger;
+  consumerOptions?: StreamConsumerOptionsInput;
+  /** Connections to open, 1..3. Default: the org's `stream.connections`. */
+  connections?: number;
+  log?: Logger;
+  clock?: Clock;
+  random?: () => number;
+}
+
+export interface ReconcilePassSummary {
+  orgId: string;
+  streamName: string;
+  /** `unavailable`: the reconciliation stream could not be found or created (`unavailable` says why). */
+  outcome: PassOutcomeValue | 'unavailable';
+  unavailable?: { why: string; fix: string };
+  passId?: number;
+  streamId?: string;
+  /** Platform time the pass re-delivered from, and up to (when caught up). */
+  reachFrom?: string;
+  reachTo?: string | null;
+  /** Data frames read. */
+  frames: number;
+  counts: LoadCounts;
+  /** Inserted + updated: what the primary stream had missed. */
+  missed: number;
+  /** Open gaps this pass covered. */
+  gapsCovered: number;
+  seconds: number;
+}
+
+export async function runReconcilePass(options: ReconcilePassOptions): Promise<ReconcilePassSummary> {
+  const { warehouse, org, signal, trigger } = options;
+  const orgId = org.config.orgId;
+  const log = (options.log ?? silentLogger).child({ orgId, pass: trigger });
+  const now = () => options.clock?.now() ?? Date.now();
+  const started = now();
+  const seconds = () => Number(((now() - started) / 1000).toFixed(1));
+  const counts = emptyCounts();
+  const nothing = { frames: 0, counts, missed: 0, gapsCovered: 0 };
+
+  const lookup = await findReconcileStream(org, signal, log);
+  if (!lookup.ok) {
+    return {
+      orgId,
+      streamName: lookup.name,
+      outcome: 'unavailable',
+      unavailable: { why: lookup.why, fix: lookup.fix },
+      ...nothing,
+      seconds: seconds(),
+    };
+  }
+  const { stream, name } = lookup;
+
+  // The platform's clock, from the primary stream's last pokes (its checkpoint): T is on it.
+  const primary = await readCursor(warehouse.db, orgId, streamCheckpointCursor(org.config.stream.name, 0));
+  const offsetMs = primary?.platformOffsetMs ?? 0;
+  const startIso = new Date(started + offsetMs).toISOString();
+
+  const last = await readLastReconcilePass(warehouse.db, orgId, name);
+  const createdAt = streamCreatedAt(stream) ?? startIso;
+  let chainFrom: string;
+  let reachFrom: string;
+  if (!last || last.streamId !== stream.id) {
+    // The stream is new (or was recreated): it re-delivers from its creation on.
+    chainFrom = new Date(Math.min(Date.parse(createdAt), Date.parse(startIso))).toISOString();
+    reachFrom = chainFrom;
+  } else if (
+    Date.parse(startIso) - Date.parse(last.endedAt ?? last.startedAt) >
+    STREAM_CHECKPOINT_RETENTION_DAYS * DAY_MS
+  ) {
+    // Not connected for longer than the platform keeps the position: nothing older is promised.
+    chainFrom = startIso;
+    reachFrom = startIso;
+  } else {
+    chainFrom = last.chainFrom;
+    reachFrom = last.reachTo ?? last.reachFrom;
+  }
+  const passId = await startReconcilePass(warehouse.db, {
+    orgId,
+    streamName: name,
+    streamId: stream.id,
+    trigger,
+    startedAt: new Date(started).toISOString(),
+    chainFrom,
+    reachFrom,
+  });
+  log.info({ passId, streamId: stream.id, reachFrom }, 'reconciliation pass started');
+
+  let frames = 0;
+  let newest: string | undefined;
+  // Pass batches are written one at a time per connection; the row's counters are the running total.
+  let progress = Promise.resolve();
+  const record = () => {
+    progress = progress
+      .then(() => updateReconcilePass(warehouse.db, passId, { frames, counts, reachTo: newest ?? null }))
+      .catch((error: unknown) => log.warn({ err: error }, 'could not update the reconciliation pass row'));
+    return progress;
+  };
+
+  const connections = Math.min(
+    MAX_STREAM_CONNECTIONS,
+    Math.max(1, Math.floor(options.connections ?? org.config.stream.connections)),
+  );
+  const consumers = Array.from(
+    { length: connections },
+    (_, slot) =>
+      new StreamConsumer(
+        {
+          openStream: () => Promise.reject(new Error('a reconciliation pass opens no primary stream')),
+          openReplay: (_date, s) => openSse(org.http, org.streams.connectUrl(stream.id), org.config.token, s),
+          commit: async (batch) => {
+            if (batch.length === 0) return;
+            const prepared = await prepareBatch({ orgId, arrivedVia: 'reconcile', items: toRawItems(batch) });
+            const result = await applyPreparedBatch(warehouse, prepared, {}, { log });
+            addLoadCounts(counts, result);
+            for (const frame of batch) {
+              if (frame.kind !== 'data') continue;
+              frames += 1;
+              if (frame.createdAt && (newest === undefined || frame.createdAt > newest))
+                newest = frame.createdAt;
+            }
+            await record();
+          },
+          loadCheckpoint: async () =>
+            primary?.platformOffsetMs === undefined ? {} : { platformOffsetMs: offsetMs },
+          onStateChange: (from, to, reason) =>
+            log.debug({ slot, from, to, reason }, 'reconciliation pass state'),
+          log: log.child({ slot }),
+          ...(options.clock ? { clock: options.clock } : {}),
+          ...(options.random ? { random: options.random } : {}),
+        },
+        { ...options.consumerOptions, role: 'pass' },
+      ),
+  );
+  const results = await Promise.allSettled(consumers.map((consumer) => consumer.run(signal)));
+  await progress;
+
+  const outcomes = consumers.map((consumer) => consumer.passOutcome());
+  const failure = results.find((r) => r.status === 'rejected');
+  const outcome = combineOutcomes(outcomes, failure !== undefined);
+  // Caught up: every connection delivered everything created before its T (the pass's start on the
+  // platform's clock, as each connection knew it); the earliest is what the pass covers.
+  const reached = consumers.map((consumer) => consumer.passReachedMs());
+  const reachTo =
+    outcome === 'caught-up'
+      ? new Date(Math.min(...reached.map((ms) => ms ?? Date.parse(startIso)))).toISOString()
+      : (newest ?? null);
+  let gapsCovered = 0;
+  if (outcome === 'caught-up' && reachTo)
+    gapsCovered = await coverStreamGaps(
+      warehouse.db,
+      orgId,
+      passId,
+      new Date(Date.parse(chainFrom) - CLOCK_ESTIMATE_TOLERANCE_MS).toISOString(),
+      reachTo,
+    );
+  await updateReconcilePass(warehouse.db, passId, {
+    frames,
+    counts,
+    outcome,
+    endedAt: new Date(now()).toISOString(),
+    reachTo,
+  });
+  const missed = counts.inserted + counts.updated;
+  const summary: ReconcilePassSummary = {
+    orgId,
+    streamName: name,
+    outcome,
+    passId,
+    streamId: stream.id,
+    reachFrom,
+    reachTo,
+    frames,
+    counts: { ...counts },
+    missed,
+    gapsCovered,
+    seconds: seconds(),
+  };
+  const line = {
+    passId,
+    outcome,
+    frames,
+    missed,
+    inserted: counts.inserted,
+    updated: counts.updated,
+    gapsCovered,
+    reachFrom,
+    reachTo,
+    seconds: summary.seconds,
+  };
+  if (failure)
+    log.error(
+      { ...line, err: failure.reason },
+      `reconciliation pass failed: ${redactedMessage(failure.reason)}`,
+    );
+  else if (outcome === 'caught-up')
+    log.info(line, `reconciliation pass: ${missed} missed by the stream, ${frames} re-delivered`);
+  else log.warn(line, `reconciliation pass ended ${outcome}: ${missed} missed by the stream so far`);
+  return summary;
+}
+
+/** The pass's outcome from its connections': caught up only when every one of them is. */
+function combineOutcomes(
+  outcomes: (PassOutcome | undefined)[],
+  failed: boolean,
+): Exclude<PassOutcomeValue, 'running'> {
+  if (failed) return 'failed';
+  if (outcomes.every((o) => o === 'caught-up')) return 'caught-up';
+  if (outcomes.includes('stopped')) return 'stopped';
+  if (outcomes.includes('timed-out')) return 'timed-out';
+  return 'failed';
+}
