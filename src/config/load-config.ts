@@ -39,6 +39,7 @@ const ENV_TO_KEY: Record<string, string> = {
   VALIDIC_LEGACY_TOKEN: 'organizations.0.legacyToken',
   VALIDIC_REQUESTS_PER_HOUR: 'organizations.0.requestsPerHour',
   VALIDIC_STREAM_NAME: 'organizations.0.stream.name',
+  VALIDIC_RECONCILE_STREAM: 'organizations.0.stream.reconcile',
   VALIDIC_SYNC_CONCURRENCY: 'sync.concurrency',
   VALIDIC_WORKER_CONCURRENCY: 'worker.concurrency',
   VALIDIC_WORKER_LOCK_MS: 'worker.lockDurationMs',

@@ -37,6 +37,17 @@ export interface MetricSources {
   quarantine?: () => Promise<{ kind: string; items: number }[]>;
   /** Connection events the last reconciliation found missing, per org. */
   reconcileMissed?: () => Promise<{ orgId: string; missed: number }[]>;
+  /** The stream's open gaps and what the reconciliation stream's passes found missing, per org. */
+  reconciliation?: () => Promise<
+    {
+      orgId: string;
+      openGaps: number;
+      missed24h: number;
+      missed7d: number;
+      lastPassAt: number | null;
+      lastPassOutcome: string | null;
+    }[]
+  >;
   /** Each configured org's request budget plan (status's `budget`). */
   budgetPlans?: () => Promise<{ orgId: string; budget: BudgetStatus }[]>;
   /** State of each stream connection of this process, by org (`waiting_slot` while it waits for a slot). */
@@ -53,6 +64,7 @@ export const STREAM_STATES = [
   'stale',
   'backing_off',
   'replaying',
+  'holding',
   'stopped',
 ] as const;
 
@@ -203,6 +215,51 @@ export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics 
     async collect() {
       for (const { orgId, missed } of (await quietly(sources.reconcileMissed)) ?? [])
         this.set({ org: orgId }, missed);
+    },
+  });
+
+  // The stream's gaps and the reconciliation stream's passes, read once per scrape for their gauges.
+  let reconciliationRead:
+    | { at: number; value: ReturnType<NonNullable<MetricSources['reconciliation']>> | Promise<undefined> }
+    | undefined;
+  const reconciliation = () => {
+    if (!reconciliationRead || Date.now() - reconciliationRead.at > 1000)
+      reconciliationRead = { at: Date.now(), value: quietly(sources.reconciliation) as never };
+    return reconciliationRead.value;
+  };
+  new Gauge({
+    name: 'validic_sync_stream_gaps_open',
+    help: 'Spans in which the stream may have lost events (unclean ends, replays that could not fill theirs) that no reconciliation pass has covered yet, per org',
+    labelNames: ['org'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const r of (await reconciliation()) ?? []) this.set({ org: r.orgId }, r.openGaps);
+    },
+  });
+  new Gauge({
+    name: 'validic_sync_reconcile_stream_missed',
+    help: 'Records and events the reconciliation stream re-delivered that the warehouse lacked (inserted or changed): what the primary stream missed, per org, over the last 24 h or 7 d',
+    labelNames: ['org', 'window'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const r of (await reconciliation()) ?? []) {
+        this.set({ org: r.orgId, window: '24h' }, r.missed24h);
+        this.set({ org: r.orgId, window: '7d' }, r.missed7d);
+      }
+    },
+  });
+  new Gauge({
+    name: 'validic_sync_reconcile_stream_last_pass_timestamp_seconds',
+    help: 'When the last pass of the reconciliation stream started, per org and how it ended',
+    labelNames: ['org', 'outcome'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const r of (await reconciliation()) ?? [])
+        if (r.lastPassAt !== null)
+          this.set({ org: r.orgId, outcome: r.lastPassOutcome ?? 'unknown' }, r.lastPassAt / 1000);
     },
   });
 

@@ -16,6 +16,7 @@ import type { JobPayloads } from '../../jobs/payloads.ts';
 import type { Config } from '../config/schema.ts';
 import { ConfigError, UserFacingError } from '../errors/index.ts';
 import type { Logger } from '../log/logger.ts';
+import { readReconciliationStatus, readStreamGapsStatus } from '../metrics/reconciliation-status.ts';
 import { createWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics.ts';
 import { handlePushRequest } from '../push/handle-push.ts';
 import { pushConfigured } from '../push/push-configured.ts';
@@ -25,6 +26,7 @@ import { type RunningServer, serverLimits } from '../server/hardened-server.ts';
 import { startPushServer } from '../server/push-server.ts';
 import { createQueueDashboard } from '../server/queue-dashboard.ts';
 import { startWorkerServer, type WorkerServer } from '../server/worker-server.ts';
+import { reconcileStreamName } from '../stream/reconcile-stream.ts';
 import { withSpan } from '../telemetry/tracer.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
 import { reconcileLastCursor } from '../warehouse/cursors/reconcile-last-cursor.ts';
@@ -126,6 +128,27 @@ export async function startWorker(
           orgId: o.orgId,
           missed: (await readCursor(db, o.orgId, reconcileLastCursor()))?.missed ?? 0,
         })),
+      ),
+    reconciliation: async () =>
+      Promise.all(
+        config.organizations.map(async (o) => {
+          const now = new Date();
+          const gaps = await readStreamGapsStatus(db, o.orgId);
+          const r = await readReconciliationStatus(
+            db,
+            o.orgId,
+            o.stream.reconcile ? reconcileStreamName(o.stream) : null,
+            now,
+          );
+          return {
+            orgId: o.orgId,
+            openGaps: gaps.open,
+            missed24h: r.last24h.missed,
+            missed7d: r.last7d.missed,
+            lastPassAt: r.lastPass ? Date.parse(r.lastPass.startedAt) : null,
+            lastPassOutcome: r.lastPass?.outcome ?? null,
+          };
+        }),
       ),
     budgetPlans: async () =>
       Promise.all(

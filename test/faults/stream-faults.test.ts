@@ -49,13 +49,17 @@ const scenarios: StreamScenario[] = [
 const RUNS = Number(process.env.FAULT_STREAM_RUNS ?? 2);
 
 describe.each(scenarios)('fault $kind', (scenario) => {
-  it(`lands what the stream carried through ${RUNS} seeded runs`, async () => {
-    // Two at a time (the machine has 2 cores).
-    for (let first = 0; first < RUNS; first += 2)
-      await Promise.all(
-        Array.from({ length: Math.min(2, RUNS - first) }, (_, i) => streamRun(scenario, first + i)),
-      );
-  });
+  it(
+    `lands what the stream carried through ${RUNS} seeded runs`,
+    async () => {
+      // Two at a time (the machine has 2 cores).
+      for (let first = 0; first < RUNS; first += 2)
+        await Promise.all(
+          Array.from({ length: Math.min(2, RUNS - first) }, (_, i) => streamRun(scenario, first + i)),
+        );
+    },
+    Math.max(300_000, RUNS * 90_000),
+  );
 });
 
 async function streamRun(scenario: StreamScenario, run: number): Promise<void> {

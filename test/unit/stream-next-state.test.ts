@@ -283,8 +283,193 @@ describe('back-off (I7)', () => {
   });
 });
 
+describe('429s back off for minutes (I7)', () => {
+  it('grows from rateLimitedInitialMs to rateLimitedMaxMs, past the stale cap, and honours Retry-After', () => {
+    const m = new Machine({
+      staleAfterMs: 15_000,
+      backoff: { minMs: 2_000, rateLimitedInitialMs: 30_000, rateLimitedMaxMs: 900_000 },
+    });
+    m.feed({ kind: 'start', now: T0, checkpoint: null });
+    for (let i = 0; i < 8; i += 1) {
+      m.feed({ ...rebalancing(T0, 0), failure: 'rate-limited' });
+      m.feed({ kind: 'slept', now: T0 });
+    }
+    // Half jitter: at least half of each doubling span (15 s, 30 s, …), capped at 15 minutes.
+    expect(m.sleeps()).toEqual([17_000, 32_000, 62_000, 122_000, 242_000, 451_000, 451_000, 451_000]);
+    m.feed({ ...rebalancing(T0, 0), failure: 'rate-limited', retryAfterMs: 3_600_000 });
+    expect(m.sleeps().at(-1)).toBe(3_600_000);
+    expect(m.state.counters.rateLimited).toBe(9);
+  });
+});
+
+describe('a failed commit stops reading and holds (I11)', () => {
+  const failed = (now: number, permanent = false): ConsumerEvent => ({
+    kind: 'commit-failed',
+    now,
+    permanent,
+    error: new Error('database away'),
+    message: 'database away',
+    jitter: 0,
+  });
+
+  it('closes the connection, reports the unclean end, retries until the commit lands, then reconnects', () => {
+    const m = new Machine({ microBatch: { maxFrames: 1 }, commitRetryMaxMs: 8_000 });
+    m.live();
+    // A one-frame batch asks for a commit; the driver reports that it failed.
+    const fx = next(m.state, { kind: 'frame', now: T0 + 1, frame: data(T0 + 1, T0 + 1, 'held') });
+    m.state = fx.state;
+    expect(fx.effects.map((e) => e.kind)).toEqual(['commit']);
+    expect(m.feed(failed(T0 + 2)).map((e) => e.kind)).toEqual(['log', 'close']);
+    const closed = m.feed({ kind: 'closed', now: T0 + 3, jitter: 0 });
+    expect(closed).toContainEqual({
+      kind: 'report-gap',
+      gap: expect.objectContaining({ reason: 'commit-failed' }),
+    });
+    expect(m.state.phase).toBe('holding');
+    expect(m.state.unsaved?.frames).toHaveLength(1);
+    // The retry fails too: hold again, longer.
+    const retry = next(m.state, { kind: 'slept', now: T0 + 1_000 });
+    m.state = retry.state;
+    expect(retry.effects.map((e) => e.kind)).toEqual(['commit', 'continue']);
+    m.feed(failed(T0 + 1_001));
+    m.feed({ kind: 'continue', now: T0 + 1_002, jitter: 0 });
+    expect(m.state.phase).toBe('holding');
+    // The next retry lands: the frames are committed, the stream reconnects.
+    m.feed({ kind: 'slept', now: T0 + 3_000 });
+    const resumed = m.feed({ kind: 'continue', now: T0 + 3_001, jitter: 0 });
+    expect(resumed.at(-1)).toEqual({ kind: 'open-stream' });
+    expect(m.state.unsaved).toBeUndefined();
+    expect(m.state.checkpoint.uncleanEnd?.reason).toBe('commit-failed');
+    expect(m.sleeps().length).toBeGreaterThanOrEqual(2);
+    expect(Math.max(...m.sleeps())).toBeLessThanOrEqual(8_000);
+  });
+
+  it('a permanent commit failure fails the run', () => {
+    const m = new Machine({ microBatch: { maxFrames: 1 } });
+    m.live();
+    m.state = next(m.state, { kind: 'frame', now: T0 + 1, frame: data(T0 + 1, T0 + 1) }).state;
+    expect(m.feed(failed(T0 + 2, true)).at(-1)).toMatchObject({ kind: 'fail' });
+  });
+});
+
+describe('unclean ends are reported as gaps (I12)', () => {
+  it('a crash found at start-up, a drop, a stale connection, a stop while data flowed; not a stop after a poke', () => {
+    const crash = new Machine();
+    const fx = crash.feed({
+      kind: 'start',
+      now: T0,
+      checkpoint: { lastLiveAt: isoOf(T0 - 10_000), newestCreatedAt: isoOf(T0 - 12_000) },
+    });
+    expect(fx).toContainEqual({
+      kind: 'report-gap',
+      gap: { from: isoOf(T0 - 12_000), to: isoOf(T0), reason: 'crash' },
+    });
+
+    const drop = new Machine().live();
+    drop.feed({ kind: 'frame', now: T0 + 1, frame: data(T0 + 1, T0 + 1) });
+    expect(drop.close(T0 + 2)).toContainEqual({
+      kind: 'report-gap',
+      gap: expect.objectContaining({ reason: 'dropped' }),
+    });
+
+    const flowing = new Machine().live();
+    flowing.feed({ kind: 'frame', now: T0 + 1, frame: data(T0 + 1, T0 + 1) });
+    flowing.feed({ kind: 'stop', now: T0 + 2 });
+    expect(flowing.feed({ kind: 'closed', now: T0 + 2, jitter: 0 })).toContainEqual({
+      kind: 'report-gap',
+      gap: expect.objectContaining({ reason: 'stopped' }),
+    });
+
+    const quiet = new Machine().live();
+    quiet.feed({ kind: 'frame', now: T0 + 1, frame: data(T0 + 1, T0 + 1) });
+    quiet.feed({ kind: 'frame', now: T0 + 5_000, frame: poke(T0 + 5_000) });
+    quiet.feed({ kind: 'stop', now: T0 + 5_001 });
+    const clean = quiet.feed({ kind: 'closed', now: T0 + 5_001, jitter: 0 });
+    expect(clean.some((e) => e.kind === 'report-gap')).toBe(false);
+    expect(quiet.state.checkpoint.uncleanEnd).toBeUndefined();
+  });
+});
+
+describe('pokes past T: a replay is given up, a pass is caught up (I6, I13)', () => {
+  const T = T0 - 3_600_000;
+
+  it('quietPokes pokes stamped at or after T give a replay up (replay-quiet), its gap reported', () => {
+    const m = new Machine({ quietPokes: 2 });
+    m.feed({ kind: 'start', now: T0, checkpoint: { lastDisconnectAt: isoOf(T) } });
+    m.feed({ kind: 'continue', now: T0, jitter: 0 });
+    m.feed({ kind: 'opened', now: T0 });
+    m.feed({ kind: 'frame', now: T0 + 1, frame: poke(T0 + 1) });
+    expect(m.state.connection?.ending).toBeUndefined();
+    m.feed({ kind: 'frame', now: T0 + 2, frame: poke(T0 + 2) });
+    expect(m.state.connection?.ending).toMatchObject({ kind: 'quiet' });
+    const fx = m.feed({ kind: 'closed', now: T0 + 3, jitter: 0 });
+    expect(fx).toContainEqual({
+      kind: 'report-gap',
+      gap: expect.objectContaining({ reason: 'replay-quiet' }),
+    });
+    expect(m.state.phase).toBe('connecting');
+    expect(m.state.counters.replaysCaughtUp).toBe(0);
+  });
+
+  it('a pass catches up at an event created at or after its start, or at quietPokes pokes; then stops', () => {
+    for (const end of ['data', 'pokes'] as const) {
+      const m = new Machine({ role: 'pass', quietPokes: 2 });
+      m.feed({ kind: 'start', now: T0, checkpoint: null });
+      expect(m.state.phase).toBe('replaying');
+      m.feed({ kind: 'continue', now: T0, jitter: 0 });
+      m.feed({ kind: 'opened', now: T0 + 1 });
+      expect(m.state.connection?.via).toBe('reconcile');
+      m.feed({ kind: 'frame', now: T0 + 2, frame: data(T0 + 2, T0 - 60_000, 'old') });
+      if (end === 'data') m.feed({ kind: 'frame', now: T0 + 3, frame: data(T0 + 3, T0 + 1, 'new') });
+      else for (const at of [T0 + 3, T0 + 4]) m.feed({ kind: 'frame', now: at, frame: poke(at) });
+      const fx = m.feed({ kind: 'closed', now: T0 + 5, jitter: 0 });
+      expect(fx.map((e) => e.kind)).toEqual(['commit', 'notify']);
+      expect(m.state.phase).toBe('stopped');
+      expect(m.state.passOutcome).toBe('caught-up');
+      expect(m.state.passReachedMs).toBe(T0);
+    }
+  });
+});
+
+describe('one replay per organization, above a floor (I14)', () => {
+  it('a connection whose replay another holds connects at once; replayed data below the floor is not written', () => {
+    const T = T0 - 3_600_000;
+    const shared = new Machine();
+    shared.state = next(shared.state, {
+      kind: 'start',
+      now: T0,
+      checkpoint: { lastDisconnectAt: isoOf(T) },
+    }).state;
+    shared.state = next(shared.state, { kind: 'continue', now: T0, jitter: 0 }).state;
+    const fx = next(shared.state, { kind: 'replay-claimed', now: T0, granted: false, floorMs: undefined });
+    expect(fx.effects.at(-1)).toEqual({ kind: 'open-stream' });
+    expect(fx.state.counters.replaysShared).toBe(1);
+
+    const owner = new Machine({ microBatch: { maxFrames: 10, maxWaitMs: 60_000 } });
+    owner.state = next(owner.state, {
+      kind: 'start',
+      now: T0,
+      checkpoint: { lastDisconnectAt: isoOf(T) },
+    }).state;
+    owner.state = next(owner.state, { kind: 'continue', now: T0, jitter: 0 }).state;
+    owner.state = next(owner.state, {
+      kind: 'replay-claimed',
+      now: T0,
+      granted: true,
+      floorMs: T - 1_000,
+    }).state;
+    owner.feed({ kind: 'opened', now: T0 });
+    owner.feed({ kind: 'frame', now: T0 + 1, frame: data(T0 + 1, T - 5_000, 'stored-already') });
+    owner.feed({ kind: 'frame', now: T0 + 2, frame: data(T0 + 2, T - 500, 'after-the-floor') });
+    expect(owner.state.counters.replaySkipped).toBe(1);
+    expect(
+      owner.state.buffer.map((f) => (f.kind === 'data' ? (f.payload as { id: string }).id : f.kind)),
+    ).toEqual(['after-the-floor']);
+  });
+});
+
 const SIMPLE_KINDS = EVENT_KINDS.filter((k) => k !== 'frame' && k !== 'open-failed' && k !== 'start');
-const FAILURES = ['rebalancing', 'retry', 'refused', 'permanent'] as const;
+const FAILURES = ['rebalancing', 'rate-limited', 'retry', 'refused', 'permanent'] as const;
 
 /** An event of any kind at `now`: `pick` chooses it, `d` is a data frame's created_at offset. */
 function eventAt(now: number, pick: number, d: number): ConsumerEvent {
