@@ -288,6 +288,16 @@ export interface RecentPollsTable {
   polled_at: Timestamp | null;
 }
 
+export interface LegacyDeleteChecksTable {
+  org_id: string;
+  object: string;
+  id: string;
+  user_id: string;
+  absent_since: TimestampDefault;
+  asked_at: Timestamp | null;
+  outcome: 'deleted' | 'found' | null;
+}
+
 export interface Database {
   'validic.users': UsersTable;
   'validic.records': RecordsTable;
@@ -314,4 +324,5 @@ export interface Database {
   'validic_sync.backfill_windows': BackfillWindowsTable;
   'validic_sync.quarantine': QuarantineTable;
   'validic_sync.recent_polls': RecentPollsTable;
+  'validic_sync.legacy_delete_checks': LegacyDeleteChecksTable;
 }
