@@ -121,10 +121,13 @@ function linkQuery(link: string, current: URL, ours: URLSearchParams): URLSearch
   const page = Number(params.get('page') ?? 1);
   if (!Number.isFinite(offset) || !Number.isFinite(page)) return undefined;
   if (offset <= 0 && page <= 1) return 'start';
-  // Ours (dates, expanded, source), overlaid by the link's; the paging exactly as the link has it.
+  // Our filters (dates, expanded, source); the paging exactly as the link has it (our limit if it has none).
   const query = new URLSearchParams(ours);
-  for (const name of ['page', 'offset'] as const) query.delete(name);
-  for (const [name, value] of params) if (!CREDENTIALS.has(name)) query.set(name, value);
+  for (const name of PAGING) {
+    const value = params.get(name);
+    if (value !== null) query.set(name, value);
+    else if (name !== 'limit') query.delete(name);
+  }
   return query;
 }
 

@@ -64,6 +64,8 @@ export interface Faults {
   } | null;
   /** The v2 users listing ends after this many users (`{}` past it) while `meta.total` keeps the whole count. */
   usersListingCutShort: number | null;
+  /** Users pages come without `meta` (the provider's listing may not carry it). */
+  usersListingWithoutMeta: boolean;
   /** Request budget per token: `limit` requests per fixed window of `windowMs` (sandbox clock), then 429. */
   requestBudget: { limit: number; windowMs: number } | null;
 }
@@ -88,6 +90,7 @@ export const DEFAULT_FAULTS: Faults = {
   legacyPaging: 'offset',
   legacyListingCutShort: null,
   usersListingCutShort: null,
+  usersListingWithoutMeta: false,
   requestBudget: null,
 };
 

@@ -163,6 +163,7 @@ function listUsers(core: SandboxCore, ctx: RequestContext, orgId: string) {
   const served = cut === null ? users : users.slice(0, cut);
   const page = served.slice(p.page * p.limit, (p.page + 1) * p.limit);
   if (page.length === 0) return sendJson(ctx, 200, {});
+  if (core.faults.current.usersListingWithoutMeta) return sendJson(ctx, 200, { data: page });
   sendJson(ctx, 200, { data: page, meta: { total: users.length, limit: p.limit, offset: p.page } });
 }
 
