@@ -37,7 +37,7 @@ export const legacyFetchJobId = (p: LegacyFetchPayload) =>
       );
 
 async function* onePage(list: SummaryPage['items']): AsyncGenerator<SummaryPage> {
-  if (list.length > 0) yield { items: list, rejected: [], summary: {}, offset: 0 };
+  if (list.length > 0) yield { items: list, rejected: [], summary: {}, request: {} };
 }
 
 export const legacyFetch = defineJob({

@@ -19,9 +19,13 @@ export interface LegacyLatestResult extends LegacyPagesResult {
   startDate: string;
   endDate: string;
   cursorMoved: boolean;
-  /** Stored records of the window it no longer listed, and those of them found deleted (404). */
+  /** Stored records of the window it no longer listed (queued for delete checks). */
   absent: number;
+  /** Delete checks this job's pass asked (one request each), and those found deleted (404). */
+  deleteChecks: number;
   deleted: number;
+  /** Delete checks of the object still waiting for a later pass (per-pass cap or budget share). */
+  deleteChecksPending: number;
   /** The window enqueued next, if any. */
   next: { startDate: string; endDate: string } | null;
 }
@@ -65,7 +69,9 @@ export const legacyLatest = defineJob({
       log: ctx.log,
     });
 
-    // Every page is read and committed: what the window no longer lists is deleted or edited since.
+    // Every page is read and committed, and the listing proved complete (else the pager threw, the
+    // pages read are loaded without the cursor, and the job is retried): what the window no longer lists
+    // is deleted or edited since.
     const confirmed = await org.confirmLegacyDeletes({
       object,
       window,
@@ -93,7 +99,9 @@ export const legacyLatest = defineJob({
       endDate: payload.endDate,
       cursorMoved: cursor !== undefined,
       absent: confirmed.absent,
+      deleteChecks: confirmed.asked,
       deleted: confirmed.deleted.length,
+      deleteChecksPending: confirmed.pending,
       next,
     };
   },

@@ -5,9 +5,14 @@
  * A complete listing (every page read to the end in this run) is also the evidence that a user is gone:
  * stored users it does not show get `removed_at` and are no longer polled (remove-users.ts); a user it
  * shows again is un-removed by the loader. An empty listing removes nobody (an org whose every user is
- * gone is far less likely than an answer that lost its data). A page-index pager can skip a user when
- * another user is deleted while it reads; such a user is un-removed by the next listing.
+ * gone is far less likely than an answer that lost its data). A listing that ends short of its
+ * `meta.total`, or repeats a page (IncompleteListingError from the pager), or breaks off on an error,
+ * loads the users it showed and removes nobody, and its cursor stays: users.sync then fails like any
+ * failed fetch (retried, then kept as failed), while a backfill or the first recent tick, which only need
+ * the users, go on with those known after a warning. A page-index pager can skip a user when another user is deleted
+ * while it reads; such a user is un-removed by the next listing.
  */
+import { IncompleteListingError } from '../src/errors/index.ts';
 import type { LoadCounts } from '../src/pipeline/batch.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
@@ -17,11 +22,20 @@ import type { JobContext } from './define-job.ts';
 import { defineJob } from './define-job.ts';
 import { usersSyncPayload } from './payloads.ts';
 
+/**
+ * A listing without `meta.total` that would mark more than this share of the known users removed marks
+ * none: the pager could not hold it against a count, and a cut-short answer is likelier than an org losing
+ * most of its users between two hourly listings.
+ */
+export const UNCOUNTED_LISTING_MAX_REMOVED_SHARE = 0.5;
+
 export interface UsersSyncResult extends LoadCounts {
   users: number;
   uids: string[];
   /** Stored users this (complete) listing did not show, newly marked removed. */
   removed: string[];
+  /** Set when the listing proved incomplete: the users read were loaded, nobody was removed. */
+  incomplete?: IncompleteListingError;
 }
 
 export async function syncUsers(ctx: JobContext, orgId: string): Promise<UsersSyncResult> {
@@ -41,21 +55,44 @@ export async function syncUsers(ctx: JobContext, orgId: string): Promise<UsersSy
   let next = await iterator.next();
   /** Every uid the listing showed, malformed users too (they are not gone, only unreadable). */
   const listed: string[] = [];
+  /** Whether the server counted its users (`meta.total`): the pager then held the listing against it. */
+  let counted = false;
   while (!next.done) {
     const page = next.value;
     for (const user of [...page.users, ...page.rejected]) {
       const uid = (user as { uid?: unknown } | null)?.uid;
       if (typeof uid === 'string') listed.push(uid);
     }
-    next = await iterator.next();
-    if (next.done && listed.length > 0) {
-      result.removed = await ctx.warehouse.markUnlistedUsersRemoved(orgId, listed);
+    if (page.meta?.total !== undefined) counted = true;
+    // A listing that breaks off or proves incomplete (IncompleteListingError) still lands the users it
+    // showed, but removes no one and leaves the cursor: only a complete listing is evidence of absence.
+    let failure: { error: unknown } | undefined;
+    try {
+      next = await iterator.next();
+    } catch (error) {
+      failure = { error };
+    }
+    if (!failure && next.done && listed.length > 0) {
+      // Without the server's count the listing proves less: it may not remove most of the users at once.
+      const marked = await ctx.warehouse.markUnlistedUsersRemoved(
+        orgId,
+        listed,
+        counted ? {} : { maxShare: UNCOUNTED_LISTING_MAX_REMOVED_SHARE },
+      );
+      result.removed = marked.removed;
       if (result.removed.length > 0) {
         ctx.log.info({ orgId, removed: result.removed }, 'users gone from the listing are no longer polled');
       }
+      if (marked.withheld > 0) {
+        ctx.log.warn(
+          { orgId, listed: listed.length, unlisted: marked.withheld },
+          'the users listing (without meta.total) left out more than half of the known users: nobody is marked removed',
+        );
+      }
     }
     // The cursor moves with the last page only, in the same transaction as that page's users.
-    const cursors = next.done ? [usersFullSyncCursor().write({ at: new Date().toISOString() })] : [];
+    const cursors =
+      !failure && next.done ? [usersFullSyncCursor().write({ at: new Date().toISOString() })] : [];
     const loaded = await ctx.warehouse.applyBatch(
       {
         orgId,
@@ -69,6 +106,15 @@ export async function syncUsers(ctx: JobContext, orgId: string): Promise<UsersSy
       result[key] += loaded[key];
     result.users += page.users.length;
     for (const user of page.users) if (typeof user.uid === 'string') result.uids.push(user.uid);
+    if (failure) {
+      if (!(failure.error instanceof IncompleteListingError)) throw failure.error;
+      ctx.log.warn(
+        { orgId, users: result.users, err: failure.error },
+        'users listing incomplete: the users read are loaded, no user is marked removed',
+      );
+      result.incomplete = failure.error;
+      return result;
+    }
   }
   return result;
 }
@@ -78,5 +124,10 @@ export const usersSync = defineJob({
   payload: usersSyncPayload,
   options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['users.sync'] },
   jobId: (p) => jobKey('users.sync', p.orgId),
-  run: (ctx, payload) => syncUsers(ctx, payload.orgId),
+  async run(ctx, payload) {
+    const result = await syncUsers(ctx, payload.orgId);
+    // Retried like any failed fetch, then kept as failed: a listing that keeps coming up short is visible.
+    if (result.incomplete) throw result.incomplete;
+    return result;
+  },
 });

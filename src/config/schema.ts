@@ -82,6 +82,18 @@ export const organizationSchema = z.object({
         .string()
         .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD')
         .optional(),
+      /**
+       * Delete checks (src/legacy/confirm-legacy-deletes.ts): stored records a complete `latest` window no
+       * longer lists are asked for by id, one request each. At most this many per pass (one pass after
+       * each window read); the rest wait, queued, for later passes. 0 turns the checks off.
+       */
+      deleteChecksPerPass: z.coerce.number().int().min(0).default(25),
+      /**
+       * The most delete checks may spend, as a share of the org's usable requests per hour (the legacy
+       * token's budget), over any hour and across the fleet: 0.05 is 94 requests an hour at 2,000.
+       * 0 turns the checks off.
+       */
+      deleteCheckShare: z.coerce.number().min(0).max(0.5).default(0.05),
     })
     .prefault({}),
   // --- push (issue 15) ---

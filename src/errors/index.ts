@@ -12,6 +12,7 @@ export {
 } from './error-codes.ts';
 export { type HttpAnswerFields, HttpError, type HttpErrorDetails } from './http-error.ts';
 export { httpStatusOf } from './http-status-of.ts';
+export { IncompleteListingError, type ListingCounts } from './incomplete-listing-error.ts';
 export { NetworkError } from './network-error.ts';
 export { PermanentError } from './permanent-error.ts';
 export { PermanentHttpError } from './permanent-http-error.ts';

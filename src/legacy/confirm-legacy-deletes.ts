@@ -1,14 +1,25 @@
 /**
- * Deleted legacy records, found from a window read to its end.
+ * Deleted legacy records, found from a window read to its end, and asked for by id within a budget.
  * Why and how: README.md, "`confirm-legacy-deletes.ts`".
  */
+import type { OrganizationConfig } from '../config/schema.ts';
+import { bucketParams } from '../http/token-bucket.ts';
 import type { Logger } from '../log/logger.ts';
 import type { OrgClients } from '../runtime/org-clients.ts';
+import {
+  claimLegacyDeleteChecks,
+  countPendingLegacyDeleteChecks,
+  queueLegacyDeleteChecks,
+  releaseLegacyDeleteChecks,
+  resolveLegacyDeleteChecks,
+} from '../warehouse/legacy-delete-checks.ts';
 import { applyBatch } from '../warehouse/loader/apply-batch.ts';
 import { markLegacyDeleted } from '../warehouse/mark-legacy-deleted.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { findLegacyRecord } from './get-legacy-record.ts';
 import type { SummaryPage } from './legacy-summary-pager.ts';
+
+const HOUR_MS = 3_600_000;
 
 export interface ConfirmLegacyDeletesInput {
   warehouse: Warehouse;
@@ -24,12 +35,31 @@ export interface ConfirmLegacyDeletesInput {
 }
 
 export interface ConfirmLegacyDeletesResult {
-  /** Stored records of the window the read did not list (each asked for by id). */
+  /** Stored records of the window the read did not list (queued to be asked for by id). */
   absent: number;
+  /** Suspects of the object this pass asked for by id (one request each). */
+  asked: number;
   /** Of those, newly marked deleted (404). */
   deleted: string[];
   /** Of those, found again (edited since): their current version was loaded. */
   reloaded: number;
+  /** Suspects of the object still waiting for a pass (the cap or the budget share stopped this one). */
+  pending: number;
+}
+
+/** How much delete checks may ask: per pass, and per hour of the org's (legacy token's) budget. */
+export interface LegacyDeleteCheckBudget {
+  perPass: number;
+  perHour: number;
+}
+
+export function legacyDeleteCheckBudget(org: OrganizationConfig): LegacyDeleteCheckBudget {
+  // The usable rate is the request budget's sustained refill (token-bucket.ts), not the raw limit.
+  const usablePerHour = bucketParams({ limit: org.requestsPerHour }).ratePerMs * HOUR_MS;
+  return {
+    perPass: org.legacy.deleteChecksPerPass,
+    perHour: Math.floor(usablePerHour * org.legacy.deleteCheckShare),
+  };
 }
 
 /** The window's bounds as the query sent them: the legacy API takes whole seconds. */
@@ -38,44 +68,75 @@ const wholeSeconds = (date: Date) => new Date(Math.floor(date.getTime() / 1000) 
 export async function confirmLegacyDeletes(
   input: ConfirmLegacyDeletesInput,
 ): Promise<ConfirmLegacyDeletesResult> {
-  const { warehouse, org, orgId, object, listed, signal } = input;
-  const candidates = await warehouse.db
-    .selectFrom('validic.legacy_records')
-    .select(['id', 'user_id'])
-    .where('org_id', '=', orgId)
-    .where('object', '=', object)
-    .where('deleted_at', 'is', null)
-    .where('user_id', 'is not', null)
-    .where('last_updated', '>=', wholeSeconds(input.window.start))
-    .where('last_updated', '<=', input.window.end)
-    .orderBy('id')
-    .execute();
-  const absent = candidates.filter((c) => !listed.has(c.id));
+  const { warehouse, orgId, object } = input;
+  const budget = legacyDeleteCheckBudget(input.org.config);
+  if (budget.perPass === 0 || budget.perHour === 0) {
+    return { absent: 0, asked: 0, deleted: [], reloaded: 0, pending: 0 };
+  }
+  const absent = await queueLegacyDeleteChecks(warehouse.db, {
+    orgId,
+    object,
+    window: { start: wholeSeconds(input.window.start), end: input.window.end },
+    listed: [...input.listed],
+  });
+  return { absent, ...(await askLegacyDeleteChecks(input)) };
+}
+
+/** One budgeted pass over the object's suspects: ask each by id, 404 → deleted, found → loaded. */
+export async function askLegacyDeleteChecks(
+  input: Omit<ConfirmLegacyDeletesInput, 'window' | 'listed'>,
+): Promise<Omit<ConfirmLegacyDeletesResult, 'absent'>> {
+  const { warehouse, org, orgId, object, signal, log } = input;
+  const budget = legacyDeleteCheckBudget(org.config);
+  const { claimed } = await claimLegacyDeleteChecks(warehouse.db, { orgId, object, ...budget });
   const gone: string[] = [];
+  const foundIds: string[] = [];
   const found: unknown[] = [];
-  for (const { id, user_id: userId } of absent) {
-    signal?.throwIfAborted();
-    const answer = await findLegacyRecord(org, {
-      userId: userId!,
-      object,
-      recordId: id,
-      ...(signal ? { signal } : {}),
-    });
-    if (answer.found) found.push(...answer.items);
-    else gone.push(id);
+  let asked = 0;
+  try {
+    for (const { id, user_id: userId } of claimed) {
+      signal?.throwIfAborted();
+      asked++;
+      const answer = await findLegacyRecord(org, {
+        userId,
+        object,
+        recordId: id,
+        ...(signal ? { signal } : {}),
+      });
+      if (answer.found) {
+        foundIds.push(id);
+        found.push(...answer.items);
+      } else gone.push(id);
+    }
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    // The window is loaded and its cursor committed: a check that failed must not fail the window.
+    // Its claim stays (it cost a request) and is asked again after an hour.
+    log?.warn({ orgId, object, err: error }, 'legacy delete check failed; it is asked again later');
+  } finally {
+    // Claims never asked (stopped early) cost nothing: give them back.
+    const unasked = claimed.slice(asked).map((c) => c.id);
+    await releaseLegacyDeleteChecks(warehouse.db, { orgId, object, ids: unasked });
   }
   if (found.length > 0) {
     await applyBatch(
       warehouse,
       { orgId, arrivedVia: 'legacy', items: found.map((raw) => ({ kind: 'legacy' as const, object, raw })) },
       {},
-      input.log ? { log: input.log } : {},
+      log ? { log } : {},
     );
   }
   const deleted = await markLegacyDeleted(warehouse.db, orgId, object, gone);
-  if (deleted.length > 0)
-    input.log?.info({ orgId, object, deleted }, 'legacy records gone from the platform');
-  return { absent: absent.length, deleted, reloaded: found.length };
+  await resolveLegacyDeleteChecks(warehouse.db, { orgId, object, deleted: gone, found: foundIds });
+  if (deleted.length > 0) log?.info({ orgId, object, deleted }, 'legacy records gone from the platform');
+  const pending = await countPendingLegacyDeleteChecks(warehouse.db, orgId, object);
+  if (pending > 0) {
+    log?.info(
+      { orgId, object, asked, pending, perPass: budget.perPass, perHour: budget.perHour },
+      'legacy delete checks left for later passes (per-pass cap or budget share reached)',
+    );
+  }
+  return { asked, deleted, reloaded: foundIds.length, pending };
 }
 
 /** Passes the pages through, adding the `_id` of every listed item (malformed ones too) to `listed`. */

@@ -3,7 +3,9 @@
  * with `?access_token=`, always `expanded=1` (so `activity_id` and `extras` come along), and the
  * `Service-Version` header when the organization is pinned to a version.
  *
- * Lists come as `{ summary: {...}, <object>: [...] }` and are paged by `pageBySummary`.
+ * Lists come as `{ summary: {...}, <object>: [...] }` and are paged by `pageBySummary`, which follows
+ * `summary.next` and throws IncompleteListingError after the last page it could read when the listing
+ * falls short of `summary.results`.
  */
 import type { HttpClient } from '../http/http-client-types.ts';
 import { buildUrl, type QueryValue } from '../validic/build-url.ts';
@@ -66,10 +68,12 @@ export function createLegacyClient(options: LegacyClientOptions): LegacyClient {
       source: range.source,
     });
     const what = `GET /v1 ${object} list`;
+    const listed = `${segments.includes('latest.json') ? 'latest ' : ''}${object} ${formatLegacyInstant(range.startDate)}..${formatLegacyInstant(range.endDate)}`;
     return pageBySummary({
       firstUrl,
       limit,
       signal: range.signal,
+      what: `the legacy ${listed}${segments[0] === 'users' ? ` of user ${segments[1]}` : ''}`,
       fetchPage: async (pageUrl, signal) => {
         const body = await http.getJson<unknown>(pageUrl, { signal, headers, budgetKey: accessToken });
         const { items, rejected } = listItems(body, object, what);

@@ -2,7 +2,9 @@
  * Loads the pages of one legacy list (a latest window, a user's window, one record) page by page, each
  * page one `applyBatch` transaction. The checkpoint (the window's cursor) rides with the LAST page, so it
  * moves only once every page of the window is committed: the pager is read one page ahead to know which
- * page is the last. An empty window still commits its checkpoint (an empty batch).
+ * page is the last. An empty window still commits its checkpoint (an empty batch). When the pages end in
+ * an error (a page that failed for good, an IncompleteListingError), every page read is loaded, none with
+ * the checkpoint, and the error goes on to the job.
  */
 import type { Logger } from '../log/logger.ts';
 import { type ArrivedVia, type Checkpoint, emptyCounts, type LoadResult } from '../pipeline/batch.ts';
@@ -61,10 +63,21 @@ export async function loadLegacyPages(input: LoadLegacyPagesInput): Promise<Lega
       result.pages += 1;
     }
   };
+  const pages = input.pages[Symbol.asyncIterator]();
   let pending: SummaryPage | undefined;
-  for await (const page of input.pages) {
+  for (;;) {
+    let next: IteratorResult<SummaryPage>;
+    try {
+      next = await pages.next();
+    } catch (error) {
+      // The listing broke off (a page that failed for good) or proved incomplete: the page already read
+      // is real data, so it lands too, without the checkpoint, which only a complete listing may move.
+      if (pending) await load(pending, undefined);
+      throw error;
+    }
+    if (next.done) break;
     if (pending) await load(pending, undefined);
-    pending = page;
+    pending = next.value;
   }
   await load(pending, input.checkpoint);
   return result;

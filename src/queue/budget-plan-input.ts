@@ -14,6 +14,8 @@ export interface BudgetCounts {
   dormantUsers: number;
   /** legacy.fetch jobs queued by push notifications in the last hour. */
   pushFetchesLastHour: number;
+  /** Legacy delete checks asked by id in the last hour (at most `legacy.deleteCheckShare` of the budget). */
+  legacyDeleteChecksLastHour?: number;
 }
 
 /** Runs per hour of a schedule of `minutes` (0 = off). */
@@ -44,7 +46,8 @@ export function budgetPlanInput(
     requestsPerHour: org.requestsPerHour,
     usablePerHour: rate.ratePerMs * HOUR_MS,
     streamPerHour: org.stream.connections * config.budget.streamRequestsPerConnectionHour,
-    pushAndReconcilePerHour: counts.pushFetchesLastHour + reconcile,
+    pushAndReconcilePerHour:
+      counts.pushFetchesLastHour + (counts.legacyDeleteChecksLastHour ?? 0) + reconcile,
     backfillMinShare: config.budget.backfillMinShare,
     recent: {
       activeUsers: counts.activeUsers,

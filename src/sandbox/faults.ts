@@ -7,6 +7,8 @@
 import { createPrng, type Prng } from './prng.ts';
 import { RequestBudget } from './request-budget.ts';
 
+export type LegacyPaging = 'offset' | 'page' | 'page-and-offset';
+
 export interface Faults {
   /** Added delay before every platform request is answered, in ms. */
   latencyMs: number;
@@ -43,6 +45,27 @@ export interface Faults {
   legacyNextWraps: boolean;
   /** Legacy latest endpoints cap `limit` at this value (the "200" description). */
   latestLimitCap: number | null;
+  /**
+   * How legacy lists page. `offset` (default): `offset` counts records (`page` only when no `offset` is
+   * sent), links carry `offset`. `page`: `offset` is ignored, links carry `page` alone. `page-and-offset`:
+   * both apply together (skip `offset` + (page − 1) × limit), links carry the next `page` and the
+   * request's `offset`.
+   */
+  legacyPaging: LegacyPaging;
+  /**
+   * Legacy lists holding more than `after` records (of `objects`, or every object) are cut short:
+   * `empty-page` serves empty pages past the cut while `next` goes on; `next-null` ends the links at the
+   * cut. `summary.results` keeps the whole count either way.
+   */
+  legacyListingCutShort: {
+    after: number;
+    style: 'empty-page' | 'next-null';
+    objects: string[] | null;
+  } | null;
+  /** The v2 users listing ends after this many users (`{}` past it) while `meta.total` keeps the whole count. */
+  usersListingCutShort: number | null;
+  /** Users pages come without `meta` (the provider's listing may not carry it). */
+  usersListingWithoutMeta: boolean;
   /** Request budget per token: `limit` requests per fixed window of `windowMs` (sandbox clock), then 429. */
   requestBudget: { limit: number; windowMs: number } | null;
   /**
@@ -69,6 +92,10 @@ export const DEFAULT_FAULTS: Faults = {
   deleteKeepsChecksum: false,
   legacyNextWraps: false,
   latestLimitCap: null,
+  legacyPaging: 'offset',
+  legacyListingCutShort: null,
+  usersListingCutShort: null,
+  usersListingWithoutMeta: false,
   requestBudget: null,
   redeliverCount: null,
 };

@@ -5,7 +5,9 @@
  * offset = (page − 1) × limit. `limit` defaults to 100 and is reduced to 1000 (or to the
  * `latestLimitCap` fault on latest endpoints). `next`/`previous` are absolute URLs repeating the
  * request's query (its `access_token` included) with a new `offset`; `next` is null after the last page
- * unless the `legacyNextWraps` fault sends it back to offset 0.
+ * unless the `legacyNextWraps` fault sends it back to the first page. The `legacyPaging` fault pages by
+ * `page` alone or by both together (links in that style), `legacyListingCutShort` serves only part of a
+ * list while `results` counts all of it.
  */
 import type { SandboxCore } from './core.ts';
 import { intParam, type RequestContext, sendJson } from './http-util.ts';
@@ -37,14 +39,19 @@ export function listLegacy(
   }
   let limit = intParam(ctx.query, 'limit', 100);
   const page = intParam(ctx.query, 'page', 1);
-  let offset = intParam(ctx.query, 'offset', 0);
+  const offset = intParam(ctx.query, 'offset', 0);
   if (limit === null || offset === null || page === null || limit < 1 || page < 1) {
     return sendJson(ctx, 422, { code: 422, message: 'limit, offset and page must be positive integers' });
   }
   limit = Math.min(limit, 1000);
-  const cap = core.faults.current.latestLimitCap;
-  if (latest && cap !== null) limit = Math.min(limit, cap);
-  if (!ctx.query.has('offset') && ctx.query.has('page')) offset = (page - 1) * limit;
+  const faults = core.faults.current;
+  if (latest && faults.latestLimitCap !== null) limit = Math.min(limit, faults.latestLimitCap);
+  const paging = faults.legacyPaging;
+  // Where the page starts, by the paging fault (default: `offset`, or `page` when no `offset` is sent).
+  let skip: number;
+  if (paging === 'page') skip = (page - 1) * limit;
+  else if (paging === 'page-and-offset') skip = offset + (page - 1) * limit;
+  else skip = !ctx.query.has('offset') && ctx.query.has('page') ? (page - 1) * limit : offset;
   const expanded = ctx.query.get('expanded') === '1' || ctx.query.get('expanded') === 'true';
   const sourceParam = ctx.query.get('source');
   const sources = sourceParam ? new Set(sourceParam.split(',').map((s) => s.trim())) : null;
@@ -57,16 +64,34 @@ export function listLegacy(
       return t >= start && t <= end;
     })
     .sort((a, b) => (a[key] < b[key] ? -1 : a[key] > b[key] ? 1 : a._id < b._id ? -1 : 1));
-  const items = all.slice(offset, offset + limit).map((r) => renderLegacy(r, expanded));
+  // The cut-short fault: only the first `after` records are ever served; `results` still counts all.
+  const cut = faults.legacyListingCutShort;
+  const cutApplies = cut !== null && all.length > cut.after && (!cut.objects || cut.objects.includes(object));
+  const served = cutApplies ? all.slice(0, cut.after) : all;
+  const items = served.slice(skip, skip + limit).map((r) => renderLegacy(r, expanded));
+  /** A link to the page starting at record `to` (0: the first page), in the paging fault's style. */
   const link = (to: number): string => {
     const params = new URLSearchParams(ctx.query);
-    params.delete('page');
-    params.set('offset', String(to));
     params.set('limit', String(limit));
+    if (paging === 'offset') {
+      params.delete('page');
+      params.set('offset', String(to));
+    } else if (paging === 'page') {
+      params.delete('offset');
+      params.set('page', String(Math.floor(to / limit) + 1));
+    } else if (to === 0) {
+      params.set('offset', '0');
+      params.set('page', '1');
+    } else {
+      // Keeps the request's offset: the next page is the page number after this one.
+      params.set('offset', String(offset));
+      params.set('page', String(Math.max(1, Math.floor((to - offset) / limit) + 1)));
+    }
     return `${ctx.baseUrl}${ctx.path}?${params}`;
   };
-  let next: string | null = offset + limit < all.length ? link(offset + limit) : null;
-  if (next === null && core.faults.current.legacyNextWraps) next = link(0);
+  const linkedTotal = cutApplies && cut.style === 'next-null' ? served.length : all.length;
+  let next: string | null = skip + limit < linkedTotal ? link(skip + limit) : null;
+  if (next === null && faults.legacyNextWraps) next = link(0);
   const params: Record<string, string> = { start_date: isoSeconds(start), end_date: isoSeconds(end) };
   for (const [k, v] of ctx.query) if (k !== 'access_token' && k !== 'authentication_token') params[k] = v;
   sendJson(ctx, 200, {
@@ -76,9 +101,9 @@ export function listLegacy(
       results: all.length,
       start_date: isoSeconds(start),
       end_date: isoSeconds(end),
-      offset,
+      offset: skip,
       limit,
-      previous: offset > 0 ? link(Math.max(0, offset - limit)) : null,
+      previous: skip > 0 ? link(Math.max(0, skip - limit)) : null,
       next,
       params,
     },

@@ -158,8 +158,12 @@ function listUsers(core: SandboxCore, ctx: RequestContext, orgId: string) {
     }
     return 0;
   });
-  const page = users.slice(p.page * p.limit, (p.page + 1) * p.limit);
+  // The cut-short fault: the listing ends early while meta.total still counts every user.
+  const cut = core.faults.current.usersListingCutShort;
+  const served = cut === null ? users : users.slice(0, cut);
+  const page = served.slice(p.page * p.limit, (p.page + 1) * p.limit);
   if (page.length === 0) return sendJson(ctx, 200, {});
+  if (core.faults.current.usersListingWithoutMeta) return sendJson(ctx, 200, { data: page });
   sendJson(ctx, 200, { data: page, meta: { total: users.length, limit: p.limit, offset: p.page } });
 }
 

@@ -3,10 +3,12 @@
  * rides as `?token=` (no header alternative exists) and also keys the request budget.
  *
  * Pagers never loop: they stop on `{}`, on `{ data: [] }`, on a short page, and when a page repeats the
- * previous page's ids (a server ignoring `offset` would otherwise be read forever).
+ * previous page's ids (a server ignoring `offset` would otherwise be read forever). The users pager, whose
+ * complete listing is the evidence that a user is gone, throws IncompleteListingError (after yielding
+ * every page it read) when a page repeats users already read, or the listing ends short of `meta.total`.
  */
 
-import { UsageError } from '../errors/index.ts';
+import { IncompleteListingError, UsageError } from '../errors/index.ts';
 import type { HttpClient } from '../http/http-client-types.ts';
 import { buildUrl, type QueryValue } from './build-url.ts';
 import { parseUtcDate } from './date-windows.ts';
@@ -105,16 +107,36 @@ export function createV2Client(options: V2ClientOptions): V2Client {
 
   return {
     async *listUsersPages({ limit = 1000, startOffset = 0, signal } = {}) {
-      let previous: string | undefined;
-      for (let offset = startOffset; offset < startOffset + maxPages; offset++) {
+      const what = 'GET /users';
+      /** Every user read (its uid, else its JSON), to count distinct users and see a repeated page. */
+      const read = new Set<string>();
+      let total: number | undefined;
+      const incomplete = (detail: string) =>
+        new IncompleteListingError(what, detail, { listed: read.size, total });
+      for (let offset = startOffset; ; offset++) {
+        if (offset >= startOffset + maxPages) throw incomplete(`stopped after ${maxPages} pages`);
         const body = await get(url(['users'], { limit, offset }), signal);
-        const { items, rejected, meta } = listItems(body, 'data', 'GET /users');
-        if (items.length === 0 && rejected.length === 0) return;
-        const signature = pageSignature(items);
-        if (signature === previous) return;
-        previous = signature;
+        const { items, rejected, meta } = listItems(body, 'data', what);
+        total = numberField(meta, 'total') ?? total;
+        const elements: unknown[] = [...items, ...rejected];
+        let fresh = 0;
+        for (const element of elements) {
+          const uid = (element as { uid?: unknown } | null)?.uid;
+          const key = typeof uid === 'string' ? `uid:${uid}` : `json:${JSON.stringify(element)}`;
+          if (!read.has(key)) {
+            read.add(key);
+            fresh++;
+          }
+        }
+        // Only a full listing started at the first page can be held against meta.total.
+        const ended = (how: string) => {
+          if (startOffset === 0 && total !== undefined && read.size < total)
+            throw incomplete(`meta.total ${total}; ${how}`);
+        };
+        if (elements.length === 0) return ended('the listing ended');
+        if (fresh === 0) throw incomplete(`page ${offset} repeated users already read`);
         yield { offset, users: items, rejected, meta };
-        if (isLastPage(items.length, meta)) return;
+        if (isLastPage(items.length, meta)) return ended(`page ${offset} was the last`);
       }
     },
 

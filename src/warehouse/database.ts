@@ -322,6 +322,14 @@ export interface ReconcilePassesTable {
   unchanged: Generated<number>;
   stale: Generated<number>;
   quarantined: Generated<number>;
+export interface LegacyDeleteChecksTable {
+  org_id: string;
+  object: string;
+  id: string;
+  user_id: string;
+  absent_since: TimestampDefault;
+  asked_at: Timestamp | null;
+  outcome: 'deleted' | 'found' | null;
 }
 
 export interface Database {
@@ -352,4 +360,5 @@ export interface Database {
   'validic_sync.recent_polls': RecentPollsTable;
   'validic_sync.stream_gaps': StreamGapsTable;
   'validic_sync.reconcile_passes': ReconcilePassesTable;
+  'validic_sync.legacy_delete_checks': LegacyDeleteChecksTable;
 }

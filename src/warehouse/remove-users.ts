@@ -29,16 +29,33 @@ export async function markUsersRemoved(
 
 /**
  * After a complete listing: marks removed every stored user of `orgId` the listing did not show.
- * Returns the uids newly marked.
+ * `maxShare` (0..1): when the listing would remove more than this share of the users not yet removed, it
+ * removes nobody and says how many it withheld (a listing the server could not prove complete, and that
+ * leaves out most users, is far likelier lost data than an org that lost most of its users at once).
  */
 export async function markUnlistedUsersRemoved(
   db: Kysely<Database>,
   orgId: string,
   listed: readonly string[],
-): Promise<string[]> {
-  const rows = await sql<{ uid: string }>`
-    update validic.users set removed_at = now()
-    where org_id = ${orgId} and removed_at is null and not (uid = any(${[...listed]}::text[]))
-    returning uid`.execute(db);
-  return rows.rows.map((r) => r.uid).sort();
+  options: { maxShare?: number } = {},
+): Promise<{ removed: string[]; withheld: number }> {
+  const maxShare = options.maxShare ?? 1;
+  const rows = await sql<{ uid: string | null; unlisted: number }>`
+    with known as (
+      select uid, not (uid = any(${[...listed]}::text[])) as unlisted
+      from validic.users where org_id = ${orgId} and removed_at is null
+    ), counts as (
+      select count(*) filter (where unlisted)::int as unlisted, count(*)::int as known from known
+    ), marked as (
+      update validic.users set removed_at = now()
+      where org_id = ${orgId} and removed_at is null
+        and uid in (select uid from known where unlisted)
+        and (select unlisted from counts) <= ${maxShare}::float8 * (select known from counts)
+      returning uid
+    )
+    select uid, (select unlisted from counts) as unlisted from marked
+    union all select null, (select unlisted from counts)`.execute(db);
+  const removed = rows.rows.flatMap((r) => (r.uid === null ? [] : [r.uid])).sort();
+  const unlisted = rows.rows[0]?.unlisted ?? 0;
+  return { removed, withheld: removed.length === 0 ? unlisted : 0 };
 }

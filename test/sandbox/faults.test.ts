@@ -209,4 +209,67 @@ describe('legacy faults', () => {
     const list = await getJson(`${org()}/routine.json?access_token=${sb.legacyToken}&${window}&limit=1000`);
     expect(list.body.summary.limit).toBe(1000);
   });
+
+  /** Follows `next` links from the first page; the ids read and the links followed. */
+  async function follow(first: string) {
+    const ids: string[] = [];
+    const links: URL[] = [];
+    let url: string | null = first;
+    while (url && links.length < 100) {
+      const res = await getJson(url);
+      ids.push(...res.body.routine.map((r: { _id: string }) => r._id));
+      url = res.body.summary.next;
+      if (url) links.push(new URL(url));
+    }
+    return { ids, links };
+  }
+  const routine = () => `${org()}/routine.json?access_token=${sb.legacyToken}&${window}&limit=10`;
+
+  it('pages by page alone: offset is ignored, links carry page', async () => {
+    sb.control.setFaults({ legacyPaging: 'page' }, { reset: true });
+    const total = (await getJson(routine())).body.summary.results;
+    expect(total).toBeGreaterThan(20);
+    const second = await getJson(`${routine()}&page=2`);
+    expect((await getJson(`${routine()}&offset=10`)).body.routine).toEqual(
+      (await getJson(routine())).body.routine,
+    );
+    expect(second.body.summary.offset).toBe(10);
+    const { ids, links } = await follow(routine());
+    expect(new Set(ids).size).toBe(total);
+    expect(links.every((u) => u.searchParams.has('page') && !u.searchParams.has('offset'))).toBe(true);
+  });
+
+  it('pages by page and offset together: links carry both', async () => {
+    sb.control.setFaults({ legacyPaging: 'page-and-offset' }, { reset: true });
+    const total = (await getJson(routine())).body.summary.results;
+    const skipped = await getJson(`${routine()}&offset=5&page=2`);
+    expect(skipped.body.summary.offset).toBe(15);
+    expect(new URL(skipped.body.summary.next).searchParams.get('page')).toBe('3');
+    expect(new URL(skipped.body.summary.next).searchParams.get('offset')).toBe('5');
+    const { ids, links } = await follow(routine());
+    expect(new Set(ids).size).toBe(total);
+    expect(links.every((u) => u.searchParams.get('offset') === '0' && u.searchParams.has('page'))).toBe(true);
+  });
+
+  it.each(['empty-page', 'next-null'] as const)(
+    'cuts a listing short (%s) while results counts it all',
+    async (style) => {
+      sb.control.setFaults(
+        { legacyListingCutShort: { after: 15, style, objects: ['routine'] } },
+        { reset: true },
+      );
+      const total = (await getJson(routine())).body.summary.results;
+      expect(total).toBeGreaterThan(20);
+      const { ids, links } = await follow(routine());
+      expect(ids).toHaveLength(15);
+      // empty-page: the links go on past the cut (pages 3.. are empty); next-null: they end at it.
+      expect(links).toHaveLength(style === 'empty-page' ? Math.ceil(total / 10) - 1 : 1);
+      // Other objects, and lists short enough, are not cut.
+      const fitness = await getJson(
+        `${org()}/fitness.json?access_token=${sb.legacyToken}&${window}&limit=1000`,
+      );
+      expect(fitness.body.fitness).toHaveLength(fitness.body.summary.results);
+      sb.control.resetFaults();
+    },
+  );
 });

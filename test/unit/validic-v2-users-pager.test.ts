@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { IncompleteListingError } from '../../src/errors/index.ts';
 import { createV2Client, type UsersPage } from '../../src/validic/v2-client.ts';
 import { rawUsers as users } from '../helpers/fixtures/index.ts';
 import { useMockAgent } from '../helpers/mock-agent.ts';
@@ -63,11 +64,43 @@ describe('listUsersPages', () => {
     expect(mock.requested).toHaveLength(4);
   });
 
-  it('never loops when the server ignores offset', async () => {
+  it('never loops when the server ignores offset, and says the listing is incomplete', async () => {
     serveUsers(() => ({ data: users(0, 4) }));
-    const pages = await client(4)();
-    expect(pages).toHaveLength(1);
+    const pages: UsersPage[] = [];
+    const v2 = createV2Client({ http: mock.http(), apiUrl: `${ORIGIN}/api`, orgId: 'org1', token: 'tok' });
+    const reading = (async () => {
+      for await (const page of v2.listUsersPages({ limit: 4 })) pages.push(page);
+    })();
+    await expect(reading).rejects.toThrow(IncompleteListingError);
+    await expect(reading).rejects.toThrow(/page 1 repeated users already read/);
+    // The first page was handed over before the error: what was read is not lost.
+    expect(pages.map((p) => p.users.length)).toEqual([4]);
     expect(mock.requested).toHaveLength(2);
+  });
+
+  it.each([
+    [
+      'an early {}',
+      (offset: number) => (offset < 2 ? { data: users(offset * 3, 3), meta: { total: 10 } } : {}),
+    ],
+    [
+      'a short page',
+      (offset: number) => ({ data: users(offset * 3, offset < 1 ? 3 : 1), meta: { total: 10, limit: 3 } }),
+    ],
+  ])('says a listing that ends short of meta.total (%s) is incomplete', async (_, answer) => {
+    serveUsers(answer);
+    const error = await client(3)().catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(IncompleteListingError);
+    expect(error).toMatchObject({ total: 10 });
+    expect((error as Error).message).toMatch(/GET \/users: read \d of 10 \(meta.total 10/);
+  });
+
+  it('is complete when it reads meta.total users', async () => {
+    serveUsers((offset) =>
+      offset < 2 ? { data: users(offset * 3, offset === 0 ? 3 : 2), meta: { total: 5 } } : {},
+    );
+    const pages = await client(3)();
+    expect(pages.flatMap((p) => p.users)).toHaveLength(5);
   });
 
   it('keeps user objects untouched', async () => {

@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
-import { UsageError } from '../../errors/index.ts';
+import { IncompleteListingError, UsageError } from '../../errors/index.ts';
 import { emptyCounts, type LoadCounts } from '../../pipeline/batch.ts';
 import { parseInstantOption, parseList } from '../parse-options.ts';
 import { createProgress } from '../progress.ts';
@@ -55,6 +55,7 @@ export function registerLegacy(program: Command, run: CommandRunner): void {
             let records = 0;
             let windowsDone = 0;
             let planned: { windows: number; objects: { object: string; windows: number }[] } | undefined;
+            const deletes = { checked: 0, deleted: 0, pending: new Map<string, number>() };
             const detail = () =>
               `${records} records: ${counts.inserted} new, ${counts.updated} updated, ${counts.unchanged} unchanged`;
             runner.on('completed', (job, result: any) => {
@@ -68,6 +69,9 @@ export function registerLegacy(program: Command, run: CommandRunner): void {
               windowsDone++;
               records += result.records ?? 0;
               for (const key of Object.keys(counts) as (keyof LoadCounts)[]) counts[key] += result[key] ?? 0;
+              deletes.checked += result.deleteChecks ?? 0;
+              deletes.deleted += result.deleted ?? 0;
+              deletes.pending.set(result.object, result.deleteChecksPending ?? 0);
               progress.update(windowsDone, detail());
             });
             runner.enqueue('legacy.sync', {
@@ -76,7 +80,7 @@ export function registerLegacy(program: Command, run: CommandRunner): void {
               from: from.toISOString(),
               to: to.toISOString(),
             });
-            return ({ state, seconds }) => {
+            return ({ state, seconds, failures }) => {
               progress.stop();
               print(
                 `legacy ${org.orgId} ${from.toISOString()}..${to.toISOString()}: ${state} in ${seconds} s`,
@@ -89,6 +93,18 @@ export function registerLegacy(program: Command, run: CommandRunner): void {
               print(
                 `  records ${records}: inserted ${counts.inserted}, updated ${counts.updated}, unchanged ${counts.unchanged}, quarantined ${counts.quarantined}`,
               );
+              const pending = [...deletes.pending.values()].reduce((sum, n) => sum + n, 0);
+              if (deletes.checked > 0 || pending > 0) {
+                print(
+                  `  deletes: ${deletes.deleted} marked deleted of ${deletes.checked} checked by id${pending > 0 ? `; ${pending} left for later checks within the budget share (legacy.deleteChecksPerPass, legacy.deleteCheckShare)` : ''}`,
+                );
+              }
+              const incomplete = failures.filter(({ error }) => error instanceof IncompleteListingError);
+              if (incomplete.length > 0) {
+                print(
+                  `  incomplete listings: ${incomplete.length} window(s) listed fewer records than the platform counted, or repeated a page; the records read are loaded, and the cursor of their object stays before them`,
+                );
+              }
             };
           },
         });
