@@ -322,6 +322,9 @@ export interface ReconcilePassesTable {
   unchanged: Generated<number>;
   stale: Generated<number>;
   quarantined: Generated<number>;
+}
+
+/** validic_sync.legacy_delete_checks (migration 0014): legacy records a window no longer listed. */
 export interface LegacyDeleteChecksTable {
   org_id: string;
   object: string;
