@@ -2,7 +2,7 @@
  * 0016: `validic_sync.stream_gaps`, the spans in which the stream may have lost events (an unclean end of
  * a connection, a replay that could not fill its gap), and `validic_sync.reconcile_passes`, the passes
  * of the reconciliation stream that cover them. A gap stays open until a pass covers it; what a pass
- * inserts or changes is what the primary stream missed (the measured loss rate).
+ * brings that the warehouse held nowhere is what the primary stream missed (the measured loss rate).
  *
  * Frozen in time: this file never imports application code. Statements run one at a time (PGlite).
  */
@@ -75,14 +75,15 @@ const passColumns: Columns = [
   ],
   ['frames', 'integer not null default 0', 'Data frames read.'],
   [
-    'inserted',
+    'missed',
     'integer not null default 0',
-    'Records and events the warehouse did not have: missed by the primary stream.',
+    'Record versions and connection events the warehouse held nowhere (not current, not kept as an older version) when the pass brought them: what the primary stream missed.',
   ],
+  ['inserted', 'integer not null default 0', "Records and events the pass inserted (the loader's count)."],
   [
     'updated',
     'integer not null default 0',
-    'Records the warehouse had at an older version: a version the primary stream missed.',
+    "Records the pass moved to a newer version (the loader's count).",
   ],
   ['unchanged', 'integer not null default 0', 'Already stored at this version.'],
   ['stale', 'integer not null default 0', 'Older than the stored version (kept in record_versions).'],

@@ -239,7 +239,7 @@ export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics 
   });
   new Gauge({
     name: 'validic_sync_reconcile_stream_missed',
-    help: 'Records and events the reconciliation stream re-delivered that the warehouse lacked (inserted or changed): what the primary stream missed, per org, over the last 24 h or 7 d',
+    help: 'Record versions and connection events the reconciliation stream re-delivered that the warehouse held nowhere: what the primary stream missed, per org, over the last 24 h or 7 d',
     labelNames: ['org', 'window'],
     registers: [registry],
     async collect() {

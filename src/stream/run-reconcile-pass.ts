@@ -7,7 +7,9 @@
  * or after the pass's start T, or at `quietPokes` pokes stamped at or after T ("nothing more flows"),
  * both on the platform's clock (STATE-MACHINE.md, "Passes"). Everything created before T has then been
  * delivered, so the pass covers [where the last pass left off, T): the open gaps inside that span are
- * marked covered. What the pass inserted or changed is what the primary stream had missed.
+ * marked covered. What the pass brings that the warehouse held nowhere (a record version, current or kept as
+ * an older one, or a connection event; counted per version, whatever the batching or the order of the
+ * connections) is what the primary stream had missed.
  *
  * The platform keeps the stream's position for 7 days after a disconnect; a chain of passes less than 7
  * days apart re-delivers everything from the chain's start (the stream's creation). After a longer
@@ -19,6 +21,7 @@ import { redactedMessage } from '../redact/redact-secrets.ts';
 import type { OrgClients } from '../runtime/org-clients.ts';
 import type { Clock } from '../time/clock.ts';
 import { MAX_STREAM_CONNECTIONS, STREAM_CHECKPOINT_RETENTION_DAYS } from '../validic/platform-limits.ts';
+import { absentVersions, type VersionKey } from '../warehouse/absent-versions.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
 import { streamCheckpointCursor } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
 import { applyPreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
@@ -38,6 +41,7 @@ import type { StreamConsumerOptionsInput } from './resolve-consumer-options.ts';
 import { StreamConsumer } from './stream-consumer.ts';
 import { addLoadCounts } from './stream-summary.ts';
 import { toRawItems } from './to-raw-items.ts';
+import type { DataFrame } from './types.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -69,11 +73,28 @@ export interface ReconcilePassSummary {
   /** Data frames read. */
   frames: number;
   counts: LoadCounts;
-  /** Inserted + updated: what the primary stream had missed. */
+  /**
+   * Record versions and connection events the warehouse held nowhere (not current, not kept as an older
+   * version) when the pass brought them: what the primary stream had missed.
+   */
   missed: number;
   /** Open gaps this pass covered. */
   gapsCovered: number;
   seconds: number;
+}
+
+/** The record versions and connection events among a batch's data frames (other shapes are the loader's). */
+function frameKeys(batch: readonly DataFrame[]): { versions: VersionKey[]; events: string[] } {
+  const versions: VersionKey[] = [];
+  const events: string[] = [];
+  for (const frame of batch) {
+    if (frame.kind !== 'data') continue;
+    const p = frame.payload as { id?: unknown; checksum?: unknown; action?: unknown } | null;
+    if (typeof p?.id !== 'string') continue;
+    if (typeof p.action === 'string') events.push(p.id);
+    else if (typeof p.checksum === 'string') versions.push({ id: p.id, checksum: p.checksum });
+  }
+  return { versions, events };
 }
 
 export async function runReconcilePass(options: ReconcilePassOptions): Promise<ReconcilePassSummary> {
@@ -136,11 +157,20 @@ export async function runReconcilePass(options: ReconcilePassOptions): Promise<R
 
   let frames = 0;
   let newest: string | undefined;
+  /** Record versions and connection events the warehouse held nowhere when the pass brought them. */
+  const missedKeys = new Set<string>();
   // Pass batches are written one at a time per connection; the row's counters are the running total.
   let progress = Promise.resolve();
   const record = () => {
     progress = progress
-      .then(() => updateReconcilePass(warehouse.db, passId, { frames, counts, reachTo: newest ?? null }))
+      .then(() =>
+        updateReconcilePass(warehouse.db, passId, {
+          frames,
+          counts,
+          missed: missedKeys.size,
+          reachTo: newest ?? null,
+        }),
+      )
       .catch((error: unknown) => log.warn({ err: error }, 'could not update the reconciliation pass row'));
     return progress;
   };
@@ -159,6 +189,12 @@ export async function runReconcilePass(options: ReconcilePassOptions): Promise<R
           commit: async (batch) => {
             if (batch.length === 0) return;
             const prepared = await prepareBatch({ orgId, arrivedVia: 'reconcile', items: toRawItems(batch) });
+            // What the warehouse holds nowhere before this load is what the primary missed: counted per
+            // version, so neither the batching nor the order of the connections changes the figure.
+            const { versions, events } = frameKeys(batch);
+            const absent = await absentVersions(warehouse.db, orgId, versions, events);
+            for (const k of absent.versions) missedKeys.add(k);
+            for (const id of absent.events) missedKeys.add(`event\u0001${id}`);
             const result = await applyPreparedBatch(warehouse, prepared, {}, { log });
             addLoadCounts(counts, result);
             for (const frame of batch) {
@@ -205,11 +241,12 @@ export async function runReconcilePass(options: ReconcilePassOptions): Promise<R
   await updateReconcilePass(warehouse.db, passId, {
     frames,
     counts,
+    missed: missedKeys.size,
     outcome,
     endedAt: new Date(now()).toISOString(),
     reachTo,
   });
-  const missed = counts.inserted + counts.updated;
+  const missed = missedKeys.size;
   const summary: ReconcilePassSummary = {
     orgId,
     streamName: name,

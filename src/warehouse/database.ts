@@ -317,6 +317,7 @@ export interface ReconcilePassesTable {
   reach_from: Timestamp;
   reach_to: Timestamp | null;
   frames: Generated<number>;
+  missed: Generated<number>;
   inserted: Generated<number>;
   updated: Generated<number>;
   unchanged: Generated<number>;

@@ -23,6 +23,8 @@ export interface ReconcilePassRow {
   reachFrom: string;
   reachTo: string | null;
   frames: number;
+  /** Record versions and connection events the warehouse held nowhere: what the primary missed. */
+  missed: number;
   counts: LoadCounts;
 }
 
@@ -44,6 +46,7 @@ function toPass(r: Record<keyof Row, unknown>): ReconcilePassRow {
     reachFrom: iso(r.reach_from as Date)!,
     reachTo: iso(r.reach_to as Date | null),
     frames: Number(r.frames),
+    missed: Number(r.missed),
     counts: {
       inserted: Number(r.inserted),
       updated: Number(r.updated),
@@ -103,6 +106,8 @@ export async function startReconcilePass(db: Kysely<Database>, pass: NewReconcil
 export interface ReconcilePassProgress {
   frames: number;
   counts: LoadCounts;
+  /** Record versions and connection events the warehouse held nowhere before the pass brought them. */
+  missed: number;
   /** Set when the pass ends. */
   outcome?: Exclude<PassOutcomeValue, 'running'>;
   endedAt?: string;
@@ -119,6 +124,7 @@ export async function updateReconcilePass(
     .updateTable('validic_sync.reconcile_passes')
     .set({
       frames: progress.frames,
+      missed: progress.missed,
       inserted: counts.inserted,
       updated: counts.updated,
       unchanged: counts.unchanged,
@@ -134,7 +140,7 @@ export async function updateReconcilePass(
 
 export interface ReconcileTotals {
   passes: number;
-  /** Records and events the passes inserted or changed: what the primary stream missed. */
+  /** Record versions and events the passes brought that the warehouse held nowhere: what the primary missed. */
   missed: number;
   /** Records and events the passes read. */
   frames: number;
@@ -150,7 +156,7 @@ export async function reconcileTotalsSince(
     .selectFrom('validic_sync.reconcile_passes')
     .select([
       (eb) => eb.fn.countAll<number>().as('passes'),
-      sql<number>`coalesce(sum(inserted + updated), 0)`.as('missed'),
+      sql<number>`coalesce(sum(missed), 0)`.as('missed'),
       sql<number>`coalesce(sum(frames), 0)`.as('frames'),
     ])
     .where('org_id', '=', orgId)

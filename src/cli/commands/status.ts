@@ -197,7 +197,7 @@ function formatGapsAndPasses(
   const p = r.lastPass;
   out.push(
     p
-      ? `  last pass: ${p.outcome}, ${lagOf(p.startedAt)} ago (${p.trigger}); re-delivered ${p.frames}, missed by the stream ${p.counts.inserted + p.counts.updated} (inserted ${p.counts.inserted}, updated ${p.counts.updated})`
+      ? `  last pass: ${p.outcome}, ${lagOf(p.startedAt)} ago (${p.trigger}); re-delivered ${p.frames}, missed by the stream ${p.missed} (inserted ${p.counts.inserted}, updated ${p.counts.updated})`
       : '  no pass yet',
     `  missed by the stream (measured loss): last 24 h ${r.last24h.missed} of ${r.last24h.frames} re-delivered in ${r.last24h.passes} passes; last 7 days ${r.last7d.missed} of ${r.last7d.frames} in ${r.last7d.passes}`,
   );
