@@ -12,8 +12,23 @@ import { recentPollWindows } from './recent-poll-windows.ts';
 export interface BudgetCounts {
   activeUsers: number;
   dormantUsers: number;
-  /** legacy.fetch jobs queued by push notifications in the last hour. */
+  /** Requests of the push fetches claimed in the last hour (validic_sync.push_fetches). */
   pushFetchesLastHour: number;
+  /** Push fetches waiting in the durable queue (pending, each at least one request). */
+  pushFetchesPending?: number;
+}
+
+/** Push's part of the plan (push-triggered fetches only; reconcile is counted beside it). */
+export interface PushShare {
+  /** The last hour's push requests plus the pending backlog. */
+  demandPerHour: number;
+  /**
+   * The most push may spend per hour: `budget.pushMaxShare` of the usable rate, less whatever the
+   * stream, the reconcile jobs and backfill's minimum would lose to it. The drain paces itself to this.
+   */
+  capPerHour: number;
+  /** What the plan reserves for push: min(demand, cap). */
+  perHour: number;
 }
 
 /** Runs per hour of a schedule of `minutes` (0 = off). */
@@ -26,6 +41,35 @@ export function recentRequestsPerUser(config: Config, org: OrganizationConfig): 
   return new Set(org.resources.map(toV2Resource)).size * windows;
 }
 
+/** Requests per hour of the scheduled reconcile-type jobs (users.sync, connections.recent, legacy.sync). */
+function reconcilePerHour(config: Config, org: OrganizationConfig, users: number): number {
+  const s = config.schedules;
+  return s.enabled
+    ? Math.max(1, Math.ceil(users / 1000)) * perHour(s.usersSyncMinutes) +
+        Math.ceil(s.reconcileDays / MAX_REQUEST_WINDOW_DAYS) * perHour(s.reconcileMinutes) +
+        (org.legacy.enabled ? org.legacy.objects.length * perHour(s.legacyLatestMinutes) : 0)
+    : 0;
+}
+
+const usablePerHour = (org: OrganizationConfig) =>
+  bucketParams({ limit: org.requestsPerHour }).ratePerMs * HOUR_MS;
+
+/**
+ * Push's demand and its cap. Demand: what the last hour spent plus what waits (each pending fetch costs
+ * at least one request). Cap: `budget.pushMaxShare` of the usable rate, and never more than what is
+ * left after backfill's minimum, the stream and the reconcile jobs, so a flood of pushes cannot clip
+ * those (the planner clips its second kind as one number; this keeps reconcile's part whole).
+ */
+export function pushShare(config: Config, org: OrganizationConfig, counts: BudgetCounts): PushShare {
+  const usable = usablePerHour(org);
+  const stream = org.stream.connections * config.budget.streamRequestsPerConnectionHour;
+  const reconcile = reconcilePerHour(config, org, counts.activeUsers + counts.dormantUsers);
+  const room = usable * (1 - config.budget.backfillMinShare) - stream - reconcile;
+  const capPerHour = Math.max(0, Math.min(usable * config.budget.pushMaxShare, room));
+  const demandPerHour = Math.max(0, counts.pushFetchesLastHour + (counts.pushFetchesPending ?? 0));
+  return { demandPerHour, capPerHour, perHour: Math.min(demandPerHour, capPerHour) };
+}
+
 export function budgetPlanInput(
   config: Config,
   org: OrganizationConfig,
@@ -33,18 +77,12 @@ export function budgetPlanInput(
 ): BudgetPlanInput {
   const s = config.schedules;
   const on = s.enabled;
-  const users = counts.activeUsers + counts.dormantUsers;
-  const reconcile = on
-    ? Math.max(1, Math.ceil(users / 1000)) * perHour(s.usersSyncMinutes) +
-      Math.ceil(s.reconcileDays / MAX_REQUEST_WINDOW_DAYS) * perHour(s.reconcileMinutes) +
-      (org.legacy.enabled ? org.legacy.objects.length * perHour(s.legacyLatestMinutes) : 0)
-    : 0;
-  const rate = bucketParams({ limit: org.requestsPerHour });
+  const reconcile = reconcilePerHour(config, org, counts.activeUsers + counts.dormantUsers);
   return {
     requestsPerHour: org.requestsPerHour,
-    usablePerHour: rate.ratePerMs * HOUR_MS,
+    usablePerHour: usablePerHour(org),
     streamPerHour: org.stream.connections * config.budget.streamRequestsPerConnectionHour,
-    pushAndReconcilePerHour: counts.pushFetchesLastHour + reconcile,
+    pushAndReconcilePerHour: pushShare(config, org, counts).perHour + reconcile,
     backfillMinShare: config.budget.backfillMinShare,
     recent: {
       activeUsers: counts.activeUsers,
