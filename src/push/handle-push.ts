@@ -350,7 +350,7 @@ function tooLarge(max: number): PushResponse {
     413,
     {
       error: `body larger than ${max} bytes: nothing was stored`,
-      fix: 'raise http.maxBodyBytes if the provider sends notifications this large; until then their records reach the warehouse only through legacy.sync (legacy.enabled)',
+      fix: 'raise http.maxBodyBytes if the provider sends notifications this large; until then what they announce reaches the warehouse only if legacy.sync runs for the org (legacy.enabled)',
     },
     { connection: 'close' },
   );

@@ -528,6 +528,11 @@ describe('the node:http adapter', () => {
     const headers = { 'x-validic-sync-secret': SECRET };
     const declared = await fetch(`${base}/push/v1`, { method: 'POST', headers, body: big });
     expect(declared.status).toBe(413);
+    // The message is true: nothing was stored, and it names the setting.
+    expect(await declared.json()).toMatchObject({
+      error: 'body larger than 1024 bytes: nothing was stored',
+      fix: expect.stringContaining('http.maxBodyBytes'),
+    });
     const streamed = await fetch(`${base}/push/v1`, {
       method: 'POST',
       headers,
