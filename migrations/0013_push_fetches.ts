@@ -105,6 +105,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     `comment on column ${refusals}.refused is ${quote('Notifications refused in that minute, fleet-wide (recorded at the first refusal and every 100th, so up to 99 short).')}`,
     `alter table ${notifications} add column items_processed integer not null default 0`,
     `comment on column ${notifications}.items_processed is ${quote('Items of the body processed so far (stored as pending fetches, or found unroutable); a notification is processed in parts of push.maxItems, each part committed with this count.')}`,
+    `comment on column ${notifications}.status is ${quote('received (stored, its items not yet: push.drain resumes it), queued (every item stored as a pending fetch), partial (some items were not understood), unrecognized (no item understood; kept for inspection), failed (its items could not be stored for a day; see error).')}`,
     `comment on column ${notifications}.enqueued is ${quote('Items stored as pending fetches (validic_sync.push_fetches); an item joins the pending fetch of its user and object when there is one.')}`,
     // As 0004 does for every table: the owner role owns them, the loader (the worker) writes them.
     `alter table ${fetches} owner to validic_owner`,

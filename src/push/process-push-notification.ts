@@ -19,6 +19,9 @@ import type { ResolvePushOrg } from './resolve-push-org.ts';
 
 export const DEFAULT_PUSH_PART_ITEMS = 500;
 
+/** A notification whose items still cannot be stored this long after its first resumption fails. */
+const GIVE_UP_RESUMING_AFTER_MS = 86_400_000;
+
 export interface ProcessPushOptions extends PushFetchTiming {
   /** Items stored per transaction (`push.maxItems`). */
   partItems: number;
@@ -203,8 +206,14 @@ export async function resumePushNotifications(
     options: ProcessPushOptions;
   },
 ): Promise<ResumedPush[]> {
-  const rows = await sql<{ id: number; org_id: string | null; raw: string; parsed: unknown }>`
-    select id, org_id, raw, parsed from validic_sync.push_notifications
+  const rows = await sql<{
+    id: number;
+    org_id: string | null;
+    raw: string;
+    parsed: unknown;
+    received_at: Date;
+  }>`
+    select id, org_id, raw, parsed, received_at from validic_sync.push_notifications
     where status = 'received' and received_at < ${input.olderThan}
       and (org_id = ${input.orgId} or org_id is null)
     order by id limit ${input.limit ?? 100}`.execute(db);
@@ -232,7 +241,19 @@ export async function resumePushNotifications(
       );
       out.push({ id: Number(row.id), result });
     } catch (error) {
-      out.push({ id: Number(row.id), error: toError(error).message });
+      const message = toError(error).message;
+      out.push({ id: Number(row.id), error: message });
+      // Tried on every drain for a day (an outage passes); then kept as failed, with the reason, so a
+      // body that cannot be processed is not retried forever. The body itself stays stored.
+      if (new Date(row.received_at).getTime() < input.olderThan.getTime() - GIVE_UP_RESUMING_AFTER_MS) {
+        await markPushNotification(db, Number(row.id), {
+          status: 'failed',
+          orgId: row.org_id,
+          items: routed.length,
+          enqueued: 0,
+          error: `its items could not be stored: ${message}`,
+        }).catch(() => {});
+      }
     }
   }
   return out;
