@@ -55,6 +55,21 @@ const usablePerHour = (org: OrganizationConfig) =>
   bucketParams({ limit: org.requestsPerHour }).ratePerMs * HOUR_MS;
 
 /**
+ * What the planner leaves its second kind (push and reconcile) once backfill's minimum and the stream are
+ * set aside: the same arithmetic as plan-request-budget.ts, so a sum capped at it is never clipped there
+ * by a rounding difference.
+ */
+function pushAndReconcileRoom(config: Config, org: OrganizationConfig): number {
+  const usable = Math.max(0, usablePerHour(org));
+  const reservable = usable - usable * Math.min(Math.max(config.budget.backfillMinShare, 0), 1);
+  const stream = Math.min(
+    Math.max(0, org.stream.connections * config.budget.streamRequestsPerConnectionHour),
+    reservable,
+  );
+  return reservable - stream;
+}
+
+/**
  * Push's demand and its cap. Demand: what the last hour spent plus what waits (each pending fetch costs
  * at least one request). Cap: `budget.pushMaxShare` of the usable rate, and never more than what is
  * left after backfill's minimum, the stream and the reconcile jobs, so a flood of pushes cannot clip
@@ -62,9 +77,8 @@ const usablePerHour = (org: OrganizationConfig) =>
  */
 export function pushShare(config: Config, org: OrganizationConfig, counts: BudgetCounts): PushShare {
   const usable = usablePerHour(org);
-  const stream = org.stream.connections * config.budget.streamRequestsPerConnectionHour;
   const reconcile = reconcilePerHour(config, org, counts.activeUsers + counts.dormantUsers);
-  const room = usable * (1 - config.budget.backfillMinShare) - stream - reconcile;
+  const room = pushAndReconcileRoom(config, org) - reconcile;
   const capPerHour = Math.max(0, Math.min(usable * config.budget.pushMaxShare, room));
   const demandPerHour = Math.max(0, counts.pushFetchesLastHour + (counts.pushFetchesPending ?? 0));
   return { demandPerHour, capPerHour, perHour: Math.min(demandPerHour, capPerHour) };
@@ -82,7 +96,11 @@ export function budgetPlanInput(
     requestsPerHour: org.requestsPerHour,
     usablePerHour: usablePerHour(org),
     streamPerHour: org.stream.connections * config.budget.streamRequestsPerConnectionHour,
-    pushAndReconcilePerHour: pushShare(config, org, counts).perHour + reconcile,
+    // Reconcile alone may overcommit the plan (the planner says so); push never adds to that.
+    pushAndReconcilePerHour: Math.max(
+      reconcile,
+      Math.min(pushShare(config, org, counts).perHour + reconcile, pushAndReconcileRoom(config, org)),
+    ),
     backfillMinShare: config.budget.backfillMinShare,
     recent: {
       activeUsers: counts.activeUsers,
