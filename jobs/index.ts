@@ -10,6 +10,7 @@ import { legacyFetch } from './legacy-fetch.ts';
 import { legacyLatest } from './legacy-latest.ts';
 import { legacySync } from './legacy-sync.ts';
 import type { JobPayloads } from './payloads.ts';
+import { pushDrain } from './push-drain.ts';
 import { pushPrune } from './push-prune.ts';
 import { recordsBackfill } from './records-backfill.ts';
 import { recordsPoll } from './records-poll.ts';
@@ -29,6 +30,7 @@ export const jobCatalog = {
   [legacySync.name]: legacySync,
   [legacyLatest.name]: legacyLatest,
   [legacyFetch.name]: legacyFetch,
+  [pushDrain.name]: pushDrain,
   [pushPrune.name]: pushPrune,
   [warehouseMaintain.name]: warehouseMaintain,
   // Exactly the jobs of JobPayloads (payloads.ts, what ctx.enqueue is typed by), each with its schema.

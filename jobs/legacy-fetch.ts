@@ -2,18 +2,22 @@
  * legacy.fetch: the targeted retrieval a push notification announced, loaded with arrived_via `push`.
  * Why and how: README.md, "`legacy-fetch.ts`".
  */
+import { toError } from '../src/errors/index.ts';
 import type { SummaryPage } from '../src/legacy/legacy-summary-pager.ts';
-import type { LegacyPagesResult } from '../src/legacy/load-legacy-pages.ts';
+import { addLoadResult, type LegacyPagesResult } from '../src/legacy/load-legacy-pages.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { defineJob } from './define-job.ts';
+import { jobRetryDecision } from '../src/queue/job-retry-decision.ts';
+import { defineJob, type JobContext } from './define-job.ts';
 import { type LegacyFetchPayload, legacyFetchPayload } from './payloads.ts';
 
 export interface LegacyFetchResult extends LegacyPagesResult {
   mode: 'record' | 'activity' | 'user-window' | 'org-window';
   /** Record mode: the platform answered 404 and the stored row (if any) is now marked deleted. */
   deleted?: boolean;
+  /** Requests made (at least one per list read, empty or not). */
+  requests: number;
 }
 
 /**
@@ -22,22 +26,108 @@ export interface LegacyFetchResult extends LegacyPagesResult {
  */
 export const ACTIVITY_MARGIN_MS = 24 * 3_600_000;
 
+/**
+ * Longest activity-date range one list request asks for: a backlogged fetch absorbs every date its
+ * user announced, and the provider documents no limit for the list endpoints, so a wider range is
+ * read in parts of this size (the v2 API's 30 days, the documented limit nearest to it).
+ */
+export const ACTIVITY_SPAN_MS = 30 * 86_400_000;
+
 export const legacyFetchJobId = (p: LegacyFetchPayload) =>
-  p.activityDate
-    ? // The same (user, object, activity date, source) announced again within one window: one job.
-      jobKey('legacy.fetch', p.orgId, p.object, 'activity', p.userId, p.activityDate, p.source, p.window)
-    : jobKey(
-        'legacy.fetch',
-        p.orgId,
-        p.object,
-        p.recordId,
-        p.userId,
-        // The same record announced again after a later update is new work; a repeat of one announcement is not.
-        p.lastUpdated ?? `n${p.notificationId ?? ''}`,
-      );
+  p.fetchId
+    ? // One job per row of the durable push queue (push.drain queues it; a lost one is queued again).
+      jobKey('legacy.fetch', p.orgId, 'fetch', p.fetchId)
+    : p.activityDate
+      ? // Jobs queued before the durable queue: one per (user, object, activity date, source) and window.
+        jobKey('legacy.fetch', p.orgId, p.object, 'activity', p.userId, p.activityDate, p.source, p.window)
+      : jobKey(
+          'legacy.fetch',
+          p.orgId,
+          p.object,
+          p.recordId,
+          p.userId,
+          // The same record announced again after a later update is new work; a repeat of one announcement is not.
+          p.lastUpdated ?? `n${p.notificationId ?? ''}`,
+        );
 
 async function* onePage(list: SummaryPage['items']): AsyncGenerator<SummaryPage> {
   if (list.length > 0) yield { items: list, rejected: [], summary: {}, request: {} };
+}
+
+/** Consecutive ranges of at most `span` covering [start, end]. */
+function spans(start: number, end: number, span: number): [number, number][] {
+  const out: [number, number][] = [];
+  for (let from = start; from < end || out.length === 0; from += span)
+    out.push([from, Math.min(end, from + span)]);
+  return out;
+}
+
+async function fetchAnnounced(ctx: JobContext, payload: LegacyFetchPayload): Promise<LegacyFetchResult> {
+  const { orgId, object, recordId, userId, lastUpdated, source } = payload;
+  const org = ctx.org(orgId);
+  const common = {
+    orgId,
+    object,
+    arrivedVia: 'push' as const,
+    signal: ctx.signal,
+  };
+  if (recordId && userId) {
+    const answer = await org.findLegacyRecord({ userId, object, recordId, signal: ctx.signal });
+    const pages = onePage(answer.found ? answer.items : []);
+    const loaded = await ctx.warehouse.loadLegacyPages({ ...common, pages, log: ctx.log });
+    if (answer.found) return { ...loaded, mode: 'record', requests: 1 };
+    const marked = await ctx.warehouse.markLegacyDeleted(orgId, object, [recordId]);
+    return { ...loaded, mode: 'record', deleted: marked.length > 0, requests: 1 };
+  }
+  const activityFrom = payload.activityFrom ?? payload.activityDate;
+  const activityTo = payload.activityTo ?? payload.activityDate;
+  if (activityFrom && activityTo) {
+    // One source announced: filter by it; several (or none): every source of that user and object.
+    const only = source ?? (payload.sources?.length === 1 ? payload.sources[0] : undefined);
+    let result: LegacyFetchResult | undefined;
+    for (const [from, to] of spans(
+      Date.parse(activityFrom) - ACTIVITY_MARGIN_MS,
+      Date.parse(activityTo) + ACTIVITY_MARGIN_MS,
+      ACTIVITY_SPAN_MS,
+    )) {
+      const range = {
+        startDate: new Date(from),
+        endDate: new Date(to),
+        ...(only ? { source: only } : {}),
+        signal: ctx.signal,
+      };
+      const pages = userId
+        ? org.legacy.pageUserList(userId, object, range)
+        : org.legacy.pageOrgList(object, range);
+      const loaded = await ctx.warehouse.loadLegacyPages({ ...common, pages, log: ctx.log });
+      const part: LegacyFetchResult = { ...loaded, mode: 'activity', requests: Math.max(1, loaded.pages) };
+      if (!result) result = part;
+      else {
+        addLoadResult(result, part);
+        result.records += part.records;
+        result.pages += part.pages;
+        result.requests += part.requests;
+      }
+    }
+    return result!;
+  }
+  const settings = ctx.settings.legacyWindow;
+  const margin = Math.max(settings.overlapMs, 60_000);
+  const now = Date.now();
+  const range =
+    payload.updatedFrom && payload.updatedTo
+      ? { startDate: new Date(payload.updatedFrom), endDate: new Date(payload.updatedTo) }
+      : lastUpdated
+        ? {
+            startDate: new Date(Date.parse(lastUpdated) - margin),
+            endDate: new Date(Date.parse(lastUpdated) + margin),
+          }
+        : { startDate: new Date(now - settings.windowMs), endDate: new Date(now) };
+  const pages = userId
+    ? org.legacy.pageUserLatest(userId, object, { ...range, signal: ctx.signal })
+    : org.legacy.pageLatest(object, { ...range, signal: ctx.signal });
+  const loaded = await ctx.warehouse.loadLegacyPages({ ...common, pages, log: ctx.log });
+  return { ...loaded, mode: userId ? 'user-window' : 'org-window', requests: Math.max(1, loaded.pages) };
 }
 
 export const legacyFetch = defineJob({
@@ -46,51 +136,22 @@ export const legacyFetch = defineJob({
   options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['legacy.fetch'] },
   jobId: legacyFetchJobId,
   async run(ctx, payload): Promise<LegacyFetchResult> {
-    const { orgId, object, recordId, userId, lastUpdated, activityDate, source } = payload;
-    const org = ctx.org(orgId);
-    const common = {
-      orgId,
-      object,
-      arrivedVia: 'push' as const,
-      signal: ctx.signal,
-    };
-    if (recordId && userId) {
-      const answer = await org.findLegacyRecord({ userId, object, recordId, signal: ctx.signal });
-      const pages = onePage(answer.found ? answer.items : []);
-      const loaded = await ctx.warehouse.loadLegacyPages({ ...common, pages, log: ctx.log });
-      if (answer.found) return { ...loaded, mode: 'record' };
-      const marked = await ctx.warehouse.markLegacyDeleted(orgId, object, [recordId]);
-      return { ...loaded, mode: 'record', deleted: marked.length > 0 };
+    const { fetchId } = payload;
+    if (!fetchId) return fetchAnnounced(ctx, payload);
+    let result: LegacyFetchResult;
+    try {
+      result = await fetchAnnounced(ctx, payload);
+    } catch (error) {
+      // The row keeps the reason once no attempt is left (a 429 or an outage spends none).
+      const decision = jobRetryDecision(error);
+      const last =
+        decision.action === 'fail' ||
+        (decision.action === 'retry' && ctx.attempt >= JOB_RETRIES.fetch.attempts);
+      if (last && !ctx.signal.aborted) await ctx.warehouse.failPushFetch(fetchId, toError(error).message);
+      throw error;
     }
-    if (activityDate) {
-      const at = Date.parse(activityDate);
-      const range = {
-        startDate: new Date(at - ACTIVITY_MARGIN_MS),
-        endDate: new Date(at + ACTIVITY_MARGIN_MS),
-        ...(source ? { source } : {}),
-        signal: ctx.signal,
-      };
-      const pages = userId
-        ? org.legacy.pageUserList(userId, object, range)
-        : org.legacy.pageOrgList(object, range);
-      return {
-        ...(await ctx.warehouse.loadLegacyPages({ ...common, pages, log: ctx.log })),
-        mode: 'activity',
-      };
-    }
-    const settings = ctx.settings.legacyWindow;
-    const margin = Math.max(settings.overlapMs, 60_000);
-    const now = Date.now();
-    const range = lastUpdated
-      ? {
-          startDate: new Date(Date.parse(lastUpdated) - margin),
-          endDate: new Date(Date.parse(lastUpdated) + margin),
-        }
-      : { startDate: new Date(now - settings.windowMs), endDate: new Date(now) };
-    const pages = userId
-      ? org.legacy.pageUserLatest(userId, object, { ...range, signal: ctx.signal })
-      : org.legacy.pageLatest(object, { ...range, signal: ctx.signal });
-    const loaded = await ctx.warehouse.loadLegacyPages({ ...common, pages, log: ctx.log });
-    return { ...loaded, mode: userId ? 'user-window' : 'org-window' };
+    // After the load's commit: a crash in between only reads the same records once more.
+    await ctx.warehouse.finishPushFetch(fetchId, { requests: result.requests });
+    return result;
   },
 });

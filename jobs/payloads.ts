@@ -133,10 +133,30 @@ export const legacyFetchPayload = z.object({
   activityDate: isoInstant.optional(),
   /** The documented item's `source` (the app's short name): filters the retrieval. */
   source: z.string().min(1).optional(),
-  /** Coalescing window the announcement fell in: repeats within one window share the job id. */
+  /** Coalescing window the announcement fell in (jobs queued before the durable push queue). */
   window: z.string().optional(),
+  /**
+   * The row of validic_sync.push_fetches this job carries out (queued by push.drain): marked done with
+   * the requests it took, or failed with the reason.
+   */
+  fetchId: z.string().min(1).optional(),
+  /** Earliest and latest announced `activity_date` (ISO instants): the user's object list around them. */
+  activityFrom: isoInstant.optional(),
+  activityTo: isoInstant.optional(),
+  /** A latest window by `last_updated` (ISO instants), read exactly. */
+  updatedFrom: isoInstant.optional(),
+  updatedTo: isoInstant.optional(),
+  /** Sources announced: the retrieval is filtered by one; several (or none) read every source. */
+  sources: z.array(z.string().min(1)).optional(),
 });
 export type LegacyFetchPayload = z.infer<typeof legacyFetchPayload>;
+
+/** push.drain (jobs/push-drain.ts). */
+export const pushDrainPayload = z.object({
+  orgId: z.string().min(1),
+  /** A kick: the instant the items it was queued for fall due (part of its job id); absent on the tick. */
+  due: isoInstant.optional(),
+});
 
 /** push.prune (jobs/push-prune.ts). */
 export const pushPrunePayload = z.object({});
@@ -156,6 +176,7 @@ export const jobPayloads = {
   'legacy.sync': legacySyncPayload,
   'legacy.latest': legacyLatestPayload,
   'legacy.fetch': legacyFetchPayload,
+  'push.drain': pushDrainPayload,
   'push.prune': pushPrunePayload,
   'warehouse.maintain': warehouseMaintainPayload,
 };

@@ -1,7 +1,9 @@
 /**
- * push.prune: deletes stored push bodies (validic_sync.push_notifications) older than
+ * push.prune: deletes stored push bodies (validic_sync.push_notifications), finished push fetches
+ * (validic_sync.push_fetches, done or failed) and refused minutes (validic_sync.push_refusals) older than
  * `push.retentionDays` (default 30). Scheduled by the worker every `push.pruneMinutes` (default daily).
- * The bodies are kept for inspection only; the records they announced live in the warehouse tables.
+ * They are kept for inspection only; the records they announced live in the warehouse tables. Pending
+ * and queued fetches are never pruned.
  */
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
@@ -14,10 +16,11 @@ export const pushPrune = defineJob({
   payload: pushPrunePayload,
   options: { ...JOB_RETRIES.housekeeping, priority: JOB_PRIORITIES['push.prune'] },
   jobId: () => jobKey('push.prune'),
-  async run(ctx): Promise<{ deleted: number; before: string }> {
+  async run(ctx): Promise<{ deleted: number; fetches: number; before: string }> {
     const before = new Date(Date.now() - ctx.settings.pushRetentionDays * 86_400_000);
     const deleted = await ctx.warehouse.prunePushNotifications(before, { signal: ctx.signal });
-    ctx.log.info({ deleted, before: before.toISOString() }, 'old push notifications pruned');
-    return { deleted, before: before.toISOString() };
+    const fetches = await ctx.warehouse.prunePushFetches(before, { signal: ctx.signal });
+    ctx.log.info({ deleted, fetches, before: before.toISOString() }, 'old push notifications pruned');
+    return { deleted, fetches, before: before.toISOString() };
   },
 });

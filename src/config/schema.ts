@@ -303,6 +303,12 @@ export const configSchema = z.object({
       dormantPollMinutes: z.coerce.number().min(0).default(1440),
       /** How often the records.recent tick enqueues the next slice of users. */
       tickSeconds: z.coerce.number().positive().default(60),
+      /**
+       * Most of the usable request rate push-triggered fetches may take (src/push/README.md, "Push at
+       * scale"); what pushes ask beyond it waits in the durable queue. Never more than what the stream,
+       * the reconcile jobs and backfill's minimum leave.
+       */
+      pushMaxShare: z.coerce.number().min(0).max(0.9).default(0.4),
     })
     .prefault({}),
   // --- push (issue 15) ---
@@ -311,13 +317,20 @@ export const configSchema = z.object({
     .object({
       /** Largest accepted age (either way) of a signed push's `X-Validic-Timestamp`, seconds (`PUSH_SIGNATURE_MAX_AGE_SECONDS`). */
       signatureMaxAgeSeconds: z.coerce.number().int().min(1).default(300),
-      /** Items one notification may hold; more → 413, nothing stored (`PUSH_MAX_ITEMS`). */
-      maxItems: z.coerce.number().int().min(1).default(500),
-      /** Notifications accepted per organization per minute; more → 429 (`PUSH_RATE_PER_MINUTE`). */
-      ratePerMinute: z.coerce.number().int().min(1).default(120),
       /**
-       * Repeats of the same (user, object, activity date, source) within this many seconds become one
-       * retrieval job, run at the end of the window (`PUSH_COALESCE_SECONDS`; 0 = only while queued).
+       * Items of a notification stored per transaction (`PUSH_MAX_ITEMS`): a larger notification is
+       * stored whole and processed in parts of this many, never refused for its item count.
+       */
+      maxItems: z.coerce.number().int().min(1).default(500),
+      /**
+       * Notifications accepted per organization per minute, fleet-wide: the cap that protects the
+       * service; more → 429, and the minute is covered by a legacy latest pass (`PUSH_RATE_PER_MINUTE`).
+       */
+      ratePerMinute: z.coerce.number().int().min(1).default(1200),
+      /**
+       * Items arriving within one window of this many seconds are due together at its end; until its
+       * fetch is claimed, the pending fetch of a (user, object) absorbs every new item for it
+       * (`PUSH_COALESCE_SECONDS`; 0 = due at once).
        */
       coalesceSeconds: z.coerce.number().int().min(0).max(3600).default(10),
       /** Stored push bodies older than this are pruned (`PUSH_RETENTION_DAYS`). */

@@ -331,6 +331,25 @@ export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics 
     },
   );
 
+  budgetGauge(
+    'validic_sync_push_fetches',
+    'Push-triggered fetches in the durable queue by state: pending (of them due), queued as jobs, failed',
+    ['org', 'state'],
+    (g, org, b) => {
+      if (!b.push) return;
+      for (const state of ['pending', 'due', 'queued', 'failed'] as const)
+        g.set({ org, state }, b.push[state]);
+    },
+  );
+  budgetGauge(
+    'validic_sync_push_backlog_age_seconds',
+    'Age of the oldest pending push fetch (0 when none waits): how far push is behind',
+    ['org'],
+    (g, org, b) => {
+      if (b.push) g.set({ org }, b.push.oldestPendingSeconds ?? 0);
+    },
+  );
+
   return {
     registry,
     contentType: registry.contentType,

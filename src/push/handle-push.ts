@@ -11,13 +11,16 @@ import { type Logger, silentLogger } from '../log/logger.ts';
 import { redactUrl, registerSecret } from '../redact/redact-secrets.ts';
 import { secretsEqual } from '../runtime/secrets-equal.ts';
 import type { Database } from '../warehouse/database.ts';
-import { extractPushItems, type PushItem } from './push-items.ts';
 import {
-  markPushNotification,
-  type PushNotificationStatus,
-  storePushNotification,
-} from './push-notification-store.ts';
+  DEFAULT_PUSH_PART_ITEMS,
+  type ReceivedPush,
+  receivePushNotification,
+  routePushItems,
+} from './process-push-notification.ts';
+import { coalescedDueAt } from './push-fetch-of-item.ts';
+import { extractPushItems } from './push-items.ts';
 import type { PushRateLimit } from './push-rate-limit.ts';
+import { type RefusalRecovery, recordPushRefusal, refusalToRecord } from './push-refusals.ts';
 import { presentedPushSecret, secretInQuery } from './push-secret.ts';
 import {
   checkSignedPush,
@@ -30,7 +33,10 @@ import type { ResolvePushOrg } from './resolve-push-org.ts';
 
 export const DEFAULT_PUSH_PATH = '/push/v1';
 export const DEFAULT_PUSH_MAX_BODY_BYTES = 1024 * 1024;
-export const DEFAULT_PUSH_MAX_ITEMS = 500;
+/** Legacy `latest` margin around an announced `last_updated`, and lag before a refused minute. */
+const DEFAULT_UPDATED_MARGIN_MS = 10 * 60_000;
+/** A drain kicked for items due at T runs this long after T (the items are committed by then). */
+const KICK_MARGIN_MS = 250;
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -60,21 +66,35 @@ export interface PushDeps {
   /** Largest age (either way) of a signed push's timestamp (default 5 minutes). */
   signatureMaxAgeMs?: number;
   db: Kysely<Database>;
-  /** Queues a job (`legacy.fetch`); false when its deterministic id was queued already. */
+  /**
+   * Queues a job: here `push.drain` (a kick, so stored items are claimed as soon as they are due); false
+   * when its deterministic id was queued already. A failure only delays the items to the drain's
+   * scheduled tick.
+   */
   enqueue: (name: string, payload: unknown, extra?: { delayMs?: number }) => Promise<boolean> | boolean;
   resolveOrg: ResolvePushOrg;
   log?: Logger;
   /** Default 1 MiB; larger bodies get 413. */
   maxBodyBytes?: number;
-  /** Items one notification may hold (default 500); more get 413. */
+  /** Items stored per transaction (default 500): a larger notification is processed in parts. */
   maxItems?: number;
-  /** Notifications per org per minute; absent = no limit. */
+  /** Notifications per org per minute (the cap that protects the service); absent = no limit. */
   rateLimit?: PushRateLimit;
   /**
-   * Repeats of one (user, object, activity date, source) within this window become one job, delayed to
-   * the window's end (0 or absent: one job while it is queued, no delay).
+   * Items arriving within one window of this length are due together at its end (0 or absent: due at
+   * once); the pending fetch of a (user, object) absorbs new items until it is claimed.
    */
   coalesceMs?: number;
+  /**
+   * Half-width of the latest window around an announced `last_updated`, and how long before a refused
+   * minute its recovery window starts (default 10 minutes: the legacy overlap).
+   */
+  updatedMarginMs?: number;
+  /**
+   * Which organizations a refusal counted against `key` may have lost data of, and the legacy objects
+   * to read again for them (none when legacy.sync already covers the org). Absent: nothing recovered.
+   */
+  refusalRecovery?: (key: string) => RefusalRecovery[];
   /** Clock (tests). */
   now?: () => number;
   /** When set, requests to another path get 404 (a server that routes itself can leave it out). */
@@ -172,42 +192,90 @@ export async function admitPushRequest(
   if (isResponse(gate) || !deps.rateLimit) return gate;
   // A shared-secret push names its org only in its items: count it against the only org, if one.
   const key = gate.orgId ?? deps.resolveOrg(undefined) ?? '(shared secret)';
-  let allowed: boolean;
+  let take: { allowed: boolean; refused: number };
   try {
-    allowed = await deps.rateLimit.take(key);
+    take = await deps.rateLimit.take(key);
   } catch (error) {
-    // Redis away: let the notification in (it is stored, and its jobs wait for Redis) rather than lose it.
+    // Redis away: let the notification in (it is stored, and its fetches wait in PostgreSQL) rather
+    // than lose it.
     (deps.log ?? silentLogger).warn({ err: error, org: key }, 'push rate could not be counted; admitted');
-    allowed = true;
+    take = { allowed: true, refused: 0 };
   }
-  if (allowed) return gate;
-  (deps.log ?? silentLogger).warn({ org: key }, 'push notifications over the per-minute rate');
+  if (take.allowed) return gate;
+  await noteRefusal(deps, key, take.refused);
   return reply(
     429,
     {
       error: `more push notifications for ${key} this minute than push.ratePerMinute allows`,
-      fix: 'retry after the minute; raise PUSH_RATE_PER_MINUTE if this volume is expected',
+      fix: 'raise PUSH_RATE_PER_MINUTE if this volume is expected; this minute is read again by a legacy latest pass (legacy.sync, or a push fetch of mode refused)',
     },
     { 'retry-after': '60' },
   );
 }
 
-/** The job a recognized item becomes (payload and queueing options). */
-function fetchJob(
-  item: PushItem,
-  orgId: string,
-  notificationId: number,
-  coalesceMs: number,
+/**
+ * A refused notification is lost unless something reads what it announced (nothing says the provider
+ * retries): the first refusal of a minute (and every 100th) records the minute and queues its legacy
+ * latest windows; those refusals are logged at warn, the others at debug.
+ */
+async function noteRefusal(deps: PushDeps, key: string, refused: number): Promise<void> {
+  const log = deps.log ?? silentLogger;
+  if (!refusalToRecord(refused)) {
+    log.debug({ org: key, refused }, 'push notification refused (429) at the per-minute cap');
+    return;
+  }
+  const now = (deps.now ?? Date.now)();
+  const recoveries = deps.refusalRecovery?.(key) ?? [];
+  log.warn(
+    { org: key, refused, recover: recoveries.map((r) => `${r.orgId}:${r.objects.length}`) },
+    'push notifications refused (429) at the per-minute cap: they may be lost; the minute is read again by a legacy latest pass',
+  );
+  try {
+    const written = await recordPushRefusal(deps.db, {
+      key,
+      now,
+      refused,
+      recoveries,
+      lagMs: deps.updatedMarginMs ?? DEFAULT_UPDATED_MARGIN_MS,
+      coalesceMs: deps.coalesceMs ?? 0,
+    });
+    if (written > 0 && refused === 1) {
+      const due = Math.floor(now / 60_000) * 60_000 + 60_000 + (deps.coalesceMs ?? 0);
+      await kickDrains(deps, [...new Set(recoveries.map((r) => r.orgId))], due, now);
+    }
+  } catch (error) {
+    log.error(
+      { err: error, org: key },
+      'could not record a refused push minute; the next refusal tries again',
+    );
+  }
+}
+
+/**
+ * Kicks each org's push.drain for `due`, rounded up to the second: one job per org and second (the job
+ * id holds `due`), so a burst of notifications queues one drain, not one each.
+ */
+async function kickDrains(
+  deps: PushDeps,
+  orgIds: readonly string[],
+  dueAt: number,
   now: number,
-): { payload: Record<string, unknown>; extra?: { delayMs: number } } {
-  const { organizationId: _ignored, ...target } = item;
-  const payload: Record<string, unknown> = { orgId, ...target, notificationId: String(notificationId) };
-  if (!item.activityDate || coalesceMs <= 0) return { payload };
-  // Repeats within one window share the job id; the job runs when the window closes, so it reads
-  // whatever every repeat announced.
-  const window = Math.floor(now / coalesceMs);
-  payload.window = String(window);
-  return { payload, extra: { delayMs: (window + 1) * coalesceMs - now } };
+): Promise<void> {
+  const due = Math.ceil(dueAt / 1000) * 1000;
+  for (const orgId of orgIds) {
+    try {
+      await deps.enqueue(
+        'push.drain',
+        { orgId, due: new Date(due).toISOString() },
+        { delayMs: Math.max(0, due - now) + KICK_MARGIN_MS },
+      );
+    } catch (error) {
+      (deps.log ?? silentLogger).warn(
+        { err: error, org: orgId },
+        'could not kick the push drain; the stored fetches wait for its scheduled tick',
+      );
+    }
+  }
 }
 
 export async function handlePush(
@@ -229,80 +297,63 @@ export async function handlePush(
   } catch (error) {
     parseError = `body is not JSON: ${toError(error).message}`;
   }
-  const { items, problems, listed } =
-    parseError === undefined ? extractPushItems(parsed) : { items: [], problems: [parseError], listed: 0 };
-  const maxItems = deps.maxItems ?? DEFAULT_PUSH_MAX_ITEMS;
-  if (listed > maxItems) {
-    log.warn({ items: listed, maxItems }, 'push notification with more items than allowed');
-    return reply(
-      413,
-      {
-        error: `the notification holds ${listed} items, more than push.maxItems (${maxItems})`,
-        fix: 'raise PUSH_MAX_ITEMS if notifications this large are expected; legacy.sync still loads the records',
-      },
-      { connection: 'close' },
-    );
-  }
+  const { items, problems } =
+    parseError === undefined ? extractPushItems(parsed) : { items: [], problems: [parseError] };
 
-  let id: number;
+  const now = (deps.now ?? Date.now)();
+  const coalesceMs = deps.coalesceMs ?? 0;
+  const routing = routePushItems(items, admission.orgId, deps.resolveOrg);
+  let received: ReceivedPush;
   try {
-    id = await storePushNotification(deps.db, {
-      raw,
-      parsed,
-      contentType: first(request.headers['content-type']),
-    });
+    // The body is stored with (normally in the same transaction as) its items; the org when the
+    // signature told it, so a cut-off processing can be resumed by that org's drain.
+    received = await receivePushNotification(
+      deps.db,
+      { raw, parsed, contentType: first(request.headers['content-type']), orgId: admission.orgId ?? null },
+      { routed: routing.routed, problems: [...problems, ...routing.problems], signedBy: admission.orgId },
+      {
+        now,
+        coalesceMs,
+        updatedMarginMs: deps.updatedMarginMs ?? DEFAULT_UPDATED_MARGIN_MS,
+        partItems: deps.maxItems ?? DEFAULT_PUSH_PART_ITEMS,
+      },
+    );
   } catch (error) {
     log.error({ err: error }, 'could not store a push notification');
     return reply(503, { error: 'could not store the notification, retry later' }, { 'retry-after': '5' });
   }
-
-  const now = (deps.now ?? Date.now)();
-  let enqueued = 0;
-  let routed = 0;
-  let enqueueError: string | undefined;
-  const orgs = new Set<string>();
-  for (const item of items) {
-    // A signature names the org for every item; otherwise the item (or the only org) does.
-    const orgId = admission.orgId ?? deps.resolveOrg(item.organizationId);
-    if (!orgId) {
-      problems.push(
-        item.organizationId
-          ? `organization ${item.organizationId} is not configured`
-          : 'the item names no organization and several are configured',
-      );
-      continue;
-    }
-    routed++;
-    orgs.add(orgId);
-    const job = fetchJob(item, orgId, id, deps.coalesceMs ?? 0, now);
-    try {
-      if (await deps.enqueue('legacy.fetch', job.payload, job.extra)) enqueued++;
-    } catch (error) {
-      enqueueError ??= `queueing failed: ${toError(error).message}`;
-    }
+  const { id, processed } = received;
+  if (!processed) {
+    // The body is stored with its progress: push.drain resumes it (status stays `received`).
+    log.error(
+      { err: received.error, notification: id },
+      'push notification stored, its items not yet; push.drain resumes it',
+    );
+    return reply(202, { accepted: true, id: String(id), status: 'received', items: items.length });
   }
-
-  const status: Exclude<PushNotificationStatus, 'received'> = enqueueError
-    ? 'failed'
-    : routed === 0
-      ? 'unrecognized'
-      : problems.length > 0
-        ? 'partial'
-        : 'queued';
-  const error = [enqueueError, ...problems].filter(Boolean).join('; ') || null;
-  const orgId = admission.orgId ?? (orgs.size === 1 ? [...orgs][0]! : null);
-  try {
-    await markPushNotification(deps.db, id, { status, orgId, items: items.length, enqueued, error });
-  } catch (markError) {
-    // The body is stored; only its bookkeeping is behind. Not worth a retry by the sender.
-    log.error({ err: markError, notification: id }, 'could not record the outcome of a push notification');
-  }
-  log.info({ notification: id, status, items: items.length, enqueued }, 'push notification received');
-  return reply(202, { accepted: true, id: String(id), status, items: items.length, enqueued });
+  await kickDrains(deps, processed.orgs, coalescedDueAt(now, coalesceMs), now);
+  log.info(
+    { notification: id, status: processed.status, items: items.length, enqueued: processed.stored },
+    'push notification received',
+  );
+  return reply(202, {
+    accepted: true,
+    id: String(id),
+    status: processed.status,
+    items: items.length,
+    enqueued: processed.stored,
+  });
 }
 
 function tooLarge(max: number): PushResponse {
-  return reply(413, { error: `body larger than ${max} bytes` }, { connection: 'close' });
+  return reply(
+    413,
+    {
+      error: `body larger than ${max} bytes: nothing was stored`,
+      fix: 'raise http.maxBodyBytes if the provider sends notifications this large; until then what they announce reaches the warehouse only if legacy.sync runs for the org (legacy.enabled)',
+    },
+    { connection: 'close' },
+  );
 }
 
 function send(res: ServerResponse, response: PushResponse): void {

@@ -3,10 +3,12 @@
  * assembled (the worker's push listener, start-worker.ts).
  */
 import type { Config } from '../config/schema.ts';
+import { legacyWindowSettings } from '../legacy/legacy-window-settings.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import type { PushDeps } from './handle-push.ts';
 import { createPushRateLimit, type RateRedis } from './push-rate-limit.ts';
+import type { RefusalRecovery } from './push-refusals.ts';
 import type { SigningOrg } from './push-signature.ts';
 import { pushOrgResolver } from './resolve-push-org.ts';
 
@@ -23,6 +25,24 @@ export function signingOrgsOf(config: Pick<Config, 'organizations'>): SigningOrg
         ]
       : [],
   );
+}
+
+/** The legacy `latest` margin of push: the legacy overlap, at least a minute. */
+export function pushUpdatedMarginMs(config: Config): number {
+  return Math.max(legacyWindowSettings(config).overlapMs, 60_000);
+}
+
+/**
+ * What a refusal counted against `key` may have lost: the org it names (or, for the shared-secret key,
+ * every org), with the legacy objects to read again; none for an org whose legacy.sync reads its latest
+ * windows anyway (legacy.enabled).
+ */
+export function refusalRecoveryOf(config: Pick<Config, 'organizations'>): (key: string) => RefusalRecovery[] {
+  return (key) =>
+    config.organizations
+      .filter((org) => org.orgId === key || !config.organizations.some((o) => o.orgId === key))
+      .filter((org) => !org.legacy.enabled)
+      .map((org) => ({ orgId: org.orgId, objects: org.legacy.objects }));
 }
 
 export function pushDepsFromConfig(input: {
@@ -50,6 +70,8 @@ export function pushDepsFromConfig(input: {
       ...(input.now ? { now: input.now } : {}),
     }),
     coalesceMs: config.push.coalesceSeconds * 1000,
+    updatedMarginMs: pushUpdatedMarginMs(config),
+    refusalRecovery: refusalRecoveryOf(config),
     // The handler's own limit agrees with the push listener's (which also counts chunked bodies).
     maxBodyBytes: config.http.maxBodyBytes,
     ...(input.now ? { now: input.now } : {}),

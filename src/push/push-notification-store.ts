@@ -18,6 +18,7 @@ export interface PushNotificationsTable {
   status: PushNotificationStatus;
   items: Generated<number>;
   enqueued: Generated<number>;
+  items_processed: Generated<number>;
   error: string | null;
   processed_at: Date | null;
 }
@@ -34,7 +35,13 @@ const jsonbSafe = (raw: string) => !raw.includes('\u0000') && !/\\u0000/i.test(r
 
 export async function storePushNotification(
   db: Kysely<Database>,
-  input: { raw: string; parsed: unknown; contentType: string | undefined },
+  input: {
+    raw: string;
+    parsed: unknown;
+    contentType: string | undefined;
+    /** The organization, when the signature told it before the body was read. */
+    orgId?: string | null;
+  },
 ): Promise<number> {
   const parsed = input.parsed === undefined || !jsonbSafe(input.raw) ? null : JSON.stringify(input.parsed);
   const row = await table(db)
@@ -44,7 +51,7 @@ export async function storePushNotification(
       parsed,
       content_type: input.contentType ?? null,
       status: 'received',
-      org_id: null,
+      org_id: input.orgId ?? null,
       error: null,
       processed_at: null,
     })

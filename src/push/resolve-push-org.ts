@@ -6,7 +6,9 @@ import type { Config } from '../config/schema.ts';
 
 export type ResolvePushOrg = (organizationId: string | undefined) => string | undefined;
 
-export function pushOrgResolver(config: Pick<Config, 'organizations'>): ResolvePushOrg {
+export function pushOrgResolver(config: {
+  organizations: readonly Pick<Config['organizations'][number], 'orgId' | 'legacyOrgId'>[];
+}): ResolvePushOrg {
   const byId = new Map<string, string>();
   for (const org of config.organizations) byId.set(org.orgId, org.orgId);
   // The legacy id wins over a v2 id of another org: push notifications come from the v1 platform.

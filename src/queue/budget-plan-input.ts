@@ -12,10 +12,25 @@ import { recentPollWindows } from './recent-poll-windows.ts';
 export interface BudgetCounts {
   activeUsers: number;
   dormantUsers: number;
-  /** legacy.fetch jobs queued by push notifications in the last hour. */
+  /** Requests of the push fetches claimed in the last hour (validic_sync.push_fetches). */
   pushFetchesLastHour: number;
   /** Legacy delete checks asked by id in the last hour (at most `legacy.deleteCheckShare` of the budget). */
   legacyDeleteChecksLastHour?: number;
+  /** Push fetches waiting in the durable queue (pending, each at least one request). */
+  pushFetchesPending?: number;
+}
+
+/** Push's part of the plan (push-triggered fetches only; reconcile is counted beside it). */
+export interface PushShare {
+  /** The last hour's push requests plus the pending backlog. */
+  demandPerHour: number;
+  /**
+   * The most push may spend per hour: `budget.pushMaxShare` of the usable rate, less whatever the
+   * stream, the reconcile jobs and backfill's minimum would lose to it. The drain paces itself to this.
+   */
+  capPerHour: number;
+  /** What the plan reserves for push: min(demand, cap). */
+  perHour: number;
 }
 
 /** Runs per hour of a schedule of `minutes` (0 = off). */
@@ -28,6 +43,49 @@ export function recentRequestsPerUser(config: Config, org: OrganizationConfig): 
   return new Set(org.resources.map(toV2Resource)).size * windows;
 }
 
+/** Requests per hour of the scheduled reconcile-type jobs (users.sync, connections.recent, legacy.sync). */
+function reconcilePerHour(config: Config, org: OrganizationConfig, users: number): number {
+  const s = config.schedules;
+  return s.enabled
+    ? Math.max(1, Math.ceil(users / 1000)) * perHour(s.usersSyncMinutes) +
+        Math.ceil(s.reconcileDays / MAX_REQUEST_WINDOW_DAYS) * perHour(s.reconcileMinutes) +
+        (org.legacy.enabled ? org.legacy.objects.length * perHour(s.legacyLatestMinutes) : 0)
+    : 0;
+}
+
+const usablePerHour = (org: OrganizationConfig) =>
+  bucketParams({ limit: org.requestsPerHour }).ratePerMs * HOUR_MS;
+
+/**
+ * What the planner leaves its second kind (push and reconcile) once backfill's minimum and the stream are
+ * set aside: the same arithmetic as plan-request-budget.ts, so a sum capped at it is never clipped there
+ * by a rounding difference.
+ */
+function pushAndReconcileRoom(config: Config, org: OrganizationConfig): number {
+  const usable = Math.max(0, usablePerHour(org));
+  const reservable = usable - usable * Math.min(Math.max(config.budget.backfillMinShare, 0), 1);
+  const stream = Math.min(
+    Math.max(0, org.stream.connections * config.budget.streamRequestsPerConnectionHour),
+    reservable,
+  );
+  return reservable - stream;
+}
+
+/**
+ * Push's demand and its cap. Demand: what the last hour spent plus what waits (each pending fetch costs
+ * at least one request). Cap: `budget.pushMaxShare` of the usable rate, and never more than what is
+ * left after backfill's minimum, the stream and the reconcile jobs, so a flood of pushes cannot clip
+ * those (the planner clips its second kind as one number; this keeps reconcile's part whole).
+ */
+export function pushShare(config: Config, org: OrganizationConfig, counts: BudgetCounts): PushShare {
+  const usable = usablePerHour(org);
+  const reconcile = reconcilePerHour(config, org, counts.activeUsers + counts.dormantUsers);
+  const room = pushAndReconcileRoom(config, org) - reconcile;
+  const capPerHour = Math.max(0, Math.min(usable * config.budget.pushMaxShare, room));
+  const demandPerHour = Math.max(0, counts.pushFetchesLastHour + (counts.pushFetchesPending ?? 0));
+  return { demandPerHour, capPerHour, perHour: Math.min(demandPerHour, capPerHour) };
+}
+
 export function budgetPlanInput(
   config: Config,
   org: OrganizationConfig,
@@ -35,19 +93,19 @@ export function budgetPlanInput(
 ): BudgetPlanInput {
   const s = config.schedules;
   const on = s.enabled;
-  const users = counts.activeUsers + counts.dormantUsers;
-  const reconcile = on
-    ? Math.max(1, Math.ceil(users / 1000)) * perHour(s.usersSyncMinutes) +
-      Math.ceil(s.reconcileDays / MAX_REQUEST_WINDOW_DAYS) * perHour(s.reconcileMinutes) +
-      (org.legacy.enabled ? org.legacy.objects.length * perHour(s.legacyLatestMinutes) : 0)
-    : 0;
-  const rate = bucketParams({ limit: org.requestsPerHour });
+  // Legacy delete checks are reconcile-type work, measured over the last hour.
+  const reconcile =
+    reconcilePerHour(config, org, counts.activeUsers + counts.dormantUsers) +
+    (counts.legacyDeleteChecksLastHour ?? 0);
   return {
     requestsPerHour: org.requestsPerHour,
-    usablePerHour: rate.ratePerMs * HOUR_MS,
+    usablePerHour: usablePerHour(org),
     streamPerHour: org.stream.connections * config.budget.streamRequestsPerConnectionHour,
-    pushAndReconcilePerHour:
-      counts.pushFetchesLastHour + (counts.legacyDeleteChecksLastHour ?? 0) + reconcile,
+    // Reconcile alone may overcommit the plan (the planner says so); push never adds to that.
+    pushAndReconcilePerHour: Math.max(
+      reconcile,
+      Math.min(pushShare(config, org, counts).perHour + reconcile, pushAndReconcileRoom(config, org)),
+    ),
     backfillMinShare: config.budget.backfillMinShare,
     recent: {
       activeUsers: counts.activeUsers,

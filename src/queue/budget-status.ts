@@ -5,6 +5,7 @@
  */
 import type { PollableUser } from '../warehouse/select-users-to-poll.ts';
 import type { BudgetPlan, WorkKind } from './plan-request-budget.ts';
+import type { OrgBudget } from './read-budget-plan.ts';
 
 /** The plan's own figures as they are, and the recent poll's described for people. */
 export interface BudgetStatus
@@ -24,12 +25,37 @@ export interface BudgetStatus
     oldestActivePollSeconds: number | null;
     activeNeverPolled: number;
   };
+  /** Push-triggered fetches: their share and the durable queue (validic_sync.push_fetches). */
+  push?: {
+    /** Requests per hour: the most push may take, what it asks (last hour + backlog), what is planned. */
+    capPerHour: number;
+    demandPerHour: number;
+    plannedPerHour: number;
+    /** Fetches waiting (of them due now), queued as jobs, failed (kept until pruned). */
+    pending: number;
+    due: number;
+    queued: number;
+    failed: number;
+    /** Age of the oldest pending fetch's first item, seconds (null: nothing pending). */
+    oldestPendingSeconds: number | null;
+    /** Requests claimed and fetches finished in the last hour. */
+    requestsLastHour: number;
+    doneLastHour: number;
+    /** Notifications refused (429) at the per-minute cap in the last hour, and in how many minutes. */
+    refusedLastHour: number;
+    refusedMinutesLastHour: number;
+  };
 }
 
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 const seconds = (ms: number | null) => (ms === null ? null : round(ms / 1000));
 
-export function describeBudget(plan: BudgetPlan, users: readonly PollableUser[], now: number): BudgetStatus {
+export function describeBudget(
+  plan: BudgetPlan,
+  users: readonly PollableUser[],
+  now: number,
+  push?: OrgBudget['push'],
+): BudgetStatus {
   const active = users.filter((u) => u.active);
   const activeNeverPolled = active.filter((u) => !u.polledAt).length;
   const oldest = active.reduce((min, u) => Math.min(min, u.polledAt?.getTime() ?? min), now);
@@ -54,5 +80,26 @@ export function describeBudget(plan: BudgetPlan, users: readonly PollableUser[],
       oldestActivePollSeconds: active.length > 0 && activeNeverPolled === 0 ? seconds(now - oldest) : null,
       activeNeverPolled,
     },
+    ...(push
+      ? {
+          push: {
+            capPerHour: round(push.capPerHour),
+            demandPerHour: round(push.demandPerHour),
+            plannedPerHour: round(push.perHour),
+            pending: push.backlog.pending,
+            due: push.backlog.due,
+            queued: push.backlog.queued,
+            failed: push.backlog.failed,
+            oldestPendingSeconds:
+              push.backlog.oldestPendingAt === null
+                ? null
+                : seconds(Math.max(0, now - push.backlog.oldestPendingAt)),
+            requestsLastHour: push.backlog.claimedLastHour,
+            doneLastHour: push.backlog.doneLastHour,
+            refusedLastHour: push.backlog.refusedLastHour,
+            refusedMinutesLastHour: push.backlog.refusedMinutesLastHour,
+          },
+        }
+      : {}),
   };
 }

@@ -1,6 +1,6 @@
 /**
  * What a job may touch: `{ log, warehouse, cursors, org(), signal, attempt, jobId, enqueue, settings,
- * readBudgetPlan() }`, built by `runtime.jobContext` (src/runtime/runtime.ts). Not the whole config: the
+ * readBudgetPlan(), readPushCap() }`, built by `runtime.jobContext` (src/runtime/runtime.ts). Not the whole config: the
  * few values jobs read are `settings` (job-settings.ts). A job never talks HTTP or SQL directly: it
  * composes the org's platform clients, normalization (inside the loader) and the warehouse's named
  * functions (`warehouse`, job-warehouse.ts: the loader's entry points and a few queries, no raw `db`).
@@ -74,4 +74,6 @@ export interface JobContext<Payloads extends PayloadSchemas = any> {
   settings: JobSettings;
   /** The org's request budget plan as of `now` (read-budget-plan.ts, which reads the config jobs do not see). */
   readBudgetPlan(orgId: string, now: number): Promise<OrgBudget>;
+  /** The most push may spend per hour (read-budget-plan.ts, `readPushCap`): what push.drain gates on. */
+  readPushCap(orgId: string): Promise<number>;
 }

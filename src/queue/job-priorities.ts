@@ -10,10 +10,15 @@ export const JOB_PRIORITIES = {
   'streams.reconcile': 6,
   /** The tick is one read of the warehouse: it goes before the polls it queues, so it runs on time. */
   'records.recent': 7,
+  /** Like the recent tick: a few statements that queue push fetches within push's share. */
+  'push.drain': 7,
   'connections.recent': 8,
   /** Reconciliation goes before backfill work. */
   'connections.reconcile': 10,
-  /** Push is about latency: before backfills, after the stream. */
+  /**
+   * Push is about latency: before the recent poll and backfills. push.drain queues these only within
+   * push's share of the request budget, so this priority cannot starve the kinds below it.
+   */
   'legacy.fetch': 10,
   'records.poll': 20,
   'legacy.latest': 20,

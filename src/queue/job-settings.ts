@@ -17,6 +17,17 @@ export interface JobSettings {
   tickMs: number;
   /** `push.retentionDays`: push.prune deletes stored push bodies older than this. */
   pushRetentionDays: number;
+  /**
+   * push.drain: `push.coalesceSeconds` in ms and `push.maxItems` (items per part), to resume a cut-off
+   * notification as the endpoint would have processed it; its legacy `latest` margin (the overlap, at
+   * least a minute); and the organizations' ids, to route the items of a shared-secret notification.
+   */
+  push: {
+    coalesceMs: number;
+    partItems: number;
+    updatedMarginMs: number;
+    organizations: { orgId: string; legacyOrgId?: string }[];
+  };
   /** `warehouse.partitionMonthsAhead` and `warehouse.rawRetentionMonths`: warehouse.maintain. */
   partitionMonthsAhead: number;
   rawRetentionMonths: number;
@@ -29,6 +40,15 @@ export function jobSettings(config: Config): JobSettings {
     legacyWindow: legacyWindowSettings(config),
     tickMs: config.budget.tickSeconds * 1000,
     pushRetentionDays: config.push.retentionDays,
+    push: {
+      coalesceMs: config.push.coalesceSeconds * 1000,
+      partItems: config.push.maxItems,
+      updatedMarginMs: Math.max(legacyWindowSettings(config).overlapMs, 60_000),
+      organizations: config.organizations.map((o) => ({
+        orgId: o.orgId,
+        ...(o.legacyOrgId ? { legacyOrgId: o.legacyOrgId } : {}),
+      })),
+    },
     partitionMonthsAhead: config.warehouse.partitionMonthsAhead,
     rawRetentionMonths: config.warehouse.rawRetentionMonths,
   };

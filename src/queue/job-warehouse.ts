@@ -6,6 +6,13 @@
  */
 import type { Kysely } from 'kysely';
 import { loadLegacyPages } from '../legacy/load-legacy-pages.ts';
+import { resumePushNotifications } from '../push/process-push-notification.ts';
+import {
+  claimPushFetches,
+  failPushFetch,
+  finishPushFetch,
+  prunePushFetches,
+} from '../push/push-fetch-store.ts';
 import { prunePushNotifications } from '../push/push-notification-store.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
 import type { Cursor } from '../warehouse/cursors/define-cursor.ts';
@@ -73,8 +80,14 @@ export function jobWarehouse(warehouse: Warehouse) {
     listPendingWindows: onDb(listPendingWindows),
     pendingWindowKeys: onDb(pendingWindowKeys),
     finishRunIfComplete: onDb(finishRunIfComplete),
+    // Push's durable queue of fetches (src/push/push-fetch-store.ts).
+    claimPushFetches: onDb(claimPushFetches),
+    finishPushFetch: onDb(finishPushFetch),
+    failPushFetch: onDb(failPushFetch),
+    resumePushNotifications: onDb(resumePushNotifications),
     // Upkeep.
     prunePushNotifications: onDb(prunePushNotifications),
+    prunePushFetches: onDb(prunePushFetches),
     createPartitionsAhead: onWarehouse(createPartitionsAhead),
     emptyRawBefore: onWarehouse(emptyRawBefore),
   };

@@ -6,6 +6,7 @@
  */
 import type { Queue } from 'bullmq';
 import type { Config } from '../config/schema.ts';
+import { pushConfigured } from '../push/push-configured.ts';
 import type { JobDefinition } from './job-definition.ts';
 import { jobKey } from './job-key.ts';
 import { jobOptions, type KeepJobs, toBullJobId } from './job-options.ts';
@@ -55,6 +56,9 @@ export function planSchedules(config: Config, catalog: Record<string, JobDefinit
         trigger: 'schedule',
       });
     if (org.legacy.enabled) add('legacy.sync', org.orgId, s.legacyLatestMinutes, { orgId: org.orgId });
+    // Pushes kick their drain themselves; the tick drains what push's share left waiting.
+    if (pushConfigured(config))
+      add('push.drain', org.orgId, 1, { orgId: org.orgId }, config.budget.tickSeconds * 1000);
   }
   // Not per org: one table (or schema) for the whole process.
   const fleetWide: [name: string, minutes: number][] = [

@@ -154,8 +154,8 @@ export async function startWorker(
       Promise.all(
         config.organizations.map(async (o) => {
           const now = Date.now();
-          const { plan, users } = await readBudgetPlan(db, config, o, now);
-          return { orgId: o.orgId, budget: describeBudget(plan, users, now) };
+          const { plan, users, push } = await readBudgetPlan(db, config, o, now);
+          return { orgId: o.orgId, budget: describeBudget(plan, users, now, push) };
         }),
       ),
     streamStates: () => streams?.states() ?? {},

@@ -11,7 +11,7 @@ import type { JobContext } from '../queue/job-context.ts';
 import { type JobOrg, jobOrg } from '../queue/job-org.ts';
 import { jobSettings } from '../queue/job-settings.ts';
 import { jobCursors, jobWarehouse } from '../queue/job-warehouse.ts';
-import { readBudgetPlan } from '../queue/read-budget-plan.ts';
+import { readBudgetPlan, readPushCap } from '../queue/read-budget-plan.ts';
 import { consumerOptionsFromConfig } from '../stream/consumer-options.ts';
 import { migrateToLatest } from '../warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../warehouse/open-warehouse.ts';
@@ -111,6 +111,7 @@ export async function openRuntime(
       enqueue,
       settings,
       readBudgetPlan: (orgId, now) => readBudgetPlan(warehouse.db, config, org(orgId).config, now),
+      readPushCap: (orgId) => readPushCap(warehouse.db, config, org(orgId).config),
     }),
     async close() {
       await Promise.all([...clients.values()].map((c) => c.close()));

@@ -1,6 +1,6 @@
 /**
  * The per-org push rate in Redis: two processes (two limiters on one Redis prefix) share one count per
- * org and minute; another org and the next minute start afresh. Real Redis.
+ * org and minute, and number the refusals alike; another org and the next minute start afresh. Real Redis.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPushRateLimit } from '../../src/push/push-rate-limit.ts';
@@ -21,10 +21,17 @@ describe('push rate limit in Redis', () => {
       });
     const [a, b] = [make(), make()];
     const taken = [];
-    for (const limiter of [a, b, a, b]) taken.push(await limiter.take('org-a'));
-    expect(taken).toEqual([true, true, true, false]);
-    expect(await b.take('org-b')).toBe(true);
+    for (const limiter of [a, b, a, b, a]) taken.push(await limiter.take('org-a'));
+    // The refusals are numbered fleet-wide: the first and every 100th of a minute get recorded.
+    expect(taken).toEqual([
+      { allowed: true, refused: 0 },
+      { allowed: true, refused: 0 },
+      { allowed: true, refused: 0 },
+      { allowed: false, refused: 1 },
+      { allowed: false, refused: 2 },
+    ]);
+    expect(await b.take('org-b')).toEqual({ allowed: true, refused: 0 });
     now += 60_000;
-    expect(await a.take('org-a')).toBe(true);
+    expect(await a.take('org-a')).toEqual({ allowed: true, refused: 0 });
   });
 });

@@ -64,6 +64,9 @@ function fakeRuntime(): Pick<Runtime, 'jobContext' | 'log'> {
         readBudgetPlan: () => {
           throw new Error('no orgs in this test');
         },
+        readPushCap: () => {
+          throw new Error('no orgs in this test');
+        },
       }) as JobContext,
   };
 }

@@ -1,6 +1,7 @@
 /**
  * Schedules from config become BullMQ job schedulers (one per job × org, shared by the fleet); turning
- * one off removes it; legacy polling is scheduled only for orgs with legacy enabled; push.prune and warehouse.maintain once.
+ * one off removes it; legacy polling is scheduled only for orgs with legacy enabled, the push drain only
+ * when push is configured; push.prune and warehouse.maintain once.
  */
 import type { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -45,6 +46,25 @@ describe('planSchedules', () => {
     expect(planSchedules(configWith({ recentPollMinutes: 0 }), catalog).map((p) => p.name)).not.toContain(
       'records.recent',
     );
+  });
+
+  it("plans each org's push.drain tick (every budget.tickSeconds) once push is configured", () => {
+    const config = configSchema.parse({
+      http: { pushSecret: 'push-secret-0123456789abcdef' },
+      budget: { tickSeconds: 30 },
+      organizations: [
+        { orgId: 'org-a', token: 'token-a' },
+        { orgId: 'org-b', token: 'token-b' },
+      ],
+    });
+    expect(
+      planSchedules(config, catalog)
+        .filter((p) => p.name === 'push.drain')
+        .map((p) => [p.id, p.everyMs, p.payload]),
+    ).toEqual([
+      ['push.drain|org-a', 30_000, { orgId: 'org-a' }],
+      ['push.drain|org-b', 30_000, { orgId: 'org-b' }],
+    ]);
   });
 });
 

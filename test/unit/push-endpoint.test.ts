@@ -1,9 +1,11 @@
 /**
  * The push endpoint: the provider's signature (org told by it; bad, stale or unsigned → 401), the shared
  * secret (header only; in the query → 401), every body stored before it is interpreted and answered 202
- * (an unknown shape too), recognized items queued as legacy.fetch jobs, the limits (items per
- * notification → 413, per-org rate → 429, coalescing of repeats), and the body size limit (413) through
- * the node:http adapter. Storage is the real PostgreSQL table.
+ * (an unknown shape too), recognized items stored as pending fetches in the durable queue
+ * (validic_sync.push_fetches: one per user and object, absorbing repeats) with a kick of push.drain, the
+ * limits (a notification over maxItems processed in parts, the per-org rate → 429 with the minute
+ * recorded and queued for a legacy latest pass), and the body size limit (413) through the node:http
+ * adapter. Storage is the real PostgreSQL tables.
  */
 import { createHmac } from 'node:crypto';
 import { once } from 'node:events';
@@ -64,6 +66,32 @@ const post = (body: string, auth: 'header' | 'query' | 'none' | 'wrong' = 'heade
   body,
 });
 
+const fetchRows = async () =>
+  (
+    await sql<{
+      org_id: string;
+      object: string;
+      mode: string;
+      user_id: string;
+      record_id: string;
+      bucket: string;
+      range_start: Date | null;
+      range_end: Date | null;
+      sources: string[] | null;
+      items: number;
+      due_at: Date;
+      state: string;
+      notification_id: number | null;
+    }>`select org_id, object, mode, user_id, record_id, bucket, range_start, range_end, sources, items,
+         due_at, state, notification_id
+       from validic_sync.push_fetches order by id`.execute(db.warehouse.db)
+  ).rows.map((r) => ({
+    ...r,
+    range_start: r.range_start?.toISOString() ?? null,
+    range_end: r.range_end?.toISOString() ?? null,
+    due_at: r.due_at.toISOString(),
+  }));
+
 const storedRows = async () =>
   (
     await sql<{
@@ -87,7 +115,9 @@ afterAll(async () => {
 beforeEach(async () => {
   queued = [];
   logLines = '';
-  await sql`truncate validic_sync.push_notifications`.execute(db.warehouse.db);
+  await sql`truncate validic_sync.push_notifications, validic_sync.push_fetches, validic_sync.push_refusals`.execute(
+    db.warehouse.db,
+  );
 });
 
 const DOCUMENTED = JSON.stringify({
@@ -123,23 +153,35 @@ const signed = (
 };
 
 describe('the provider signature', () => {
-  it('takes a signed documented body, routes it to the signing org and queues the targeted retrieval', async () => {
+  it('takes a signed documented body, routes it to the signing org and stores the targeted retrieval', async () => {
     const response = await handlePush(signed(DOCUMENTED), deps());
     expect(response.status).toBe(202);
     expect(response.body).toMatchObject({ status: 'queued', items: 1, enqueued: 1 });
     const [row] = await storedRows();
     expect(row).toMatchObject({ org_id: 'org-b', status: 'queued' });
+    expect(await fetchRows()).toEqual([
+      {
+        org_id: 'org-b',
+        object: 'fitness',
+        mode: 'activity',
+        user_id: '51552cd7fded0807c4000017',
+        record_id: '',
+        bucket: '',
+        range_start: '2013-10-08T19:07:01.000Z',
+        range_end: '2013-10-08T19:07:01.000Z',
+        sources: ['sample_app'],
+        items: 1,
+        due_at: new Date(NOW).toISOString(),
+        state: 'pending',
+        notification_id: row!.id,
+      },
+    ]);
+    // The org's drain is kicked for when the items fall due (no coalescing window here: now).
     expect(queued).toEqual([
       {
-        name: 'legacy.fetch',
-        payload: {
-          orgId: 'org-b',
-          object: 'fitness',
-          userId: '51552cd7fded0807c4000017',
-          activityDate: '2013-10-08T19:07:01.000Z',
-          source: 'sample_app',
-          notificationId: String(row!.id),
-        },
+        name: 'push.drain',
+        payload: { orgId: 'org-b', due: new Date(NOW).toISOString() },
+        extra: { delayMs: 250 },
       },
     ]);
   });
@@ -218,7 +260,7 @@ describe('bodies', () => {
     expect(queued).toEqual([]);
   });
 
-  it('queues one legacy.fetch per recognized item, routed to its organization', async () => {
+  it('stores one pending fetch per recognized item, routed to its organization', async () => {
     const body = JSON.stringify({
       notifications: [
         {
@@ -229,38 +271,56 @@ describe('bodies', () => {
           last_updated: '2026-03-15T12:00:00Z',
         },
         { object: 'sleep', url: '/v1/organizations/org-b/users/u2/sleep/r2.json' },
+        { object: 'weight', last_updated: '2026-03-15T11:30:00Z', organization_id: 'org-b' },
         { object: 'weight', organization_id: 'unknown-org' },
       ],
     });
-    const response = await handlePush(post(body), deps());
+    const response = await handlePush(post(body), deps({ updatedMarginMs: 60_000 }));
     expect(response.status).toBe(202);
-    expect(response.body).toMatchObject({ status: 'partial', items: 3, enqueued: 2 });
+    expect(response.body).toMatchObject({ status: 'partial', items: 4, enqueued: 3 });
     const [row] = await storedRows();
-    expect(queued).toEqual([
+    const common = { sources: null, items: 1, due_at: new Date(NOW).toISOString(), state: 'pending' };
+    expect((await fetchRows()).map(({ notification_id: _id, ...r }) => r)).toEqual([
       {
-        name: 'legacy.fetch',
-        payload: {
-          orgId: 'org-a',
-          object: 'fitness',
-          recordId: 'r1',
-          userId: 'u1',
-          lastUpdated: '2026-03-15T12:00:00.000Z',
-          notificationId: String(row!.id),
-        },
+        ...common,
+        org_id: 'org-a',
+        object: 'fitness',
+        mode: 'record',
+        user_id: 'u1',
+        record_id: 'r1',
+        bucket: '',
+        range_start: null,
+        range_end: null,
       },
       {
-        name: 'legacy.fetch',
-        payload: {
-          orgId: 'org-b',
-          object: 'sleep',
-          recordId: 'r2',
-          userId: 'u2',
-          notificationId: String(row!.id),
-        },
+        ...common,
+        org_id: 'org-b',
+        object: 'sleep',
+        mode: 'record',
+        user_id: 'u2',
+        record_id: 'r2',
+        bucket: '',
+        range_start: null,
+        range_end: null,
+      },
+      {
+        ...common,
+        org_id: 'org-b',
+        object: 'weight',
+        mode: 'updated',
+        user_id: '',
+        record_id: '',
+        bucket: '2026-03-15T11',
+        range_start: '2026-03-15T11:29:00.000Z',
+        range_end: '2026-03-15T11:31:00.000Z',
       },
     ]);
-    expect(row).toMatchObject({ status: 'partial', items: 3, enqueued: 2 });
+    expect(row).toMatchObject({ status: 'partial', items: 4, enqueued: 3, org_id: null });
     expect(row!.error).toMatch(/organization unknown-org is not configured/);
+    expect(queued.map((q) => q.payload)).toEqual([
+      { orgId: 'org-a', due: new Date(NOW).toISOString() },
+      { orgId: 'org-b', due: new Date(NOW).toISOString() },
+    ]);
   });
 
   it('keeps a partner-side sync or disconnect notification as unrecognized, not failed', async () => {
@@ -286,7 +346,7 @@ describe('bodies', () => {
     expect(logLines).toContain('push rate could not be counted; admitted');
   });
 
-  it('keeps the body and answers 202 when queueing fails', async () => {
+  it('keeps the items stored and answers 202 when the drain cannot be kicked', async () => {
     const failing = deps({
       enqueue: () => {
         throw new Error('redis is down');
@@ -298,8 +358,9 @@ describe('bodies', () => {
     );
     expect(response.status).toBe(202);
     const [row] = await storedRows();
-    expect(row).toMatchObject({ status: 'failed', items: 1, enqueued: 0 });
-    expect(row!.error).toMatch(/redis is down/);
+    expect(row).toMatchObject({ status: 'queued', items: 1, enqueued: 1, error: null });
+    expect(await fetchRows()).toMatchObject([{ org_id: 'org-a', mode: 'record', state: 'pending' }]);
+    expect(logLines).toContain('could not kick the push drain');
   });
 });
 
@@ -314,46 +375,132 @@ describe('limits', () => {
       })),
     });
 
-  it('answers 413 and stores nothing when a notification holds more than maxItems', async () => {
-    expect((await handlePush(signed(items(3)), deps({ maxItems: 3 }))).status).toBe(202);
-    const over = await handlePush(signed(items(4)), deps({ maxItems: 3 }));
-    expect(over.status).toBe(413);
-    expect(over.body.error).toBe('the notification holds 4 items, more than push.maxItems (3)');
-    expect(await storedRows()).toHaveLength(1);
+  it('stores a notification of more than maxItems whole and processes it in parts, never 413', async () => {
+    const response = await handlePush(signed(items(7)), deps({ maxItems: 3 }));
+    expect(response.status).toBe(202);
+    expect(response.body).toMatchObject({ status: 'queued', items: 7, enqueued: 7 });
+    const rows = await sql<{ items_processed: number; enqueued: number }>`
+      select items_processed, enqueued from validic_sync.push_notifications`.execute(db.warehouse.db);
+    expect(rows.rows).toEqual([{ items_processed: 7, enqueued: 7 }]);
+    expect((await fetchRows()).map((f) => f.user_id)).toEqual(['u0', 'u1', 'u2', 'u3', 'u4', 'u5', 'u6']);
   });
 
-  it('answers 429 past the per-org rate in one minute, and takes notifications again the next minute', async () => {
-    let now = NOW;
+  it('resumes a notification from its progress, storing no part twice', async () => {
+    const { storePushItemsInParts } = await import('../../src/push/process-push-notification.ts');
+    await handlePush(signed(items(2)), deps({ maxItems: 1 }));
+    const id = (await storedRows())[0]!.id;
+    // As if the process had died after the first part: progress 1 of 2, the second part not stored.
+    await sql`update validic_sync.push_notifications set items_processed = 1 where id = ${id}`.execute(
+      db.warehouse.db,
+    );
+    await sql`delete from validic_sync.push_fetches where user_id = 'u1'`.execute(db.warehouse.db);
+    const routed = ['u0', 'u1'].map((u) => ({
+      item: { object: 'weight' as const, userId: u, activityDate: '2026-03-15T08:00:00.000Z' },
+      orgId: 'org-b',
+    }));
+    const timing = { now: NOW, coalesceMs: 0, updatedMarginMs: 60_000, partItems: 1 };
+    expect(await storePushItemsInParts(db.warehouse.db, id, routed, timing)).toBe(2);
+    expect((await fetchRows()).map((f) => [f.user_id, f.items])).toEqual([
+      ['u0', 1],
+      ['u1', 1],
+    ]);
+    // Done already: nothing more.
+    expect(await storePushItemsInParts(db.warehouse.db, id, routed, timing)).toBe(2);
+    expect((await fetchRows()).map((f) => f.items)).toEqual([1, 1]);
+  });
+
+  it('answers 429 past the per-org rate in one minute, records the minute and queues its latest pass', async () => {
+    let now = NOW + 5_000;
     const rateLimit = createPushRateLimit({ perMinute: 2, now: () => now });
-    const limited = deps({ rateLimit, now: () => now });
+    const limited = deps({
+      rateLimit,
+      now: () => now,
+      coalesceMs: 10_000,
+      updatedMarginMs: 600_000,
+      refusalRecovery: (key) => [{ orgId: key, objects: ['fitness', 'weight'] }],
+    });
     const statuses = [];
-    for (let i = 0; i < 3; i++) statuses.push((await handlePush(signed(items(1)), limited)).status);
-    expect(statuses).toEqual([202, 202, 429]);
+    for (let i = 0; i < 4; i++) statuses.push((await handlePush(signed(items(1)), limited)).status);
+    expect(statuses).toEqual([202, 202, 429, 429]);
     const refused = await handlePush(signed(items(1)), limited);
     expect(refused.headers['retry-after']).toBe('60');
     expect(refused.body.error).toMatch(/more push notifications for org-b this minute/);
     expect(await storedRows()).toHaveLength(2);
+    const minutes = await sql<{ org_id: string; minute: Date; refused: number }>`
+      select org_id, minute, refused from validic_sync.push_refusals`.execute(db.warehouse.db);
+    expect(minutes.rows).toEqual([{ org_id: 'org-b', minute: new Date(NOW), refused: 1 }]);
+    // One org-level latest window per object, from the overlap before the minute to its end, due once
+    // the minute (and a coalescing window) is over.
+    const recovery = (await fetchRows()).filter((f) => f.mode === 'refused');
+    expect(recovery.map(({ notification_id: _n, ...r }) => r)).toEqual(
+      ['fitness', 'weight'].map((object) => ({
+        org_id: 'org-b',
+        object,
+        mode: 'refused',
+        user_id: '',
+        record_id: '',
+        bucket: '2026-03-15T12',
+        range_start: '2026-03-15T11:50:00.000Z',
+        range_end: '2026-03-15T12:01:00.000Z',
+        sources: null,
+        items: 1,
+        due_at: '2026-03-15T12:01:10.000Z',
+        state: 'pending',
+      })),
+    );
+    expect(queued.at(-1)).toEqual({
+      name: 'push.drain',
+      payload: { orgId: 'org-b', due: '2026-03-15T12:01:10.000Z' },
+      extra: { delayMs: 65_250 },
+    });
+    expect(logLines).toContain('push notifications refused (429) at the per-minute cap');
+    // The next minute's refusals join the same pending windows (same hour), which now end later.
     now += 60_000;
-    expect((await handlePush(signed(items(1), { timestamp: '2026-03-15T12:00:30Z' }), limited)).status).toBe(
+    for (let i = 0; i < 3; i++)
+      await handlePush(signed(items(1), { timestamp: '2026-03-15T12:01:00Z' }), limited);
+    const joined = (await fetchRows()).filter((f) => f.mode === 'refused');
+    expect(joined.map((f) => [f.items, f.range_start, f.range_end, f.due_at])).toEqual(
+      ['fitness', 'weight'].map(() => [
+        2,
+        '2026-03-15T11:50:00.000Z',
+        '2026-03-15T12:02:00.000Z',
+        '2026-03-15T12:02:10.000Z',
+      ]),
+    );
+    now += 60_000;
+    expect((await handlePush(signed(items(1), { timestamp: '2026-03-15T12:02:00Z' }), limited)).status).toBe(
       202,
     );
   });
 
-  it('gives repeats within the coalescing window one job id, delayed to the window end', async () => {
-    const { legacyFetchJobId } = await import('../../jobs/legacy-fetch.ts');
-    const { legacyFetchPayload } = await import('../../jobs/payloads.ts');
-    const ids = async (at: number) => {
-      queued = [];
-      await handlePush(signed(items(1)), deps({ coalesceMs: 10_000, now: () => at }));
-      const [job] = queued;
-      return { id: legacyFetchJobId(legacyFetchPayload.parse(job!.payload)), extra: job!.extra };
-    };
-    const first = await ids(NOW + 1_000);
-    const repeat = await ids(NOW + 9_000);
-    const later = await ids(NOW + 10_000);
-    expect(first).toEqual({ id: repeat.id, extra: { delayMs: 9_000 } });
-    expect(repeat.extra).toEqual({ delayMs: 1_000 });
-    expect(later.id).not.toBe(first.id);
+  it('lets the pending fetch of a user and object absorb repeats: wider range, sources united', async () => {
+    const at = (activityDate: string, source?: string) =>
+      JSON.stringify({
+        data: [
+          { _id: 'u1', activity_type: 'weight', activity_date: activityDate, ...(source ? { source } : {}) },
+        ],
+      });
+    const push = (body: string, now: number) =>
+      handlePush(signed(body), deps({ coalesceMs: 10_000, now: () => now }));
+    await push(at('2026-03-15T08:00:00Z', 'scale'), NOW + 1_000);
+    await push(at('2026-03-14T08:00:00Z', 'scale'), NOW + 9_000);
+    await push(at('2026-03-15T09:00:00Z', 'app'), NOW + 30_000);
+    expect(await fetchRows()).toMatchObject([
+      {
+        mode: 'activity',
+        user_id: 'u1',
+        range_start: '2026-03-14T08:00:00.000Z',
+        range_end: '2026-03-15T09:00:00.000Z',
+        sources: ['app', 'scale'],
+        items: 3,
+        // Due at the end of the first item's window; later items join it while it waits.
+        due_at: new Date(NOW + 10_000).toISOString(),
+      },
+    ]);
+    expect(queued.map((q) => (q.extra as { delayMs: number }).delayMs)).toEqual([9_250, 1_250, 10_250]);
+    // An item without a source widens it to every source.
+    await push(at('2026-03-15T10:00:00Z'), NOW + 31_000);
+    expect((await fetchRows())[0]).toMatchObject({ sources: null, items: 4 });
   });
 });
 
@@ -381,6 +528,11 @@ describe('the node:http adapter', () => {
     const headers = { 'x-validic-sync-secret': SECRET };
     const declared = await fetch(`${base}/push/v1`, { method: 'POST', headers, body: big });
     expect(declared.status).toBe(413);
+    // The message is true: nothing was stored, and it names the setting.
+    expect(await declared.json()).toMatchObject({
+      error: 'body larger than 1024 bytes: nothing was stored',
+      fix: expect.stringContaining('http.maxBodyBytes'),
+    });
     const streamed = await fetch(`${base}/push/v1`, {
       method: 'POST',
       headers,

@@ -1,12 +1,13 @@
 /**
  * The budget planner: the shares add up to the usable rate, follow the order of precedence (stream,
  * push/reconcile, recent poll, backfill), backfill never gets less than its minimum share, and the recent
- * poll's sweep period is the configured one when it fits, else stretched just enough to fit its share.
+ * poll's sweep period is the configured one when it fits, else stretched just enough to fit its share;
+ * push takes at most its share (budget.pushMaxShare) and never what the stream and reconcile jobs need.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
-import { budgetPlanInput } from '../../src/queue/budget-plan-input.ts';
+import { budgetPlanInput, pushShare } from '../../src/queue/budget-plan-input.ts';
 import { type BudgetPlanInput, HOUR_MS, planRequestBudget } from '../../src/queue/plan-request-budget.ts';
 
 const input = fc.record({
@@ -116,5 +117,68 @@ describe('planRequestBudget', () => {
     expect(plan.recent.activePeriodMs).toBeCloseTo(HOUR_MS / 0.9);
     expect(plan.recent.dormantPeriodMs).toBeCloseTo((24 * HOUR_MS) / 0.9);
     expect(plan.perHour.backfill).toBeCloseTo(100);
+  });
+});
+
+describe("push's share", () => {
+  const configOf = (budget: Record<string, unknown> = {}, org: Record<string, unknown> = {}) =>
+    configSchema.parse({ budget, organizations: [{ orgId: 'o', token: 't', ...org }] });
+  const plan = (
+    config: ReturnType<typeof configOf>,
+    pushFetchesLastHour: number,
+    pushFetchesPending: number,
+  ) => {
+    const counts = { activeUsers: 3000, dormantUsers: 7000, pushFetchesLastHour, pushFetchesPending };
+    const org = config.organizations[0]!;
+    return {
+      plan: planRequestBudget(budgetPlanInput(config, org, counts)),
+      push: pushShare(config, org, counts),
+    };
+  };
+
+  it('asks what the last hour spent plus what waits, up to budget.pushMaxShare (40 %) of the usable rate', () => {
+    const config = configOf();
+    expect(plan(config, 100, 50).push).toEqual({ demandPerHour: 150, capPerHour: 1880 * 0.4, perHour: 150 });
+    const flood = plan(config, 750, 29_000);
+    expect(flood.push.perHour).toBeCloseTo(752);
+    // Stream and reconcile are untouched; the recent poll keeps the rest above backfill's minimum.
+    const quiet = plan(config, 0, 0).plan;
+    expect(flood.plan.perHour.stream).toBe(quiet.perHour.stream);
+    expect(flood.plan.perHour.pushAndReconcile - 752).toBeCloseTo(quiet.perHour.pushAndReconcile);
+    expect(flood.plan.perHour.recent).toBeCloseTo(1880 * 0.9 - quiet.perHour.pushAndReconcile - 12 - 752);
+    expect(flood.plan.shares.backfill).toBeCloseTo(0.1);
+    expect(flood.plan.overcommitted).toBe(false);
+  });
+
+  it('never takes what the stream, the reconcile jobs and backfill minimum need', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0, max: 0.9, noNaN: true }),
+        fc.double({ min: 0, max: 0.9, noNaN: true }),
+        fc.integer({ min: 1, max: 3 }),
+        fc.integer({ min: 1, max: 20_000 }),
+        fc.integer({ min: 0, max: 1_000_000 }),
+        (pushMaxShare, backfillMinShare, connections, requestsPerHour, pending) => {
+          const config = configOf(
+            { pushMaxShare, backfillMinShare, streamRequestsPerConnectionHour: 12 },
+            { requestsPerHour, stream: { connections } },
+          );
+          const flood = plan(config, 0, pending);
+          const quiet = plan(config, 0, 0).plan;
+          expect(flood.push.capPerHour).toBeLessThanOrEqual(flood.plan.usablePerHour * pushMaxShare + 1e-9);
+          expect(flood.plan.perHour.stream).toBeCloseTo(quiet.perHour.stream, 9);
+          expect(flood.plan.perHour.pushAndReconcile - flood.push.perHour).toBeCloseTo(
+            quiet.perHour.pushAndReconcile,
+            9,
+          );
+          expect(flood.plan.perHour.backfill).toBeGreaterThanOrEqual(
+            flood.plan.usablePerHour * backfillMinShare - 1e-6,
+          );
+          // Push never makes an overcommitted plan of one that was not.
+          if (!quiet.overcommitted) expect(flood.plan.overcommitted).toBe(false);
+        },
+      ),
+      { numRuns: 2000 },
+    );
   });
 });

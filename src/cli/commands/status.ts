@@ -156,6 +156,23 @@ export function formatBudget(b: BudgetStatus): string[] {
     `  recent poll: ${r.activeUsers} active + ${r.dormantUsers} dormant users × ${r.requestsPerUser} requests; needs ${Math.round(r.demandPerHour)}/h`,
     `  sweep of active users: every ${period(r.plannedSeconds)} (configured ${period(r.configuredSeconds)}); dormant every ${period(r.plannedDormantSeconds)} (configured ${period(r.configuredDormantSeconds)})`,
     `  oldest poll of an active user: ${r.activeNeverPolled > 0 ? `${r.activeNeverPolled} never polled yet` : `${period(r.oldestActivePollSeconds)} ago`}`,
+    ...(b.push && pushActive(b.push) ? formatPush(b.push) : []),
+  ];
+}
+
+const pushActive = (p: NonNullable<BudgetStatus['push']>) =>
+  p.pending + p.queued + p.failed + p.requestsLastHour + p.refusedLastHour > 0;
+
+/** Push's share and its durable queue: the backlog, its age, failures and refusals. */
+function formatPush(p: NonNullable<BudgetStatus['push']>): string[] {
+  return [
+    `  push fetches: at most ${Math.round(p.capPerHour)}/h, asking ${Math.round(p.demandPerHour)}/h, planned ${Math.round(p.plannedPerHour)}/h; ${p.requestsLastHour} requests and ${p.doneLastHour} fetches done in the last hour`,
+    `  push backlog: ${p.pending} pending (${p.due} due, oldest ${p.oldestPendingSeconds === null ? '—' : `${period(p.oldestPendingSeconds)} ago`}), ${p.queued} queued, ${p.failed} failed`,
+    ...(p.refusedLastHour > 0
+      ? [
+          `  push refused (429) in the last hour: ${p.refusedLastHour} notifications in ${p.refusedMinutesLastHour} minutes (read again by a legacy latest pass)`,
+        ]
+      : []),
   ];
 }
 

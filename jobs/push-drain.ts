@@ -1,0 +1,115 @@
+/**
+ * push.drain: claims due push fetches (validic_sync.push_fetches) within push's share of the request
+ * budget and queues a legacy.fetch job for each; what the share does not allow yet waits in the table.
+ * Why and how: README.md, "`push-drain.ts`".
+ */
+
+import { pushDrainAllowance, pushDrainWindow } from '../src/push/push-drain-gate.ts';
+import { pushOrgResolver } from '../src/push/resolve-push-org.ts';
+import { jobKey } from '../src/queue/job-key.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { WINDOW_TICKS } from '../src/queue/pick-recent-polls.ts';
+import { defineJob, type JobContext } from './define-job.ts';
+import { type LegacyFetchPayload, pushDrainPayload } from './payloads.ts';
+
+/** A queued fetch not finished after this long is taken as lost and queued again (same job id). */
+export const PUSH_FETCH_LOST_AFTER_MS = 3_600_000;
+/** A fetch queued this many times without finishing fails (its row says why) instead. */
+export const PUSH_FETCH_MAX_CLAIMS = 3;
+/** A notification still `received` after this long was cut off mid-processing: it is resumed. */
+export const PUSH_RESUME_AFTER_MS = 120_000;
+
+export interface PushDrainResult {
+  /** Notifications whose cut-off processing this run finished. */
+  resumed: number;
+  /** Push's cap (requests per hour) and the gate's window. */
+  capPerHour: number;
+  windowMs: number;
+  perWindow: number;
+  /** What the gate allowed, what was claimed, and the legacy.fetch jobs newly queued (a lost one may still wait). */
+  allowed: number;
+  claimed: number;
+  enqueued: number;
+  /** Fetches that were lost too often and failed now. */
+  gaveUp: number;
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : undefined);
+
+/** The drain at `now` (the job passes the clock's time; tests drive it with a simulated one). */
+export async function drainPushFetches(
+  ctx: JobContext,
+  orgId: string,
+  now: number,
+): Promise<PushDrainResult> {
+  const settings = ctx.settings.push;
+  const resumed = await ctx.warehouse.resumePushNotifications({
+    orgId,
+    olderThan: new Date(now - PUSH_RESUME_AFTER_MS),
+    resolveOrg: pushOrgResolver({ organizations: settings.organizations }),
+    options: {
+      now,
+      coalesceMs: settings.coalesceMs,
+      updatedMarginMs: settings.updatedMarginMs,
+      partItems: settings.partItems,
+    },
+  });
+  for (const r of resumed.filter((r) => r.error))
+    ctx.log.warn({ notification: r.id, error: r.error }, 'push notification could not be resumed yet');
+  const capPerHour = await ctx.readPushCap(orgId);
+  const window = pushDrainWindow(capPerHour, WINDOW_TICKS * ctx.settings.tickMs);
+  const claim = await ctx.warehouse.claimPushFetches({
+    orgId,
+    now,
+    windowMs: window.windowMs,
+    lostAfterMs: PUSH_FETCH_LOST_AFTER_MS,
+    maxClaims: PUSH_FETCH_MAX_CLAIMS,
+    allowance: (counts) => pushDrainAllowance({ window, tickMs: ctx.settings.tickMs, now, ...counts }),
+  });
+  let enqueued = 0;
+  for (const f of claim.claimed) {
+    ctx.signal.throwIfAborted();
+    const payload: LegacyFetchPayload = {
+      orgId: f.orgId,
+      object: f.object as LegacyFetchPayload['object'],
+      fetchId: f.id,
+      ...(f.userId ? { userId: f.userId } : {}),
+      ...(f.recordId ? { recordId: f.recordId } : {}),
+      ...(f.sources ? { sources: f.sources } : {}),
+      ...(f.mode === 'activity' && f.rangeStart && f.rangeEnd
+        ? { activityFrom: iso(f.rangeStart)!, activityTo: iso(f.rangeEnd)! }
+        : {}),
+      ...((f.mode === 'updated' || f.mode === 'refused') && f.rangeStart && f.rangeEnd
+        ? { updatedFrom: iso(f.rangeStart)!, updatedTo: iso(f.rangeEnd)! }
+        : {}),
+    };
+    // Its own priority, not this job's more urgent one: push fetches go before the recent poll only
+    // because this gate keeps them within push's share.
+    if (await ctx.enqueue('legacy.fetch', payload, { priority: JOB_PRIORITIES['legacy.fetch'] })) enqueued++;
+  }
+  const result: PushDrainResult = {
+    resumed: resumed.filter((r) => r.result).length,
+    capPerHour,
+    windowMs: window.windowMs,
+    perWindow: window.perWindow,
+    allowed: claim.allowed,
+    claimed: claim.claimed.length,
+    enqueued,
+    gaveUp: claim.gaveUp,
+  };
+  if (claim.gaveUp > 0)
+    ctx.log.warn({ orgId, gaveUp: claim.gaveUp }, 'push fetches lost too often: marked failed');
+  if (claim.allowed === 0)
+    ctx.log.debug({ orgId, ...result }, 'push share of the request budget spent for now: due fetches wait');
+  return result;
+}
+
+export const pushDrain = defineJob({
+  name: 'push.drain',
+  payload: pushDrainPayload,
+  options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['push.drain'] },
+  // A kick names the instant its items fall due: one drain per org and second, however many pushes.
+  jobId: (p) => jobKey('push.drain', p.orgId, p.due),
+  run: (ctx, payload) => drainPushFetches(ctx, payload.orgId, Date.now()),
+});

@@ -1,0 +1,260 @@
+/**
+ * A stored notification's items → the durable queue of fetches (validic_sync.push_fetches), in parts of
+ * `push.maxItems` items, each part one transaction with the notification's progress
+ * (`items_processed`); and the resumption of a notification whose processing was cut off.
+ * Why and how: README.md, "`process-push-notification.ts`".
+ */
+import { type Kysely, sql, type Transaction } from 'kysely';
+import { toError } from '../errors/index.ts';
+import type { Database } from '../warehouse/database.ts';
+import { type PushFetchTiming, pushFetchOfItem } from './push-fetch-of-item.ts';
+import { storePushFetches } from './push-fetch-store.ts';
+import { extractPushItems, type PushItem } from './push-items.ts';
+import {
+  markPushNotification,
+  type PushNotificationStatus,
+  storePushNotification,
+} from './push-notification-store.ts';
+import type { ResolvePushOrg } from './resolve-push-org.ts';
+
+export const DEFAULT_PUSH_PART_ITEMS = 500;
+
+/** A notification whose items still cannot be stored this long after its first resumption fails. */
+const GIVE_UP_RESUMING_AFTER_MS = 86_400_000;
+
+export interface ProcessPushOptions extends PushFetchTiming {
+  /** Items stored per transaction (`push.maxItems`). */
+  partItems: number;
+}
+
+export interface RoutedPushItem {
+  item: PushItem;
+  /** The configured organization it belongs to; undefined when it cannot be told. */
+  orgId: string | undefined;
+}
+
+export interface ProcessedPush {
+  status: Exclude<PushNotificationStatus, 'received'>;
+  /** Items stored as pending fetches. */
+  stored: number;
+  /** Organizations that got fetches (their drains are worth a kick). */
+  orgs: string[];
+  error: string | null;
+  /** The one organization of the notification, if one. */
+  orgId: string | null;
+}
+
+/** Routes each item: the signature's org for all, else the org the item names (or the only one). */
+export function routePushItems(
+  items: readonly PushItem[],
+  signedBy: string | undefined,
+  resolveOrg: ResolvePushOrg,
+): { routed: RoutedPushItem[]; problems: string[] } {
+  const problems: string[] = [];
+  const routed = items.map((item) => {
+    const orgId = signedBy ?? resolveOrg(item.organizationId);
+    if (!orgId) {
+      problems.push(
+        item.organizationId
+          ? `organization ${item.organizationId} is not configured`
+          : 'the item names no organization and several are configured',
+      );
+    }
+    return { item, orgId };
+  });
+  return { routed, problems };
+}
+
+/** Stores items [from, from + part) and the notification's new progress, in the caller's transaction. */
+async function storePart(
+  trx: Transaction<Database>,
+  id: number,
+  routed: readonly RoutedPushItem[],
+  from: number,
+  options: ProcessPushOptions,
+): Promise<number> {
+  const to = Math.min(routed.length, from + Math.max(1, options.partItems));
+  const slice = routed.slice(from, to).flatMap((r) => (r.orgId ? [{ item: r.item, orgId: r.orgId }] : []));
+  await storePushFetches(
+    trx,
+    slice.map((r) => pushFetchOfItem(r.item, r.orgId, options)),
+    { now: options.now, notificationId: id },
+  );
+  await sql`
+    update validic_sync.push_notifications
+    set items_processed = ${to}, enqueued = enqueued + ${slice.length}
+    where id = ${id}`.execute(trx);
+  return to;
+}
+
+/**
+ * Stores the routed items of notification `id` from where its progress says, a part per transaction:
+ * the part's fetches and the new progress commit together, under a lock on the notification's row, so
+ * a resumption and a slow first attempt never store one part twice. Returns the items stored by all
+ * parts so far (this call's and earlier ones').
+ */
+export async function storePushItemsInParts(
+  db: Kysely<Database>,
+  id: number,
+  routed: readonly RoutedPushItem[],
+  options: ProcessPushOptions,
+): Promise<number> {
+  for (;;) {
+    const done = await db.transaction().execute(async (trx) => {
+      const row = await sql<{ items_processed: number }>`
+        select items_processed from validic_sync.push_notifications where id = ${id} for update`.execute(trx);
+      const from = row.rows[0]?.items_processed ?? routed.length;
+      if (from >= routed.length) return true;
+      return (await storePart(trx, id, routed, from, options)) >= routed.length;
+    });
+    if (done) break;
+  }
+  return routed.filter((r) => r.orgId).length;
+}
+
+interface PushInterpretation {
+  routed: readonly RoutedPushItem[];
+  problems: readonly string[];
+  signedBy: string | undefined;
+}
+
+/** Marks the notification with what came of it (every part stored). */
+async function markOutcome(
+  db: Kysely<Database>,
+  id: number,
+  input: PushInterpretation,
+): Promise<ProcessedPush> {
+  const stored = input.routed.filter((r) => r.orgId).length;
+  const orgs = [...new Set(input.routed.flatMap((r) => (r.orgId ? [r.orgId] : [])))];
+  const status: ProcessedPush['status'] =
+    stored === 0 ? 'unrecognized' : input.problems.length > 0 ? 'partial' : 'queued';
+  const error = input.problems.join('; ') || null;
+  const orgId = input.signedBy ?? (orgs.length === 1 ? orgs[0]! : null);
+  await markPushNotification(db, id, { status, orgId, items: input.routed.length, enqueued: stored, error });
+  return { status, stored, orgs, error, orgId };
+}
+
+/** Stores the items in parts, then marks the notification with what came of it (the resumption). */
+export async function processPushNotification(
+  db: Kysely<Database>,
+  id: number,
+  input: PushInterpretation,
+  options: ProcessPushOptions,
+): Promise<ProcessedPush> {
+  await storePushItemsInParts(db, id, input.routed, options);
+  return markOutcome(db, id, input);
+}
+
+export interface ReceivedPush {
+  id: number;
+  /** Absent when processing failed after the body was stored (`error`): push.drain resumes it. */
+  processed?: ProcessedPush;
+  error?: unknown;
+}
+
+/**
+ * A notification as the endpoint receives it: the body, its first part of items and (when that was all
+ * of them) its outcome in ONE transaction, so the usual notification costs one commit; further parts in
+ * their own transactions. Should that transaction fail, the body is stored alone (status `received`, to
+ * be resumed) and the failure returned; only when even that fails does this throw (the caller answers
+ * 503).
+ */
+export async function receivePushNotification(
+  db: Kysely<Database>,
+  body: { raw: string; parsed: unknown; contentType: string | undefined; orgId: string | null },
+  input: PushInterpretation,
+  options: ProcessPushOptions,
+): Promise<ReceivedPush> {
+  let id: number;
+  let processed: ProcessedPush | undefined;
+  try {
+    [id, processed] = await db.transaction().execute(async (trx) => {
+      const stored = await storePushNotification(trx, body);
+      const to = await storePart(trx, stored, input.routed, 0, options);
+      return [stored, to >= input.routed.length ? await markOutcome(trx, stored, input) : undefined] as const;
+    });
+  } catch (error) {
+    return { id: await storePushNotification(db, body), error };
+  }
+  if (processed) return { id, processed };
+  try {
+    return { id, processed: await processPushNotification(db, id, input, options) };
+  } catch (error) {
+    return { id, error };
+  }
+}
+
+export interface ResumedPush {
+  id: number;
+  result?: ProcessedPush;
+  error?: string;
+}
+
+/**
+ * Finishes notifications stored but not processed to the end (`received`: the process died or the
+ * database failed between the body and its last part) and received before `olderThan` (so a request
+ * still at work is left alone): those of `orgId` (signed by it) and those whose org was not told at
+ * arrival (a shared-secret push), whose items are routed again by `resolveOrg`.
+ */
+export async function resumePushNotifications(
+  db: Kysely<Database>,
+  input: {
+    orgId: string;
+    olderThan: Date;
+    resolveOrg: ResolvePushOrg;
+    limit?: number;
+    options: ProcessPushOptions;
+  },
+): Promise<ResumedPush[]> {
+  const rows = await sql<{
+    id: number;
+    org_id: string | null;
+    raw: string;
+    parsed: unknown;
+    received_at: Date;
+  }>`
+    select id, org_id, raw, parsed, received_at from validic_sync.push_notifications
+    where status = 'received' and received_at < ${input.olderThan}
+      and (org_id = ${input.orgId} or org_id is null)
+    order by id limit ${input.limit ?? 100}`.execute(db);
+  const out: ResumedPush[] = [];
+  for (const row of rows.rows) {
+    let body: unknown = row.parsed;
+    let parseError: string | undefined;
+    if (body === null) {
+      try {
+        body = JSON.parse(row.raw);
+      } catch (error) {
+        parseError = `body is not JSON: ${toError(error).message}`;
+      }
+    }
+    const extracted =
+      parseError === undefined ? extractPushItems(body) : { items: [], problems: [parseError], listed: 0 };
+    const signedBy = row.org_id ?? undefined;
+    const { routed, problems } = routePushItems(extracted.items, signedBy, input.resolveOrg);
+    try {
+      const result = await processPushNotification(
+        db,
+        Number(row.id),
+        { routed, problems: [...extracted.problems, ...problems], signedBy },
+        input.options,
+      );
+      out.push({ id: Number(row.id), result });
+    } catch (error) {
+      const message = toError(error).message;
+      out.push({ id: Number(row.id), error: message });
+      // Tried on every drain for a day (an outage passes); then kept as failed, with the reason, so a
+      // body that cannot be processed is not retried forever. The body itself stays stored.
+      if (new Date(row.received_at).getTime() < input.olderThan.getTime() - GIVE_UP_RESUMING_AFTER_MS) {
+        await markPushNotification(db, Number(row.id), {
+          status: 'failed',
+          orgId: row.org_id,
+          items: routed.length,
+          enqueued: 0,
+          error: `its items could not be stored: ${message}`,
+        }).catch(() => {});
+      }
+    }
+  }
+  return out;
+}
