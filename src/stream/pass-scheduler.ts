@@ -34,7 +34,11 @@ export function createPassScheduler(options: PassSchedulerOptions): PassSchedule
   const maxWaitMs = options.maxWaitMs ?? 60_000;
   const done: ReconcilePassSummary[] = [];
   let wanted = false;
-  let loop: Promise<void> | undefined;
+  // `running`, not the promise, says whether the loop runs: a loop that finds nothing to do (the signal
+  // already aborted) ends synchronously, before `request` could store its promise, and a stored settled
+  // promise would keep `drain` awaiting it forever.
+  let running = false;
+  let loop: Promise<void> = Promise.resolve();
 
   const waitUntilReady = async () => {
     const until = Date.now() + maxWaitMs;
@@ -44,27 +48,32 @@ export function createPassScheduler(options: PassSchedulerOptions): PassSchedule
   };
 
   const runLoop = async () => {
-    while (wanted && !options.signal.aborted) {
-      wanted = false;
-      await waitUntilReady();
-      if (options.signal.aborted) break;
-      try {
-        done.push(await options.run());
-      } catch (error) {
-        options.onError(error);
+    try {
+      while (wanted && !options.signal.aborted) {
+        wanted = false;
+        await waitUntilReady();
+        if (options.signal.aborted) break;
+        try {
+          done.push(await options.run());
+        } catch (error) {
+          options.onError(error);
+        }
       }
+    } finally {
+      running = false;
     }
-    loop = undefined;
   };
 
   return {
     request() {
       wanted = true;
-      loop ??= runLoop();
+      if (running) return;
+      running = true;
+      loop = runLoop();
     },
-    idle: () => loop === undefined,
+    idle: () => !running,
     async drain() {
-      while (loop) await loop;
+      while (running) await loop;
     },
     passes: () => [...done],
   };

@@ -53,6 +53,8 @@ describe('scheduled recent polling and reconciliation', () => {
         // Stored push bodies are pruned whether or not push is on now (it may have been before).
         'push.prune',
         `records.recent|${sandbox.orgId}`,
+        // The reconciliation stream's hourly pass (stream.reconcile is on by default).
+        `streams.reconcile|${sandbox.orgId}`,
         `users.sync|${sandbox.orgId}`,
         // Partitions ahead (and the raw retention when set), once for the fleet.
         'warehouse.maintain',

@@ -31,9 +31,12 @@ describe('planSchedules', () => {
       ['users.sync|org-a', 3_600_000],
       ['records.recent|org-a', 60_000],
       ['connections.recent|org-a', 86_400_000],
+      // A pass of each org's reconciliation stream (stream.reconcile is on by default).
+      ['streams.reconcile|org-a', 3_600_000],
       ['users.sync|org-b', 3_600_000],
       ['records.recent|org-b', 60_000],
       ['connections.recent|org-b', 86_400_000],
+      ['streams.reconcile|org-b', 3_600_000],
       ['legacy.sync|org-b', 900_000],
       ['push.prune', 86_400_000],
       ['warehouse.maintain', 86_400_000],
@@ -45,6 +48,9 @@ describe('planSchedules', () => {
     expect(planSchedules(configWith({ enabled: false }), catalog)).toEqual([]);
     expect(planSchedules(configWith({ recentPollMinutes: 0 }), catalog).map((p) => p.name)).not.toContain(
       'records.recent',
+    );
+    expect(planSchedules(configWith({ reconcileStreamMinutes: 0 }), catalog).map((p) => p.name)).not.toContain(
+      'streams.reconcile',
     );
   });
 
