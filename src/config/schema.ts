@@ -224,6 +224,17 @@ export const configSchema = z.object({
       backoffInitialMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.backoff.initialMs),
       /** Largest reconnect delay, ms; never more than `staleAfterMs` (larger values are clamped). */
       backoffMaxMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.backoff.maxMs),
+      /**
+       * First wait after a 429 on connect or replay, ms, doubling per 429 in a row (half of it jitter),
+       * never below a `Retry-After`: the hour's request budget is spent, so retrying sooner only spends more.
+       */
+      rateLimitedInitialMs: z.coerce
+        .number()
+        .int()
+        .positive()
+        .default(STREAM_DEFAULTS.backoff.rateLimitedInitialMs),
+      /** Largest wait after 429s in a row, ms. Independent of `staleAfterMs`. */
+      rateLimitedMaxMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.backoff.rateLimitedMaxMs),
       /** Pokes in a row, stamped at or after the hand-off time, that end a replay or a reconciliation pass. */
       quietPokes: z.coerce.number().int().min(1).default(STREAM_DEFAULTS.quietPokes),
       /** A reconciliation pass that has not caught up after this long commits what it read and ends. */

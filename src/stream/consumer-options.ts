@@ -14,6 +14,8 @@ export function consumerOptionsFromConfig(stream: Config['stream']): StreamConsu
       minMs: stream.reconnectMinMs,
       initialMs: stream.backoffInitialMs,
       maxMs: Math.max(stream.backoffMaxMs, stream.backoffInitialMs),
+      rateLimitedInitialMs: stream.rateLimitedInitialMs,
+      rateLimitedMaxMs: Math.max(stream.rateLimitedMaxMs, stream.rateLimitedInitialMs),
     },
     idleHygiene:
       stream.maxPokesWithoutData > 0

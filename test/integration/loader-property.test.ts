@@ -177,7 +177,10 @@ async function dump(orgId: string): Promise<Record<string, unknown[]>> {
 let run = 0;
 
 describe('loader order independence', () => {
-  it('any order, repetition and batching equals loading the newest versions once', async () => {
+  // 40 scenarios of up to 8 batches, each a real transaction: about a minute on a shared 2-core machine.
+  it('any order, repetition and batching equals loading the newest versions once', {
+    timeout: 300_000,
+  }, async () => {
     await fc.assert(
       fc.asyncProperty(scenario, async ({ versions, batches }) => {
         run += 1;

@@ -69,13 +69,22 @@ describe('a canary token never leaks', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('survives a full run with errors and retries at debug level', async () => {
+  // Backfill twice, legacy, a stream with drops and its reconciliation pass, the worker: a long run.
+  it('survives a full run with errors and retries at debug level', { timeout: 240_000 }, async () => {
     const config = join(dir, 'config.json');
     writeFileSync(
       config,
       JSON.stringify({
         redisPrefix: redis.prefix.slice(0, -1),
-        stream: { staleAfterMs: 1000, batchMaxWaitMs: 50, backoffInitialMs: 20, backoffMaxMs: 200 },
+        // 429s back off for minutes by default (the hour's budget is spent); the sandbox's are random.
+        stream: {
+          staleAfterMs: 1000,
+          batchMaxWaitMs: 50,
+          backoffInitialMs: 20,
+          backoffMaxMs: 200,
+          rateLimitedInitialMs: 200,
+          rateLimitedMaxMs: 1000,
+        },
         organizations: [{ legacy: { enabled: true } }],
       }),
     );
