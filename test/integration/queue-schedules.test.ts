@@ -49,9 +49,9 @@ describe('planSchedules', () => {
     expect(planSchedules(configWith({ recentPollMinutes: 0 }), catalog).map((p) => p.name)).not.toContain(
       'records.recent',
     );
-    expect(planSchedules(configWith({ reconcileStreamMinutes: 0 }), catalog).map((p) => p.name)).not.toContain(
-      'streams.reconcile',
-    );
+    expect(
+      planSchedules(configWith({ reconcileStreamMinutes: 0 }), catalog).map((p) => p.name),
+    ).not.toContain('streams.reconcile');
   });
 
   it("plans each org's push.drain tick (every budget.tickSeconds) once push is configured", () => {
