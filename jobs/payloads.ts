@@ -81,7 +81,7 @@ export const connectionsRecentPayload = z.object({
 /** records.recent (jobs/records-recent.ts). */
 export const recordsRecentPayload = z.object({
   orgId: z.string().min(1),
-  /** Days back from today; default: config `sync.lookbackDays`. */
+  /** Days back from today; default: what the recent poll's mode asks for (src/queue/recent-poll-mode.ts). */
   lookbackDays: z.number().int().min(0).max(MAX_REQUEST_WINDOW_DAYS).optional(),
 });
 

@@ -14,8 +14,11 @@ import { recordsRecentPayload } from './payloads.ts';
 import { syncUsers } from './users-sync.ts';
 
 export interface RecordsRecentResult {
-  from: string;
-  to: string;
+  /** Whether this tick polled, and why (stream-first: only while the stream is down). */
+  polling: boolean;
+  reason: string;
+  from: string | null;
+  to: string | null;
   users: number;
   active: number;
   enqueued: number;
@@ -24,6 +27,8 @@ export interface RecordsRecentResult {
 
 /** Warnings already logged by this process ("once"), by org and kind. */
 const warned = new Set<string>();
+/** The last reason the recent poll was on or off, by org: logged when it changes. */
+const lastMode = new Map<string, string>();
 
 export const recordsRecent = defineJob({
   name: 'records.recent',
@@ -32,10 +37,33 @@ export const recordsRecent = defineJob({
   jobId: (p) => jobKey('records.recent', p.orgId),
   async run(ctx, payload): Promise<RecordsRecentResult> {
     const org = ctx.org(payload.orgId);
-    const days = payload.lookbackDays ?? ctx.settings.lookbackDays;
     const now = Date.now();
-    const windows = recentPollWindows(days, now);
     let budget = await ctx.readBudgetPlan(payload.orgId, now);
+    const mode = budget.recentPoll;
+    if (lastMode.get(payload.orgId) !== mode.reason) {
+      // Said when it changes, not every tick; a fallback poll means the stream is down: a warning.
+      const level = mode.polling && mode.mode === 'fallback' ? 'warn' : 'info';
+      ctx.log[level](
+        { orgId: payload.orgId, ...mode },
+        `recent poll ${mode.polling ? 'on' : 'off'}: ${mode.reason}`,
+      );
+      lastMode.set(payload.orgId, mode.reason);
+    }
+    if (!mode.polling) {
+      return {
+        polling: false,
+        reason: mode.reason,
+        from: null,
+        to: null,
+        users: budget.users.length,
+        active: budget.plan.recent.activeUsers,
+        enqueued: 0,
+        inFlight: 0,
+      };
+    }
+    // An explicit lookback wins; otherwise the days the mode asks for (the outage's, in fallback).
+    const days = payload.lookbackDays ?? mode.days;
+    const windows = recentPollWindows(days, now);
     // First tick of a fresh warehouse (the users schedule may not have run yet): read the users first.
     if (budget.users.length === 0) {
       await syncUsers(ctx, payload.orgId);
@@ -71,6 +99,8 @@ export const recordsRecent = defineJob({
       }
     }
     return {
+      polling: true,
+      reason: mode.reason,
       from: windows[0]!.startDate,
       to: windows.at(-1)!.endDate,
       users: budget.users.length,

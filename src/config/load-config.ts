@@ -19,6 +19,7 @@ const ENV_TO_KEY: Record<string, string> = {
   REDIS_URL: 'redisUrl',
   VALIDIC_DATA_DIR: 'dataDir',
   LOG_LEVEL: 'logLevel',
+  VALIDIC_RECENT_POLL: 'sync.recentPoll',
   HTTP_PORT: 'http.port',
   HTTP_HOST: 'http.host',
   PUSH_PORT: 'http.pushPort',

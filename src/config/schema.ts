@@ -192,6 +192,13 @@ export const configSchema = z.object({
   sync: z
     .object({
       /** Days re-polled by scheduled polling to catch late data. */
+      /**
+       * The recent REST poll (`VALIDIC_RECENT_POLL`): 'fallback' (default) polls only while the org's
+       * stream has been unheard for `budget.streamFallbackMinutes`, and then only the outage's days
+       * (the stream carries freshness; src/queue/recent-poll-mode.ts); 'always' re-polls the lookback
+       * of every user on schedule whatever the stream does.
+       */
+      recentPoll: z.enum(['fallback', 'always']).default('fallback'),
       lookbackDays: z.coerce.number().int().min(0).max(30).default(3),
       /** Overlap between consecutive legacy `latest` windows, in minutes, so late syncs are caught. */
       legacyOverlapMinutes: z.coerce.number().int().min(0).default(10),
@@ -277,7 +284,7 @@ export const configSchema = z.object({
       usersSyncMinutes: z.coerce.number().min(0).default(60),
       /**
        * records.recent: re-poll the last `sync.lookbackDays` days of every recently active user × resource
-       * this often (dormant users: `budget.dormantPollMinutes`). The budget planner stretches it when the
+       * this often, while `sync.recentPoll` says so (by default only while the stream is down) (dormant users: `budget.dormantPollMinutes`). The budget planner stretches it when the
        * request budget cannot serve it; `status` shows the period achieved.
        */
       recentPollMinutes: z.coerce.number().min(0).default(60),
@@ -312,6 +319,11 @@ export const configSchema = z.object({
       activeDays: z.coerce.number().int().min(1).default(7),
       /** How often a dormant user (no record in `activeDays`) is re-polled (0: as often as active users). */
       dormantPollMinutes: z.coerce.number().min(0).default(1440),
+      /**
+       * With `sync.recentPoll` 'fallback': the recent poll comes on once the org's primary stream has
+       * been unheard this long (no connection live; a live one is heard at least once a minute).
+       */
+      streamFallbackMinutes: z.coerce.number().positive().default(15),
       /** How often the records.recent tick enqueues the next slice of users. */
       tickSeconds: z.coerce.number().positive().default(60),
       /**

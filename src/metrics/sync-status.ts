@@ -226,12 +226,8 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
     const orgConfig = options.config?.organizations.find((o) => o.orgId === orgId);
     if (options.config && orgConfig) {
       try {
-        const {
-          plan,
-          users: pollable,
-          push,
-        } = await readBudgetPlan(db, options.config, orgConfig, now.getTime());
-        orgs.at(-1)!.budget = describeBudget(plan, pollable, now.getTime(), push);
+        const budget = await readBudgetPlan(db, options.config, orgConfig, now.getTime());
+        orgs.at(-1)!.budget = describeBudget(budget, now.getTime());
       } catch (error) {
         // A warehouse not yet migrated to the recent-poll schedule still shows everything else.
         if (!/does not exist/.test((error as Error).message)) throw error;

@@ -332,6 +332,20 @@ export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics 
   );
 
   budgetGauge(
+    'validic_sync_recent_poll_active',
+    'Whether the recent REST poll runs now (1) or not (0), by mode: fallback polls only while the stream is unheard',
+    ['org', 'mode'],
+    (g, org, b) => g.set({ org, mode: b.recentPoll.mode }, b.recentPoll.polling ? 1 : 0),
+  );
+  budgetGauge(
+    'validic_sync_stream_last_heard_seconds',
+    "Seconds since the org's primary stream was last heard from (any connection, any process)",
+    ['org'],
+    (g, org, b) => {
+      if (b.recentPoll.streamLastHeardSeconds !== null) g.set({ org }, b.recentPoll.streamLastHeardSeconds);
+    },
+  );
+  budgetGauge(
     'validic_sync_push_fetches',
     'Push-triggered fetches in the durable queue by state: pending (of them due), queued as jobs, failed',
     ['org', 'state'],

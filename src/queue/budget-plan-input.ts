@@ -7,6 +7,7 @@ import { bucketParams } from '../http/token-bucket.ts';
 import { MAX_REQUEST_WINDOW_DAYS } from '../validic/platform-limits.ts';
 import { toV2Resource } from '../validic/v2-resources.ts';
 import { type BudgetPlanInput, HOUR_MS } from './plan-request-budget.ts';
+import type { RecentPollMode } from './recent-poll-mode.ts';
 import { recentPollWindows } from './recent-poll-windows.ts';
 
 export interface BudgetCounts {
@@ -36,10 +37,17 @@ export interface PushShare {
 /** Runs per hour of a schedule of `minutes` (0 = off). */
 const perHour = (minutes: number) => (minutes > 0 ? 60 / minutes : 0);
 
-/** Requests of one user's recent poll: one per resource and ≤ 30-day window of the lookback (+ today). */
-export function recentRequestsPerUser(config: Config, org: OrganizationConfig): number {
+/**
+ * Requests of one user's recent poll: one per resource and ≤ 30-day window of the days polled (+ today),
+ * the lookback unless given (a fallback poll covers only the outage's days).
+ */
+export function recentRequestsPerUser(
+  config: Config,
+  org: OrganizationConfig,
+  days = config.sync.lookbackDays,
+): number {
   // How many windows depends only on the range's length, not on which day it is.
-  const windows = recentPollWindows(config.sync.lookbackDays, Date.UTC(2026, 0, 1)).length;
+  const windows = recentPollWindows(days, Date.UTC(2026, 0, 1)).length;
   return new Set(org.resources.map(toV2Resource)).size * windows;
 }
 
@@ -53,6 +61,17 @@ function reconcilePerHour(config: Config, org: OrganizationConfig, users: number
     : 0;
 }
 
+/**
+ * Stream connects and replays: the primary's connections, and one connect per pass of the reconciliation
+ * stream (its scheduled passes; a pass after a gap replaces the next one's need more than it adds).
+ */
+function streamPerHour(config: Config, org: OrganizationConfig): number {
+  const primary = org.stream.connections * config.budget.streamRequestsPerConnectionHour;
+  const passes =
+    org.stream.reconcile && config.schedules.enabled ? perHour(config.schedules.reconcileStreamMinutes) : 0;
+  return primary + passes;
+}
+
 const usablePerHour = (org: OrganizationConfig) =>
   bucketParams({ limit: org.requestsPerHour }).ratePerMs * HOUR_MS;
 
@@ -64,10 +83,7 @@ const usablePerHour = (org: OrganizationConfig) =>
 function pushAndReconcileRoom(config: Config, org: OrganizationConfig): number {
   const usable = Math.max(0, usablePerHour(org));
   const reservable = usable - usable * Math.min(Math.max(config.budget.backfillMinShare, 0), 1);
-  const stream = Math.min(
-    Math.max(0, org.stream.connections * config.budget.streamRequestsPerConnectionHour),
-    reservable,
-  );
+  const stream = Math.min(Math.max(0, streamPerHour(config, org)), reservable);
   return reservable - stream;
 }
 
@@ -86,13 +102,18 @@ export function pushShare(config: Config, org: OrganizationConfig, counts: Budge
   return { demandPerHour, capPerHour, perHour: Math.min(demandPerHour, capPerHour) };
 }
 
+/**
+ * `recentPoll` says whether the recent poll runs now and over how many days (recent-poll-mode.ts);
+ * without it the plan is the blind poll of the whole lookback (what the sizing table compares with).
+ */
 export function budgetPlanInput(
   config: Config,
   org: OrganizationConfig,
   counts: BudgetCounts,
+  recentPoll?: Pick<RecentPollMode, 'polling' | 'days'>,
 ): BudgetPlanInput {
   const s = config.schedules;
-  const on = s.enabled;
+  const on = s.enabled && (recentPoll?.polling ?? true);
   // Legacy delete checks are reconcile-type work, measured over the last hour.
   const reconcile =
     reconcilePerHour(config, org, counts.activeUsers + counts.dormantUsers) +
@@ -100,7 +121,7 @@ export function budgetPlanInput(
   return {
     requestsPerHour: org.requestsPerHour,
     usablePerHour: usablePerHour(org),
-    streamPerHour: org.stream.connections * config.budget.streamRequestsPerConnectionHour,
+    streamPerHour: streamPerHour(config, org),
     // Reconcile alone may overcommit the plan (the planner says so); push never adds to that.
     pushAndReconcilePerHour: Math.max(
       reconcile,
@@ -110,7 +131,7 @@ export function budgetPlanInput(
     recent: {
       activeUsers: counts.activeUsers,
       dormantUsers: counts.dormantUsers,
-      requestsPerUser: recentRequestsPerUser(config, org),
+      requestsPerUser: recentRequestsPerUser(config, org, recentPoll?.days),
       activePeriodMs: on ? s.recentPollMinutes * 60_000 : 0,
       dormantPeriodMs: config.budget.dormantPollMinutes * 60_000,
     },

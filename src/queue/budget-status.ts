@@ -3,14 +3,22 @@
  * org's budget plan, plus the one thing measured rather than planned: how long ago the least recently
  * polled active user was polled (the sweep period actually achieved, once a first sweep is done).
  */
-import type { PollableUser } from '../warehouse/select-users-to-poll.ts';
 import type { BudgetPlan, WorkKind } from './plan-request-budget.ts';
 import type { OrgBudget } from './read-budget-plan.ts';
+import type { RecentPollMode } from './recent-poll-mode.ts';
 
 /** The plan's own figures as they are, and the recent poll's described for people. */
 export interface BudgetStatus
   extends Pick<BudgetPlan, 'requestsPerHour' | 'usablePerHour' | 'perHour' | 'shares' | 'overcommitted'> {
   recentPoll: {
+    /** 'fallback' (stream-first: polls only while the stream is down), 'always', or 'off'. */
+    mode: RecentPollMode['mode'];
+    /** Whether the tick queues polls now, why, and over how many days. */
+    polling: boolean;
+    reason: string;
+    days: number;
+    /** Seconds since the org's primary stream was last heard from (null: never). */
+    streamLastHeardSeconds: number | null;
     activeUsers: number;
     dormantUsers: number;
     requestsPerUser: number;
@@ -50,12 +58,8 @@ export interface BudgetStatus
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 const seconds = (ms: number | null) => (ms === null ? null : round(ms / 1000));
 
-export function describeBudget(
-  plan: BudgetPlan,
-  users: readonly PollableUser[],
-  now: number,
-  push?: OrgBudget['push'],
-): BudgetStatus {
+export function describeBudget(budget: OrgBudget, now: number): BudgetStatus {
+  const { plan, users, push, recentPoll: mode } = budget;
   const active = users.filter((u) => u.active);
   const activeNeverPolled = active.filter((u) => !u.polledAt).length;
   const oldest = active.reduce((min, u) => Math.min(min, u.polledAt?.getTime() ?? min), now);
@@ -69,6 +73,14 @@ export function describeBudget(
     shares: map(plan.shares, (n) => round(n, 3)),
     overcommitted: plan.overcommitted,
     recentPoll: {
+      mode: mode.mode,
+      polling: mode.polling,
+      reason: mode.reason,
+      days: mode.days,
+      streamLastHeardSeconds:
+        mode.streamLastHeardAt === null
+          ? null
+          : seconds(Math.max(0, now - Date.parse(mode.streamLastHeardAt))),
       activeUsers: r.activeUsers,
       dormantUsers: r.dormantUsers,
       requestsPerUser: r.requestsPerUser,

@@ -1,7 +1,7 @@
 /**
  * An org's budget plan as of now: the pollable users (selectUsersToPoll), how many are active, push's
  * durable queue (what the last hour spent and what waits), the legacy delete checks of the last hour,
- * and the planner over them. The records.recent tick, the push.drain job, `status` and `/metrics` all
+ * whether the recent poll runs (when the primary stream was last heard), and the planner over them. The records.recent tick, the push.drain job, `status` and `/metrics` all
  * read the plan here, so what they say is what the scheduler does.
  */
 import { type Kysely, sql } from 'kysely';
@@ -10,9 +10,11 @@ import { type PushBacklog, readPushBacklog } from '../push/push-fetch-store.ts';
 import type { Database } from '../warehouse/database.ts';
 import { countLegacyDeleteChecksAsked } from '../warehouse/legacy-delete-checks.ts';
 import { pollableUser } from '../warehouse/pollable-users.ts';
+import { readStreamLastHeard } from '../warehouse/stream-last-heard.ts';
 import { type PollableUser, selectUsersToPoll } from '../warehouse/select-users-to-poll.ts';
 import { budgetPlanInput, type PushShare, pushShare } from './budget-plan-input.ts';
 import { type BudgetPlan, planRequestBudget } from './plan-request-budget.ts';
+import { type RecentPollMode, recentPollMode } from './recent-poll-mode.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -21,6 +23,8 @@ export interface OrgBudget {
   users: PollableUser[];
   /** Push's share (demand, cap, what the plan reserves) and its queue. */
   push: PushShare & { backlog: PushBacklog };
+  /** Whether the recent poll runs now (stream-first: only while the stream is down) and over which days. */
+  recentPoll: RecentPollMode;
 }
 
 const HOUR_MS = 3_600_000;
@@ -46,8 +50,10 @@ export async function readBudgetPlan(
     pushFetchesPending: backlog.pending,
     legacyDeleteChecksLastHour,
   };
-  const plan = planRequestBudget(budgetPlanInput(config, org, counts));
-  return { plan, users, push: { ...pushShare(config, org, counts), backlog } };
+  const lastHeard = await readStreamLastHeard(db, org.orgId, org.stream.name);
+  const recentPoll = recentPollMode(config, org, lastHeard, now);
+  const plan = planRequestBudget(budgetPlanInput(config, org, counts, recentPoll));
+  return { plan, users, push: { ...pushShare(config, org, counts), backlog }, recentPoll };
 }
 
 /**

@@ -154,8 +154,7 @@ export async function startWorker(
       Promise.all(
         config.organizations.map(async (o) => {
           const now = Date.now();
-          const { plan, users, push } = await readBudgetPlan(db, config, o, now);
-          return { orgId: o.orgId, budget: describeBudget(plan, users, now, push) };
+          return { orgId: o.orgId, budget: describeBudget(await readBudgetPlan(db, config, o, now), now) };
         }),
       ),
     streamStates: () => streams?.states() ?? {},

@@ -428,12 +428,12 @@ describe('push at scale: 10,000 users in one simulated hour', () => {
 
     // 6. The backlog and its age, as `status` and /metrics show them.
     const final = await readBudgetPlan(warehouse.db, config, config.organizations[0]!, now);
-    const shown = describeBudget(final.plan, final.users, now, final.push).push!;
+    const shown = describeBudget(final, now).push!;
     const oldest = Math.min(...pending.map((r) => r.first_item_at.getTime()));
     expect(shown).toMatchObject({ pending: pending.length, queued: 0, failed: 0 });
     expect(shown.oldestPendingSeconds).toBeCloseTo((now - oldest) / 1000, 0);
     expect(shown.refusedLastHour).toBeGreaterThan(0);
-    expect(formatBudget(describeBudget(final.plan, final.users, now, final.push))).toContainEqual(
+    expect(formatBudget(describeBudget(final, now))).toContainEqual(
       expect.stringMatching(
         new RegExp(`^  push backlog: ${pending.length} pending \\(\\d+ due, oldest \\d+ min ago\\)`),
       ),

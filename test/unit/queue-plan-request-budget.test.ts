@@ -87,10 +87,11 @@ describe('planRequestBudget', () => {
       }),
     );
     expect(plan.usablePerHour).toBeCloseTo(1880); // 95 % of 2,000 less the burst of 20
-    expect(plan.perHour.stream).toBe(12); // one connection × 12
+    // One connection × 12, and the reconciliation stream's hourly pass (one connect).
+    expect(plan.perHour.stream).toBe(13);
     expect(plan.perHour.pushAndReconcile).toBeCloseTo(3 + 1 / 24); // 3 user pages hourly, reconcile daily
     expect(plan.shares.backfill).toBeCloseTo(0.1);
-    expect(plan.perHour.recent).toBeCloseTo(1880 * 0.9 - 12 - 3 - 1 / 24);
+    expect(plan.perHour.recent).toBeCloseTo(1880 * 0.9 - 13 - 3 - 1 / 24);
     // 21,000 requests per sweep at ~1,677 per hour: every 12.5 hours instead of hourly.
     expect(plan.recent.activePeriodMs! / HOUR_MS).toBeCloseTo(21_000 / plan.perHour.recent, 6);
     expect(plan.recent.activePeriodMs! / HOUR_MS).toBeCloseTo(12.52, 1);
@@ -145,7 +146,9 @@ describe("push's share", () => {
     const quiet = plan(config, 0, 0).plan;
     expect(flood.plan.perHour.stream).toBe(quiet.perHour.stream);
     expect(flood.plan.perHour.pushAndReconcile - 752).toBeCloseTo(quiet.perHour.pushAndReconcile);
-    expect(flood.plan.perHour.recent).toBeCloseTo(1880 * 0.9 - quiet.perHour.pushAndReconcile - 12 - 752);
+    expect(flood.plan.perHour.recent).toBeCloseTo(
+      1880 * 0.9 - quiet.perHour.pushAndReconcile - quiet.perHour.stream - 752,
+    );
     expect(flood.plan.shares.backfill).toBeCloseTo(0.1);
     expect(flood.plan.overcommitted).toBe(false);
   });

@@ -153,8 +153,13 @@ export function formatBudget(b: BudgetStatus): string[] {
       ['work', 'requests/h', 'share'],
       kinds.map(([label, k]) => [label, String(Math.round(b.perHour[k])), pct(b.shares[k])]),
     ).map((l) => `  ${l}`),
-    `  recent poll: ${r.activeUsers} active + ${r.dormantUsers} dormant users × ${r.requestsPerUser} requests; needs ${Math.round(r.demandPerHour)}/h`,
-    `  sweep of active users: every ${period(r.plannedSeconds)} (configured ${period(r.configuredSeconds)}); dormant every ${period(r.plannedDormantSeconds)} (configured ${period(r.configuredDormantSeconds)})`,
+    `  recent poll (${r.mode}): ${r.polling ? `ON, ${r.days} day${r.days === 1 ? '' : 's'} back` : 'off'}: ${r.reason}; stream last heard ${r.streamLastHeardSeconds === null ? 'never' : `${period(r.streamLastHeardSeconds)} ago`}`,
+    ...(r.polling
+      ? [
+          `  recent poll: ${r.activeUsers} active + ${r.dormantUsers} dormant users × ${r.requestsPerUser} requests; needs ${Math.round(r.demandPerHour)}/h`,
+          `  sweep of active users: every ${period(r.plannedSeconds)} (configured ${period(r.configuredSeconds)}); dormant every ${period(r.plannedDormantSeconds)} (configured ${period(r.configuredDormantSeconds)})`,
+        ]
+      : []),
     `  oldest poll of an active user: ${r.activeNeverPolled > 0 ? `${r.activeNeverPolled} never polled yet` : `${period(r.oldestActivePollSeconds)} ago`}`,
     ...(b.push && pushActive(b.push) ? formatPush(b.push) : []),
   ];

@@ -1,0 +1,83 @@
+/**
+ * Stream-first planning's switch (pure): the recent REST poll is off while the org's primary stream is
+ * heard from, comes on as a fallback over the outage's days once it has been unheard for
+ * `budget.streamFallbackMinutes`, and stays on where the stream cannot carry freshness.
+ */
+import { describe, expect, it } from 'vitest';
+import { configSchema } from '../../src/config/schema.ts';
+import { budgetPlanInput } from '../../src/queue/budget-plan-input.ts';
+import { planRequestBudget } from '../../src/queue/plan-request-budget.ts';
+import { recentPollMode } from '../../src/queue/recent-poll-mode.ts';
+
+const NOW = Date.parse('2026-11-27T12:00:00Z');
+const MIN = 60_000;
+
+const configWith = (patch: Record<string, unknown> = {}, org: Record<string, unknown> = {}) =>
+  configSchema.parse({ ...patch, organizations: [{ orgId: 'o', token: 't', ...org }] });
+
+const mode = (
+  lastHeardMs: number | undefined,
+  patch?: Record<string, unknown>,
+  org?: Record<string, unknown>,
+) => {
+  const config = configWith(patch, org);
+  return recentPollMode(config, config.organizations[0]!, lastHeardMs, NOW);
+};
+
+describe('recentPollMode', () => {
+  it('is off while the stream was heard within budget.streamFallbackMinutes (default 15)', () => {
+    expect(mode(NOW - 14 * MIN)).toMatchObject({ mode: 'fallback', polling: false, days: 0 });
+    expect(mode(NOW - 15 * MIN)).toMatchObject({ polling: false });
+    expect(mode(NOW - 5 * MIN, { budget: { streamFallbackMinutes: 2 } })).toMatchObject({ polling: true });
+  });
+
+  it("falls back to polling the outage's days once the stream is unheard, at most the lookback", () => {
+    // Heard today at 11:40: today only (the windows add their edge day).
+    expect(mode(NOW - 20 * MIN)).toMatchObject({ mode: 'fallback', polling: true, days: 0 });
+    // Heard yesterday evening: yesterday and today.
+    expect(mode(Date.parse('2026-11-26T22:00:00Z'))).toMatchObject({ polling: true, days: 1 });
+    // Down for ten days: the lookback (3) is what the poll re-reads; older days are the gap's.
+    expect(mode(NOW - 10 * 86_400_000)).toMatchObject({ polling: true, days: 3 });
+    expect(mode(undefined)).toMatchObject({ polling: true, days: 3, streamLastHeardAt: null });
+  });
+
+  it("keeps the blind poll with sync.recentPoll 'always', or when the stream's filter leaves resources out", () => {
+    expect(mode(NOW, { sync: { recentPoll: 'always' } })).toMatchObject({
+      mode: 'always',
+      polling: true,
+      days: 3,
+    });
+    const filtered = mode(
+      NOW,
+      {},
+      { resources: ['measurements', 'sleep'], stream: { resources: ['measurement'] } },
+    );
+    expect(filtered).toMatchObject({ mode: 'always', polling: true });
+    expect(filtered.reason).toContain('sleep');
+    expect(
+      mode(NOW, {}, { resources: ['measurements'], stream: { resources: ['measurement'] } }),
+    ).toMatchObject({
+      polling: false,
+    });
+  });
+
+  it('is off when the recent poll is not scheduled', () => {
+    expect(mode(undefined, { schedules: { recentPollMinutes: 0 } })).toMatchObject({
+      mode: 'off',
+      polling: false,
+    });
+    expect(mode(undefined, { schedules: { enabled: false } })).toMatchObject({ mode: 'off', polling: false });
+  });
+
+  it('gives the recent share to backfill while the stream is healthy, and the outage days to the poll after', () => {
+    const config = configWith();
+    const org = config.organizations[0]!;
+    const counts = { activeUsers: 10_000, dormantUsers: 0, pushFetchesLastHour: 0 };
+    const healthy = planRequestBudget(budgetPlanInput(config, org, counts, mode(NOW - MIN)));
+    expect(healthy.perHour.recent).toBe(0);
+    expect(healthy.shares.backfill).toBeGreaterThan(0.95);
+    const down = planRequestBudget(budgetPlanInput(config, org, counts, mode(NOW - 20 * MIN)));
+    expect(down.perHour.recent).toBeGreaterThan(0);
+    expect(down.recent.requestsPerUser).toBe(7);
+  });
+});
