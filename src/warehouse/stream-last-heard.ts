@@ -15,7 +15,10 @@ export async function readStreamLastHeard(
   streamName: string,
 ): Promise<number | undefined> {
   // Exact keys, not a prefix: the org's other cursors (one per user and resource) may be many.
-  const keys = Array.from({ length: MAX_STREAM_CONNECTIONS }, (_, slot) => streamCheckpointCursor(streamName, slot).key);
+  const keys = Array.from(
+    { length: MAX_STREAM_CONNECTIONS },
+    (_, slot) => streamCheckpointCursor(streamName, slot).key,
+  );
   const { rows } = await sql<{ last: string | null }>`
     select max(value->>'lastLiveAt') as last from validic_sync.checkpoints
     where org_id = ${orgId} and key in (${sql.join(keys)})`.execute(db);
