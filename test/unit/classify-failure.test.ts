@@ -124,7 +124,7 @@ describe("the stream consumer's reading of classifyFailure (classifyOpenFailure)
     [new PermanentError('nope'), 'refused'],
     [new PermanentHttpError({ ...answer, status: 404 }), 'refused'],
     [Object.assign(new Error('x'), { status: 503, retryable: true }), 'retry'],
-    [new RateLimitedError({ ...answer, status: 429, retryable: true }, 1000), 'retry'],
+    [new RateLimitedError({ ...answer, status: 429, retryable: true }, 1000), 'rate-limited'],
     [new TypeError('fetch failed'), 'retry'],
     [new NetworkError('GET', 'u', coded('ECONNRESET')), 'retry'],
     // A redirect to another origin would carry the token away: the stream stops (a replay hands its gap
