@@ -229,6 +229,8 @@ async function fill(
   let records = 0;
   let inserted = 0;
   let quarantined = 0;
+  /** Loads PostgreSQL rolled back for a deadlock or serialization failure (0: no load met another). */
+  let transactionRetries = 0;
   let lastProgress = started;
   let current = firstMs;
   const days = Math.round((NEXT_MONTH_MS - firstMs) / DAY_MS);
@@ -240,6 +242,7 @@ async function fill(
     ).then((r) => {
       inserted += r.inserted;
       quarantined += r.quarantined;
+      transactionRetries += r.transactionRetries;
     });
     inFlight.add(write);
     write.then(
@@ -289,7 +292,7 @@ async function fill(
     throw new Error(`${label}: ${inserted} inserted, ${quarantined} quarantined of ${items} records`);
   }
   process.stderr.write(
-    `query-scaling: ${label} loaded ${records.toLocaleString('en')} records of ${people.length} users over ${days} days in ${Math.round(loadSeconds)} s\n`,
+    `query-scaling: ${label} loaded ${records.toLocaleString('en')} records of ${people.length} users over ${days} days in ${Math.round(loadSeconds)} s (${transactionRetries} transaction retries)\n`,
   );
   return { db, users: people.length, records, days, loadSeconds };
 }

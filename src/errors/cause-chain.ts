@@ -31,11 +31,16 @@ export function errorCodeOf(error: unknown): string | undefined {
   return undefined;
 }
 
-/** True when some link's `code` is in `codes`. */
-export function hasErrorCode(error: unknown, codes: ReadonlySet<string>): boolean {
+/** The first `code` in the chain that is one of `codes`. */
+export function errorCodeIn(error: unknown, codes: ReadonlySet<string>): string | undefined {
   for (const link of causeChain(error)) {
     const code = (link as { code?: unknown }).code;
-    if (typeof code === 'string' && codes.has(code)) return true;
+    if (typeof code === 'string' && codes.has(code)) return code;
   }
-  return false;
+  return undefined;
+}
+
+/** True when some link's `code` is in `codes`. */
+export function hasErrorCode(error: unknown, codes: ReadonlySet<string>): boolean {
+  return errorCodeIn(error, codes) !== undefined;
 }

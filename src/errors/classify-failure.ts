@@ -4,7 +4,7 @@
  * Why and how: README.md, "`classify-failure.ts`".
  */
 import { causeChain } from './cause-chain.ts';
-import { CONNECTION_CODES, OUTAGE_CODES, OUTAGE_MESSAGES } from './error-codes.ts';
+import { CONFLICT_CODES, CONNECTION_CODES, OUTAGE_CODES, OUTAGE_MESSAGES } from './error-codes.ts';
 import { PermanentError } from './permanent-error.ts';
 
 export type Failure =
@@ -12,6 +12,7 @@ export type Failure =
   | { kind: 'rate-limited'; retryAfterMs: number | undefined }
   | { kind: 'rebalancing' }
   | { kind: 'outage' }
+  | { kind: 'conflict' }
   | { kind: 'retry' }
   | { kind: 'unknown' };
 
@@ -41,6 +42,7 @@ export function classifyFailure(error: unknown): Failure {
     if (status === 422) return { kind: 'rebalancing' };
     if (typeof code === 'string' && OUTAGE_CODES.has(code)) return { kind: 'outage' };
     if (typeof message === 'string' && OUTAGE_MESSAGES.test(message)) return { kind: 'outage' };
+    if (typeof code === 'string' && CONFLICT_CODES.has(code)) return { kind: 'conflict' };
     // Transient, but a deeper link may still say "outage": read on.
     if (retryable === true || (typeof status === 'number' && status >= 500)) transient = true;
     if (typeof code === 'string' && CONNECTION_CODES.has(code)) transient = true;

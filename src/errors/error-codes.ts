@@ -26,6 +26,14 @@ export const OUTAGE_CODES: ReadonlySet<string> = new Set([
   '08006',
 ]);
 
+/**
+ * PostgreSQL: the transaction lost a race with another and was rolled back, through no fault of its own:
+ * `40P01` deadlock detected (the deadlock detector chose it), `40001` serialization failure. Running the
+ * whole transaction again is the documented remedy; the loader does so itself a few times
+ * (src/warehouse/loader/retry-on-conflict.ts), and job runners wait a moment without spending an attempt.
+ */
+export const CONFLICT_CODES: ReadonlySet<string> = new Set(['40P01', '40001']);
+
 /** Messages of pg and its pool that mean the same, for errors that carry no code. */
 export const OUTAGE_MESSAGES =
   /Connection terminated|connection (?:is )?(?:closed|ended)|timeout exceeded when trying to connect|Client has encountered a connection error|the database system is (?:starting up|shutting down)/i;

@@ -1,9 +1,10 @@
 /** The error classes and the failure classifier of validic-sync (README.md says where each lives). */
 export { BodyTooLargeError } from './body-too-large-error.ts';
-export { causeChain, errorCodeOf, hasErrorCode } from './cause-chain.ts';
+export { causeChain, errorCodeIn, errorCodeOf, hasErrorCode } from './cause-chain.ts';
 export { classifyFailure, type Failure, type FailureKind } from './classify-failure.ts';
 export { ConfigError, type ConfigProblem } from './config-error.ts';
 export {
+  CONFLICT_CODES,
   CONNECTION_CODES,
   NOT_SENT_CODES,
   OUTAGE_CODES,

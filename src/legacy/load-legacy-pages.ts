@@ -31,14 +31,15 @@ export interface LegacyPagesResult extends LoadResult {
 }
 
 export function emptyLegacyPagesResult(): LegacyPagesResult {
-  return { ...emptyCounts(), byType: {}, newestCreatedAt: null, records: 0, pages: 0 };
+  return { ...emptyCounts(), byType: {}, newestCreatedAt: null, transactionRetries: 0, records: 0, pages: 0 };
 }
 
-/** Adds the counts of `more` to `into` (totals and per type). */
+/** Adds the counts of `more` to `into` (totals, per type, transaction retries). */
 export function addLoadResult(into: LoadResult, more: LoadResult): void {
   for (const key of ['inserted', 'updated', 'unchanged', 'stale', 'quarantined'] as const) {
     into[key] += more[key];
   }
+  into.transactionRetries += more.transactionRetries;
   for (const [type, counts] of Object.entries(more.byType)) {
     const target = into.byType[type] ?? emptyCounts();
     into.byType[type] = target;

@@ -10,6 +10,7 @@
  * never a token, a URL or a user id.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { CONFLICT_CODES } from '../errors/index.ts';
 import type { RequestEvent } from '../http/http-client-types.ts';
 import { LEGACY_OBJECTS } from '../legacy/legacy-objects.ts';
 import type { LoadCounts } from '../pipeline/batch.ts';
@@ -85,6 +86,8 @@ export interface WorkerMetrics {
   ): void;
   /** A kind of work (a job name, `stream`) succeeded for an org just now. */
   recordSuccess(org: string, work: string, at?: number): void;
+  /** The loader ran a transaction again after PostgreSQL rolled it back with SQLSTATE `code`. */
+  recordTransactionRetry(code: string): void;
   text(): Promise<string>;
   contentType: string;
 }
@@ -158,6 +161,14 @@ export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics 
     labelNames: ['name', 'outcome'],
     registers: [registry],
   });
+  const transactionRetries = new Counter({
+    name: 'validic_sync_transaction_retries_total',
+    help: 'Loader transactions run again after PostgreSQL rolled them back, by SQLSTATE (40P01 deadlock detected, 40001 serialization failure)',
+    labelNames: ['code'],
+    registers: [registry],
+  });
+  // Both codes from the start, so that rate() and increase() see the first retry.
+  for (const code of CONFLICT_CODES) transactionRetries.inc({ code }, 0);
   new Gauge({
     name: 'validic_sync_stream_connections',
     help: 'Stream connections of this process by org and state',
@@ -392,6 +403,10 @@ export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics 
     },
     recordSuccess(org, work, at = Date.now()) {
       lastSuccess.set({ org, work }, at / 1000);
+    },
+    recordTransactionRetry(code) {
+      // Bounded: the conflict codes, anything else (never sent by the loader) as `other`.
+      transactionRetries.inc({ code: CONFLICT_CODES.has(code) ? code : 'other' });
     },
     text: () => registry.metrics(),
   };

@@ -61,6 +61,11 @@ export interface LoadResult extends LoadCounts {
   byType: Record<string, LoadCounts>;
   /** Newest `created_at` among the records of the batch that were committed (for lag metrics), ISO string. */
   newestCreatedAt: string | null;
+  /**
+   * Times the loader ran a transaction again because PostgreSQL rolled it back for a deadlock (40P01) or
+   * a serialization failure (40001); 0 normally (src/warehouse/loader/retry-on-conflict.ts).
+   */
+  transactionRetries: number;
 }
 
 export function emptyCounts(): LoadCounts {

@@ -2,10 +2,11 @@
  * Runs job modules in this process, for one-shot commands without Redis. It keeps BullMQ's contract
  * where it matters to a job: payloads are validated on enqueue and on dequeue, a deterministic job id is
  * queued at most once, and a failure is handled as the BullMQ worker handles it (`jobRetryDecision`,
- * job-retry-decision.ts): a `PermanentError` is not retried, a 429 or an outage is waited out without
- * spending an attempt, anything else is retried with exponential back-off up to `attempts`. Unlike the
- * long-running worker, a one-shot command should end: once a job has waited `maxWaitWithoutAttemptMs`
- * in all, further 429s and outages spend attempts like other failures. Concurrency is bounded; an abort
+ * job-retry-decision.ts): a `PermanentError` is not retried, a 429, an outage or a transaction conflict
+ * (deadlock, serialization failure) is waited out without spending an attempt, anything else is retried
+ * with exponential back-off up to `attempts`. Unlike the long-running worker, a one-shot command should
+ * end: once a job has waited `maxWaitWithoutAttemptMs` in all, further waits spend attempts like other
+ * failures. Concurrency is bounded; an abort
  * stops new jobs from starting.
  */
 import { EventEmitter } from 'node:events';
@@ -27,7 +28,7 @@ export interface InlineRunnerEvents {
   completed: [job: InlineJob, result: unknown];
   failed: [job: InlineJob, error: Error];
   retrying: [job: InlineJob, error: Error, delayMs: number];
-  /** A 429 or an outage: the same attempt runs again after `delayMs`. */
+  /** A 429, an outage or a transaction conflict: the same attempt runs again after `delayMs`. */
   waiting: [job: InlineJob, error: Error, delayMs: number];
 }
 
@@ -45,8 +46,8 @@ export interface InlineRunnerOptions {
    */
   maxWaitWithoutAttemptMs?: number;
   /**
-   * Waits after a 429 without `Retry-After` (default `maxBackoffMs`) and after an outage (default
-   * `DEFAULT_OUTAGE_DELAY_MS`, 5 s).
+   * Waits after a 429 without `Retry-After` (default `maxBackoffMs`), after an outage (default
+   * `DEFAULT_OUTAGE_DELAY_MS`, 5 s) and after a transaction conflict (`DEFAULT_CONFLICT_DELAY_MS`, 1 s).
    */
   waits?: JobWaits;
   /** Default the system clock; tests inject a manual one. */

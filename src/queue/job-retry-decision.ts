@@ -6,6 +6,9 @@
  *   attempt: the job did nothing wrong, the platform asked for a pause;
  * - `outage` (Postgres, Redis or a connection away) → `wait` `outageDelayMs` without spending an
  *   attempt, so an outage longer than the retry back-off does not fail work for good;
+ * - `conflict` (a transaction PostgreSQL rolled back for a deadlock or a serialization failure, which
+ *   the loader's own retries did not get past) → `wait` `conflictDelayMs` without spending an attempt:
+ *   the job lost a race with another and did nothing wrong; running it again is the remedy;
  * - anything else → `retry`: spend an attempt, with the definition's back-off.
  */
 import { classifyFailure } from '../errors/index.ts';
@@ -14,10 +17,16 @@ import { classifyFailure } from '../errors/index.ts';
 export const DEFAULT_RATE_LIMIT_DELAY_MS = 60_000;
 /** Delay of a job that met an outage (Postgres or a connection away). */
 export const DEFAULT_OUTAGE_DELAY_MS = 5_000;
+/** Delay of a job whose transaction lost a race (deadlock, serialization failure): the race is over. */
+export const DEFAULT_CONFLICT_DELAY_MS = 1_000;
 
 export type JobRetryDecision =
   | { action: 'fail' }
-  | { action: 'wait'; delayMs: number; reason: 'rate limited' | 'service unreachable' }
+  | {
+      action: 'wait';
+      delayMs: number;
+      reason: 'rate limited' | 'service unreachable' | 'transaction conflict';
+    }
   | { action: 'retry' };
 
 export interface JobWaits {
@@ -25,6 +34,8 @@ export interface JobWaits {
   rateLimitDelayMs?: number;
   /** Wait after an outage, ms (default 5,000). */
   outageDelayMs?: number;
+  /** Wait after a transaction conflict (40P01, 40001), ms (default 1,000). */
+  conflictDelayMs?: number;
 }
 
 export function jobRetryDecision(error: unknown, waits: JobWaits = {}): JobRetryDecision {
@@ -43,6 +54,12 @@ export function jobRetryDecision(error: unknown, waits: JobWaits = {}): JobRetry
         action: 'wait',
         delayMs: waits.outageDelayMs ?? DEFAULT_OUTAGE_DELAY_MS,
         reason: 'service unreachable',
+      };
+    case 'conflict':
+      return {
+        action: 'wait',
+        delayMs: waits.conflictDelayMs ?? DEFAULT_CONFLICT_DELAY_MS,
+        reason: 'transaction conflict',
       };
     default:
       return { action: 'retry' };

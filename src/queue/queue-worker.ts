@@ -32,6 +32,8 @@ export interface QueueWorkerOptions {
   metrics?: WorkerMetrics;
   log: Logger;
   outageDelayMs?: number;
+  /** Wait after a transaction conflict that reached the job (job-retry-decision.ts), ms. */
+  conflictDelayMs?: number;
 }
 
 export interface QueueWorker {
@@ -85,7 +87,10 @@ export function startQueueWorker(options: QueueWorkerOptions): QueueWorker {
         metrics?.recordJob(job.name, 'abandoned', seconds());
         throw new DelayedError('abandoned by shutdown');
       }
-      const decision = jobRetryDecision(error, { outageDelayMs: options.outageDelayMs });
+      const decision = jobRetryDecision(error, {
+        outageDelayMs: options.outageDelayMs,
+        conflictDelayMs: options.conflictDelayMs,
+      });
       if (decision.action === 'fail') {
         metrics?.recordJob(job.name, 'failed', seconds());
         throw new UnrecoverableError(redactKnownSecrets(error.message));

@@ -30,6 +30,7 @@ import { reconcileStreamName } from '../stream/reconcile-stream.ts';
 import { withSpan } from '../telemetry/tracer.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
 import { reconcileLastCursor } from '../warehouse/cursors/reconcile-last-cursor.ts';
+import { onTransactionRetry } from '../warehouse/loader/retry-on-conflict.ts';
 import { countQuarantineByKind } from '../warehouse/quarantine.ts';
 import { describeBudget } from './budget-status.ts';
 import type { JobDefinition } from './job-definition.ts';
@@ -168,6 +169,10 @@ export async function startWorker(
     recordStats(event);
     metrics.recordRequest(event);
   };
+  // Every load of this process (jobs, streams, reconciliation passes) goes through this warehouse.
+  const stopCountingRetries = onTransactionRetry(runtime.warehouse, (code) =>
+    metrics.recordTransactionRetry(code),
+  );
 
   let reapply: (() => void) | undefined;
   let server: WorkerServer | undefined;
@@ -250,6 +255,7 @@ export async function startWorker(
         await pushServer?.close();
         await server?.close();
         await jobQueue.close();
+        stopCountingRetries();
         await runtime.close();
         log.info('worker stopped');
       })();
@@ -290,6 +296,7 @@ export async function startWorker(
     await pushServer?.close();
     await server?.close();
     await jobQueue.close();
+    stopCountingRetries();
     await runtime.close();
     throw error;
   }

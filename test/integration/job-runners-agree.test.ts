@@ -1,8 +1,9 @@
 /**
  * The two job runners (BullMQ's worker against real Redis, and the inline runner of one-shot commands)
- * handle a failure the same way, because both ask `jobRetryDecision` (classifyFailure): a 429 and a
- * database outage are waited out without spending an attempt, a PermanentError fails at once, and any
- * other error spends an attempt. Every job here has ONE attempt, so a spent attempt fails it for good.
+ * handle a failure the same way, because both ask `jobRetryDecision` (classifyFailure): a 429, a
+ * database outage and a transaction conflict (deadlock, serialization failure) are waited out without
+ * spending an attempt, a PermanentError fails at once, and any other error spends an attempt. Every job
+ * here has ONE attempt, so a spent attempt fails it for good.
  */
 import type { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -32,6 +33,13 @@ const FAILURES: Record<string, { times: number; error: () => Error }> = {
     times: 2,
     error: () =>
       Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
+  },
+  'transaction conflict': {
+    times: 2,
+    error: () =>
+      new Error('load failed', {
+        cause: Object.assign(new Error('deadlock detected'), { code: '40P01' }),
+      }),
   },
   permanent: { times: 9, error: () => new PermanentError('the same call fails the same way') },
   flaky: { times: 1, error: () => new Error('something else') },
@@ -65,11 +73,23 @@ function context(input: { jobId: string; attempt: number; signal: AbortSignal })
 }
 
 const expected: Outcome = {
-  runs: { limited: [1, 1, 1], 'database outage': [1, 1, 1], permanent: [1], flaky: [1] },
-  ended: { limited: 'completed', 'database outage': 'completed', permanent: 'failed', flaky: 'failed' },
+  runs: {
+    limited: [1, 1, 1],
+    'database outage': [1, 1, 1],
+    'transaction conflict': [1, 1, 1],
+    permanent: [1],
+    flaky: [1],
+  },
+  ended: {
+    limited: 'completed',
+    'database outage': 'completed',
+    'transaction conflict': 'completed',
+    permanent: 'failed',
+    flaky: 'failed',
+  },
 };
 
-describe('both job runners treat a 429 and a database outage the same way', () => {
+describe('both job runners treat a 429, a database outage and a transaction conflict the same way', () => {
   let testRedis: TestRedis;
   let redis: Redis;
   let jobQueue: JobQueue | undefined;
@@ -122,6 +142,7 @@ describe('both job runners treat a 429 and a database outage the same way', () =
       jobQueue,
       signal: stop.signal,
       outageDelayMs: 20,
+      conflictDelayMs: 20,
     });
     for (const key of Object.keys(FAILURES)) await jobQueue.enqueue('test.once', { key });
     const ended: Outcome['ended'] = {};

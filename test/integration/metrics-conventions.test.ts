@@ -62,6 +62,7 @@ function exampleMetrics(isFleetReporter?: () => Promise<boolean>): WorkerMetrics
   );
   metrics.recordJob('records.recent', 'completed', 1.5);
   metrics.recordSuccess('org-a', 'records.recent');
+  metrics.recordTransactionRetry('40P01');
   return metrics;
 }
 
@@ -103,6 +104,12 @@ describe('metrics', () => {
     // A record type outside the known vocabulary folds into `other`.
     expect(text).toContain('validic_sync_records_total{type="other",outcome="inserted"} 1');
     expect(text).not.toContain('blood_oxygen_v9');
+  });
+
+  it("counts the loader's transaction retries by SQLSTATE, both codes from the start", () => {
+    expect(text).toContain('# TYPE validic_sync_transaction_retries_total counter');
+    expect(text).toContain('validic_sync_transaction_retries_total{code="40P01"} 1');
+    expect(text).toContain('validic_sync_transaction_retries_total{code="40001"} 0');
   });
 
   it('has every metric the Grafana dashboard and the alert rules use', () => {

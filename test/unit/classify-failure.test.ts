@@ -100,6 +100,19 @@ const table: [string, unknown, Failure][] = [
   // A job runner waits a name that does not resolve out (a compose service not up yet); the HTTP client
   // alone does not retry it (test/unit/http-retry.test.ts).
   ['host name not found', coded('ENOTFOUND'), { kind: 'outage' }],
+  // A transaction PostgreSQL rolled back because it lost a race: run again, no attempt spent.
+  ['deadlock detected', coded('40P01', 'deadlock detected'), { kind: 'conflict' }],
+  [
+    'serialization failure',
+    coded('40001', 'could not serialize access due to concurrent update'),
+    { kind: 'conflict' },
+  ],
+  [
+    'deadlock under a job error',
+    new Error('job step failed', { cause: coded('40P01', 'deadlock detected') }),
+    { kind: 'conflict' },
+  ],
+  ['a unique violation (a bug, not a race)', coded('23505', 'duplicate key value'), { kind: 'unknown' }],
   ['a bug', new TypeError('x is not a function'), { kind: 'unknown' }],
   ['a TLS setting', coded('CERT_HAS_EXPIRED'), { kind: 'unknown' }],
   ['a string', 'boom', { kind: 'unknown' }],
@@ -128,6 +141,7 @@ describe("the stream consumer's reading of classifyFailure (classifyOpenFailure)
     [new RateLimitedError({ ...answer, status: 429, retryable: true }, 1000), 'rate-limited'],
     [new TypeError('fetch failed'), 'retry'],
     [new NetworkError('GET', 'u', coded('ECONNRESET')), 'retry'],
+    [coded('40P01', 'deadlock detected'), 'retry'],
     // A redirect to another origin would carry the token away: the stream stops (a replay hands its gap
     // to REST) instead of reconnecting into the same redirect forever.
     [new RedirectRefusedError('GET', 'u', 302, 'x'), 'refused'],

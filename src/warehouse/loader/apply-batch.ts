@@ -24,6 +24,7 @@ import { loadRecords, probeStatement } from './load-records.ts';
 import { type LoadLocks, loadTransaction } from './load-transaction.ts';
 import { loadUsers } from './load-users.ts';
 import { ensureMonthPartitions, forgetMonthPartitions, isMissingMonthPartition } from './month-partitions.ts';
+import { reportTransactionRetry, retryOnConflict } from './retry-on-conflict.ts';
 import { checkpointCtes, writeCheckpoint } from './write-checkpoint.ts';
 import { badPointsNote, writeQuarantine } from './write-quarantine.ts';
 
@@ -140,11 +141,12 @@ async function applyInTransaction(
   const result: LoadResult = emptyLoadResult();
   const probe = probeStatement(batch.orgId, sorted.records);
   const startTimes = sorted.records.map((r) => r.record.startTime);
-  // Outside the transaction: adding a month locks the parents (SHARE UPDATE EXCLUSIVE, month-partitions.ts).
-  await ensureMonthPartitions(warehouse, startTimes);
+  // A batch with records shares the month creation's lock, so that a creation (another batch's) never
+  // holds table locks while this transaction does (month-partitions.ts, MONTH_PARTITIONS_LOCK).
+  const locks: LoadLocks = { ...loadLocks(batch.orgId, sorted), monthPartitions: sorted.records.length > 0 };
   // The records' probe rides in the BEGIN round trip, after the locks (load-transaction.ts).
   const write = () =>
-    loadTransaction(warehouse, { locks: loadLocks(batch.orgId, sorted), probe }, async (tx, probed) => {
+    loadTransaction(warehouse, { locks, probe }, async (tx, probed) => {
       await writeQuarantine(tx, batch, sorted.quarantine, result);
       await writeQuarantine(tx, batch, sorted.notes, result, { counted: false });
       await loadUsers(tx, batch, sorted.users, result);
@@ -163,16 +165,38 @@ async function applyInTransaction(
       );
       if (!sentAlso && checkpointSql.length > 0) await writeCheckpoint(tx, batch.orgId, checkpoint);
     });
-  try {
-    await write();
-  } catch (error) {
-    // A month this process knew was detached or dropped since: look again, add it, write once more.
-    if (!isMissingMonthPartition(error)) throw error;
-    forgetMonthPartitions(warehouse);
-    await ensureMonthPartitions(warehouse, startTimes);
-    Object.assign(result, emptyLoadResult());
-    await write();
-  }
+  let transactionRetries = 0;
+  // A transaction rolled back for a deadlock or a serialization failure runs again from the start, the
+  // months included: it is idempotent (retry-on-conflict.ts).
+  await retryOnConflict(
+    async () => {
+      Object.assign(result, emptyLoadResult());
+      // Outside the transaction: adding a month locks the parents and the default partitions
+      // (month-partitions.ts).
+      await ensureMonthPartitions(warehouse, startTimes);
+      try {
+        await write();
+      } catch (error) {
+        // A month this process knew was detached or dropped since: look again, add it, write once more.
+        if (!isMissingMonthPartition(error)) throw error;
+        forgetMonthPartitions(warehouse);
+        await ensureMonthPartitions(warehouse, startTimes);
+        Object.assign(result, emptyLoadResult());
+        await write();
+      }
+    },
+    {
+      onRetry: ({ code, attempt, delayMs, error }) => {
+        transactionRetries += 1;
+        reportTransactionRetry(warehouse, code);
+        log.warn(
+          { orgId: batch.orgId, arrivedVia: batch.arrivedVia, code, attempt, delayMs, err: error },
+          'load transaction rolled back by a conflict with another; running it again',
+        );
+      },
+    },
+  );
+  result.transactionRetries = transactionRetries;
 
   let newest: string | null = null;
   for (const r of sorted.records)

@@ -5,15 +5,20 @@
  * (`also`), is in apply-batch.ts and insert-new-records.ts.
  */
 import type { Warehouse, WarehouseTransaction } from '../open-warehouse.ts';
+import { MONTH_PARTITIONS_LOCK } from './month-partitions.ts';
 
 /**
  * Transaction-level advisory locks on `hashtextextended(key, 0)`: the shared ones first, then the
  * exclusive ones in hash order, so two transactions taking overlapping sets always take them in the
- * same order and cannot deadlock on them.
+ * same order and cannot deadlock on them. Before all of them, when `monthPartitions` is set, the month
+ * creation's lock, shared (month-partitions.ts, MONTH_PARTITIONS_LOCK): first, so a load waiting for a
+ * creation holds no key lock another load could be waiting for.
  */
 export interface LoadLocks {
   shared?: readonly string[];
   exclusive?: readonly string[];
+  /** The transaction writes validic.records / record_versions: share the month creation's lock. */
+  monthPartitions?: boolean;
 }
 
 /**
@@ -35,6 +40,7 @@ function advisoryLockSql(locks: LoadLocks): string[] {
           `select ${lockFunction}(k) from (select distinct hashtextextended(x, 0) as k from unnest(array[${[...new Set(keys)].map(sqlLiteral).join(',')}]::text[]) as x order by 1) as s`,
         ];
   return [
+    ...(locks.monthPartitions ? [`select pg_advisory_xact_lock_shared(${MONTH_PARTITIONS_LOCK})`] : []),
     ...lockAll('pg_advisory_xact_lock_shared', locks.shared),
     ...lockAll('pg_advisory_xact_lock', locks.exclusive),
   ];

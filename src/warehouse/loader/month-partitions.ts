@@ -7,11 +7,35 @@
  * The months already created are remembered per warehouse, so this costs one catalog query per
  * process and a round trip only when a batch reaches a new month. The worker's daily
  * `warehouse.maintain` job and `migrate` create the coming months ahead of time.
+ * A creation and the loads of OTHER batches exclude each other through MONTH_PARTITIONS_LOCK (below).
  */
 import { sql } from 'kysely';
 import type { Warehouse } from '../open-warehouse.ts';
 
 const known = new WeakMap<Warehouse, Set<string>>();
+
+/**
+ * The advisory lock `validic_sync.create_month_partitions` takes exclusively, first thing, for its
+ * whole transaction (migration 0010: `pg_advisory_xact_lock(7436112010)`). Every load that writes
+ * records takes it SHARED, first thing in its transaction (load-transaction.ts, `monthPartitions`).
+ *
+ * Why: ATTACH locks the default partitions ACCESS EXCLUSIVE, `records_undated` then
+ * `record_versions_undated`, while a load's statements lock every partition of the two tables in the
+ * order the planner takes them: the records' probe plans its record_versions sub-select first. A load
+ * in flight holding `record_versions_undated` and waiting for `records_undated`, and a creation holding
+ * `records_undated` and waiting for `record_versions_undated`, is a deadlock (40P01), found by
+ * `node bench/query-scaling.ts --quick` whenever a batch reached a new month while others were loading.
+ * Creating the months a load needs before its own transaction (ensureMonthPartitions) does not prevent
+ * it: the creation of one load meets the transactions of the others. Nor does a fixed order in the
+ * creation, since no single order matches every statement of a load (or a reader). With this lock a
+ * creation waits for the loads in flight to end, and loads that start meanwhile wait for the creation at
+ * BEGIN, before they touch any table: the two never hold table locks at once. It costs nothing new: the
+ * creation's ACCESS EXCLUSIVE waited for the loads in flight before (and loads behind it waited too), and
+ * the function takes the lock already, so no migration is needed. Readers and other writers that touch
+ * both tables do not take it; a deadlock with one of those still ends in 40P01 for one side, and the
+ * loader's retry (retry-on-conflict.ts) runs the creation and the load again.
+ */
+export const MONTH_PARTITIONS_LOCK = 7_436_112_010;
 
 /** `2026-03` of a canonical ISO timestamp (UTC). */
 export const monthOf = (isoTime: string) => isoTime.slice(0, 7);
