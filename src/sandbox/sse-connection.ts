@@ -83,6 +83,9 @@ export class SseConnection {
 
   private pokeIfIdle(interval: number): void {
     if (this.closed || this.core.faults.current.silentStream) return;
+    // A poke says nothing else flows: not while frames wait for a slow client (backpressure), where a
+    // replay still has its backlog to send (a client counting pokes would give it up too early).
+    if (this.blocked) return;
     if (Date.now() - this.lastFrameAt < interval) return;
     const poke = {
       ts: new Date(this.core.clock.now()).toISOString(),

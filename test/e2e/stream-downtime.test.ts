@@ -75,7 +75,11 @@ describe('stream downtime is filled by replay', () => {
     expect(checkpoint?.lastDisconnectAt).toEqual(expect.any(String));
     const before = await storedCount();
 
-    // Down: the platform changes.
+    // Down: the platform changes. A second later than the stop at least: before a poke, the replay's
+    // hand-off time T is known from the `Date` header's whole seconds (±500 ms), and events created
+    // inside that uncertainty may fall before T; the replay then leaves its gap to the reconciliation
+    // stream (nothing is lost either way, but this test is about the hand-off).
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
     const added = [1, 2, 3, 4, 5].map(() => sandbox.control.addRecord({ uid, type: 'measurement' }));
     const changed = [...early.slice(0, 2), added[4]!].map((r) => sandbox.control.updateRecord(r.id));
     sandbox.control.connectSource(uid, 'garmin');

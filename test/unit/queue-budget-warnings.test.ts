@@ -25,7 +25,7 @@ describe('budgetWarnings', () => {
     expect(warnings[0]!.message).toContain('schedules.recentPollMinutes');
     expect(warnings[0]!.message).toContain('budget.dormantPollMinutes');
     expect(warnings[0]!.message).toMatch(/every 103 min/);
-    expect(warnings[0]!.message).toMatch(/≥ 104 and ≥ 2480/);
+    expect(warnings[0]!.message).toMatch(/≥ 104 and ≥ 2481/);
   });
 
   it('warns about the lookback when a sweep outlasts it', () => {
