@@ -6,7 +6,6 @@ import { budgetWarnings } from '../src/queue/budget-warnings.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { FANOUT_PRIORITIES, JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { pickRecentPolls } from '../src/queue/pick-recent-polls.ts';
 import { recentPollWindows } from '../src/queue/recent-poll-windows.ts';
 import { toV2Resource } from '../src/validic/v2-resources.ts';
 import { defineJob } from './define-job.ts';
@@ -55,7 +54,7 @@ export const recordsRecent = defineJob({
         reason: mode.reason,
         from: null,
         to: null,
-        users: budget.users.length,
+        users: budget.users.pollable,
         active: budget.plan.recent.activeUsers,
         enqueued: 0,
         inFlight: 0,
@@ -65,7 +64,7 @@ export const recordsRecent = defineJob({
     const days = payload.lookbackDays ?? mode.days;
     const windows = recentPollWindows(days, now);
     // First tick of a fresh warehouse (the users schedule may not have run yet): read the users first.
-    if (budget.users.length === 0) {
+    if (budget.users.pollable === 0) {
       await syncUsers(ctx, payload.orgId);
       budget = await ctx.readBudgetPlan(payload.orgId, now);
     }
@@ -75,10 +74,8 @@ export const recordsRecent = defineJob({
       warned.add(key);
       ctx.log.warn({ orgId: payload.orgId, budget: budget.plan.perHour }, warning.message);
     }
-    const slice = pickRecentPolls(budget.users, budget.plan, {
-      now,
-      tickMs: ctx.settings.tickMs,
-    });
+    // Only now, while polling, are users read: the due ones the plan allows this tick, by keyset.
+    const slice = await budget.readSlice({ tickMs: ctx.settings.tickMs });
     const resources = [...new Set(org.resources.map(toV2Resource))];
     await ctx.warehouse.markRecentPollsEnqueued(
       payload.orgId,
@@ -103,7 +100,7 @@ export const recordsRecent = defineJob({
       reason: mode.reason,
       from: windows[0]!.startDate,
       to: windows.at(-1)!.endDate,
-      users: budget.users.length,
+      users: budget.users.pollable,
       active: budget.plan.recent.activeUsers,
       enqueued,
       inFlight: slice.inFlight,

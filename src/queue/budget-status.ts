@@ -60,9 +60,8 @@ const seconds = (ms: number | null) => (ms === null ? null : round(ms / 1000));
 
 export function describeBudget(budget: OrgBudget, now: number): BudgetStatus {
   const { plan, users, push, recentPoll: mode } = budget;
-  const active = users.filter((u) => u.active);
-  const activeNeverPolled = active.filter((u) => !u.polledAt).length;
-  const oldest = active.reduce((min, u) => Math.min(min, u.polledAt?.getTime() ?? min), now);
+  const { activeNeverPolled } = users;
+  const oldest = Math.min(now, users.oldestActivePolledAt?.getTime() ?? now);
   const r = plan.recent;
   const map = <T>(o: Record<WorkKind, number>, f: (n: number) => T) =>
     Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)])) as Record<WorkKind, T>;
@@ -89,7 +88,7 @@ export function describeBudget(budget: OrgBudget, now: number): BudgetStatus {
       plannedSeconds: seconds(r.activePeriodMs),
       configuredDormantSeconds: seconds(r.configuredDormantPeriodMs)!,
       plannedDormantSeconds: seconds(r.dormantPeriodMs),
-      oldestActivePollSeconds: active.length > 0 && activeNeverPolled === 0 ? seconds(now - oldest) : null,
+      oldestActivePollSeconds: users.active > 0 && activeNeverPolled === 0 ? seconds(now - oldest) : null,
       activeNeverPolled,
     },
     ...(push

@@ -17,68 +17,149 @@ export interface RecentSlice {
   allowed: number;
 }
 
-export function pickRecentPolls(
-  users: readonly PollableUser[],
-  plan: BudgetPlan,
-  options: { now: number; tickMs: number },
-): RecentSlice {
-  const { now, tickMs } = options;
+/** The tick's time frames, from the plan and the tick length alone. */
+export interface RecentPollTimes {
+  windowMs: number;
+  /** A poll queued longer ago than this and not completed is lost (no longer in flight). */
+  lostAfterMs: number;
+  /** Completed polls this recent tell the slowest queue-to-completion time. */
+  horizonMs: number;
+  /** Users the recent poll's share allows per window. */
+  windowUsers: number;
+}
+
+export function recentPollTimes(plan: BudgetPlan, tickMs: number): RecentPollTimes {
   const windowMs = WINDOW_TICKS * tickMs;
   const activePeriod = plan.recent.activePeriodMs ?? Number.POSITIVE_INFINITY;
-  const dormantPeriod = plan.recent.dormantPeriodMs ?? Number.POSITIVE_INFINITY;
-  const lostAfter = Number.isFinite(activePeriod) ? Math.max(activePeriod, windowMs) : 6 * windowMs;
   const perUser = plan.recent.requestsPerUser;
-  const windowUsers = perUser > 0 ? Math.floor((plan.recentCapPerHour * windowMs) / HOUR_MS / perUser) : 0;
+  return {
+    windowMs,
+    lostAfterMs: Number.isFinite(activePeriod) ? Math.max(activePeriod, windowMs) : 6 * windowMs,
+    horizonMs: Number.isFinite(activePeriod) ? activePeriod : windowMs,
+    windowUsers: perUser > 0 ? Math.floor((plan.recentCapPerHour * windowMs) / HOUR_MS / perUser) : 0,
+  };
+}
 
+/**
+ * What the gate needs of the recent polls (of pollable users): the slowest queue-to-completion time of
+ * the polls completed within the horizon, the polls in flight, those queued in the window, the last
+ * enqueue. `recentPollStats` computes it from a whole list; the tick reads it by aggregate
+ * (select-users-to-poll.ts, `readRecentPollStats`, the same definitions in SQL).
+ */
+export interface RecentPollStats {
+  slowestMs: number;
+  inFlight: number;
+  enqueuedInWindow: number;
+  lastEnqueueAt: number | undefined;
+}
+
+const isInFlight = (u: PollableUser, now: number, lostAfterMs: number) => {
+  const queued = u.enqueuedAt?.getTime();
+  const polled = u.polledAt?.getTime();
+  return queued !== undefined && (polled === undefined || polled < queued) && now - queued < lostAfterMs;
+};
+
+export function recentPollStats(
+  users: readonly PollableUser[],
+  times: RecentPollTimes,
+  now: number,
+): RecentPollStats {
+  let slowestMs = 0;
+  let inFlight = 0;
+  let enqueuedInWindow = 0;
+  let lastEnqueueAt: number | undefined;
+  for (const u of users) {
+    const queued = u.enqueuedAt?.getTime();
+    const polled = u.polledAt?.getTime();
+    if (queued !== undefined && polled !== undefined && polled >= queued && now - polled < times.horizonMs)
+      slowestMs = Math.max(slowestMs, polled - queued);
+    if (queued !== undefined && now - queued < times.windowMs) enqueuedInWindow++;
+    if (queued !== undefined && (lastEnqueueAt === undefined || queued > lastEnqueueAt))
+      lastEnqueueAt = queued;
+    if (isInFlight(u, now, times.lostAfterMs)) inFlight++;
+  }
+  return { slowestMs, inFlight, enqueuedInWindow, lastEnqueueAt };
+}
+
+/** How many users this tick may queue, and how far ahead of falling due an active user is queued. */
+export interface RecentPollGate {
+  leadMs: number;
+  allowed: number;
+  /** A user is due when its last completed poll is at least this old (Infinity: only never-polled users). */
+  activeDueAgeMs: number;
+  dormantDueAgeMs: number;
+}
+
+export function recentPollGate(
+  stats: RecentPollStats,
+  plan: BudgetPlan,
+  times: RecentPollTimes,
+  options: { now: number; tickMs: number },
+): RecentPollGate {
+  const { now, tickMs } = options;
+  const { windowMs, windowUsers } = times;
   // An active user is queued `lead` before it falls due, so its poll completes within the period: two
   // ticks (the granularity of queueing, and a tick that runs late) plus the slowest queue-to-completion
   // time of the polls completed in the last active period (measured: it grows with the queue depth, the
   // worker slots and the budget's pace), at most a window.
-  const horizon = Number.isFinite(activePeriod) ? activePeriod : windowMs;
-  let slowest = 0;
-  for (const u of users) {
-    const queued = u.enqueuedAt?.getTime();
-    const polled = u.polledAt?.getTime();
-    if (queued !== undefined && polled !== undefined && polled >= queued && now - polled < horizon)
-      slowest = Math.max(slowest, polled - queued);
-  }
-  const lead = 2 * tickMs + Math.min(slowest, windowMs);
-  let inFlight = 0;
-  let enqueuedInWindow = 0;
-  let lastEnqueue: number | undefined;
+  const leadMs = 2 * tickMs + Math.min(stats.slowestMs, windowMs);
+  // A tick takes what the rate allows since the last enqueue (so a tick that ran late catches up, and
+  // there is no burst of a whole window at start), the window at most its share.
+  const sinceLast =
+    stats.lastEnqueueAt === undefined ? tickMs : Math.min(windowMs, Math.max(0, now - stats.lastEnqueueAt));
+  const byRate = Math.ceil((windowUsers * sinceLast) / windowMs);
+  const allowed = Math.max(
+    0,
+    Math.min(byRate, windowUsers - Math.max(stats.enqueuedInWindow, stats.inFlight)),
+  );
+  const activePeriod = plan.recent.activePeriodMs ?? Number.POSITIVE_INFINITY;
+  return {
+    leadMs,
+    allowed,
+    activeDueAgeMs: activePeriod - leadMs,
+    dormantDueAgeMs: plan.recent.dormantPeriodMs ?? Number.POSITIVE_INFINITY,
+  };
+}
+
+/**
+ * The slice of `users` to queue this tick. With `stats` (the tick, reading by aggregate and keyset),
+ * `users` are the due candidates only, oldest first, at most `allowed` of each kind
+ * (select-users-to-poll.ts, `selectDueUsers`), and `due` counts among them; without, `users` are every
+ * pollable user and the stats are computed from them.
+ */
+export function pickRecentPolls(
+  users: readonly PollableUser[],
+  plan: BudgetPlan,
+  options: { now: number; tickMs: number },
+  stats?: RecentPollStats,
+): RecentSlice {
+  const { now } = options;
+  const times = recentPollTimes(plan, options.tickMs);
+  const s = stats ?? recentPollStats(users, times, now);
+  const gate = recentPollGate(s, plan, times, options);
   const activeDue: PollableUser[] = [];
   const dormantDue: PollableUser[] = [];
   for (const u of users) {
-    const queued = u.enqueuedAt?.getTime();
+    if (isInFlight(u, now, times.lostAfterMs)) continue;
     const polled = u.polledAt?.getTime();
-    if (queued !== undefined && now - queued < windowMs) enqueuedInWindow++;
-    if (queued !== undefined && (lastEnqueue === undefined || queued > lastEnqueue)) lastEnqueue = queued;
-    if (queued !== undefined && (polled === undefined || polled < queued) && now - queued < lostAfter) {
-      inFlight++;
-      continue;
-    }
     const age = polled === undefined ? Number.POSITIVE_INFINITY : now - polled;
     if (u.active) {
-      if (age >= activePeriod - lead) activeDue.push(u);
-    } else if (age >= dormantPeriod) dormantDue.push(u);
+      if (age >= gate.activeDueAgeMs) activeDue.push(u);
+    } else if (age >= gate.dormantDueAgeMs) dormantDue.push(u);
   }
   const oldestFirst = (a: PollableUser, b: PollableUser) =>
     (a.polledAt?.getTime() ?? -1) - (b.polledAt?.getTime() ?? -1) ||
     (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0);
   activeDue.sort(oldestFirst);
   dormantDue.sort(oldestFirst);
-  // A tick takes what the rate allows since the last enqueue (so a tick that ran late catches up, and
-  // there is no burst of a whole window at start), the window at most its share.
-  const sinceLast = lastEnqueue === undefined ? tickMs : Math.min(windowMs, Math.max(0, now - lastEnqueue));
-  const byRate = Math.ceil((windowUsers * sinceLast) / windowMs);
-  const allowed = Math.max(0, Math.min(byRate, windowUsers - Math.max(enqueuedInWindow, inFlight)));
+  const { allowed } = gate;
   const active = activeDue.slice(0, allowed);
   const dormant = dormantDue.slice(0, allowed - active.length);
   return {
     active: active.map((u) => u.uid),
     dormant: dormant.map((u) => u.uid),
     due: { active: activeDue.length, dormant: dormantDue.length },
-    inFlight,
+    inFlight: s.inFlight,
     allowed,
   };
 }

@@ -1,8 +1,11 @@
 /**
- * An org's budget plan as of now: the pollable users (selectUsersToPoll), how many are active, push's
+ * An org's budget plan as of now: how many users are pollable and how many active (by aggregate,
+ * countPollableUsers: no user row is read), push's
  * durable queue (what the last hour spent and what waits), the legacy delete checks of the last hour,
  * whether the recent poll runs (when the primary stream was last heard), and the planner over them. The records.recent tick, the push.drain job, `status` and `/metrics` all
- * read the plan here, so what they say is what the scheduler does.
+ * read the plan here, so what they say is what the scheduler does. The tick's slice of due users is read
+ * only when it asks (`readSlice`, only while the recent poll is polling): by keyset, at most what the
+ * plan allows this tick.
  */
 import { type Kysely, sql } from 'kysely';
 import type { Config, OrganizationConfig } from '../config/schema.ts';
@@ -10,9 +13,15 @@ import { type PushBacklog, readPushBacklog } from '../push/push-fetch-store.ts';
 import type { Database } from '../warehouse/database.ts';
 import { countLegacyDeleteChecksAsked } from '../warehouse/legacy-delete-checks.ts';
 import { pollableUser } from '../warehouse/pollable-users.ts';
-import { type PollableUser, selectUsersToPoll } from '../warehouse/select-users-to-poll.ts';
+import {
+  countPollableUsers,
+  type PollableUserCounts,
+  readRecentPollStats,
+  selectDueUsers,
+} from '../warehouse/select-users-to-poll.ts';
 import { readStreamLastHeard } from '../warehouse/stream-last-heard.ts';
 import { budgetPlanInput, type PushShare, pushShare } from './budget-plan-input.ts';
+import { pickRecentPolls, type RecentSlice, recentPollGate, recentPollTimes } from './pick-recent-polls.ts';
 import { type BudgetPlan, planRequestBudget } from './plan-request-budget.ts';
 import { type RecentPollMode, recentPollMode } from './recent-poll-mode.ts';
 
@@ -20,11 +29,17 @@ const DAY_MS = 86_400_000;
 
 export interface OrgBudget {
   plan: BudgetPlan;
-  users: PollableUser[];
+  /** The population by aggregate: pollable, active, and the active users' oldest and missing polls. */
+  users: PollableUserCounts;
   /** Push's share (demand, cap, what the plan reserves) and its queue. */
   push: PushShare & { backlog: PushBacklog };
   /** Whether the recent poll runs now (stream-first: only while the stream is down) and over which days. */
   recentPoll: RecentPollMode;
+  /**
+   * The records.recent tick's slice (pick-recent-polls.ts) as of the plan's `now`: the gate's figures by
+   * aggregate over recent polls, then at most `allowed` due users of each kind by keyset.
+   */
+  readSlice(options: { tickMs: number }): Promise<RecentSlice>;
 }
 
 const HOUR_MS = 3_600_000;
@@ -35,8 +50,9 @@ export async function readBudgetPlan(
   org: OrganizationConfig,
   now: number,
 ): Promise<OrgBudget> {
-  const users = await selectUsersToPoll(db, org.orgId, new Date(now - config.budget.activeDays * DAY_MS));
-  const activeUsers = users.filter((u) => u.active).length;
+  const activeSince = new Date(now - config.budget.activeDays * DAY_MS);
+  const users = await countPollableUsers(db, org.orgId, activeSince);
+  const activeUsers = users.active;
   const backlog = await readPushBacklog(db, org.orgId, now);
   const legacyDeleteChecksLastHour = await countLegacyDeleteChecksAsked(
     db,
@@ -45,7 +61,7 @@ export async function readBudgetPlan(
   );
   const counts = {
     activeUsers,
-    dormantUsers: users.length - activeUsers,
+    dormantUsers: users.pollable - activeUsers,
     pushFetchesLastHour: backlog.claimedLastHour,
     pushFetchesPending: backlog.pending,
     legacyDeleteChecksLastHour,
@@ -53,7 +69,40 @@ export async function readBudgetPlan(
   const lastHeard = await readStreamLastHeard(db, org.orgId, org.stream.name);
   const recentPoll = recentPollMode(config, org, lastHeard, now);
   const plan = planRequestBudget(budgetPlanInput(config, org, counts, recentPoll));
-  return { plan, users, push: { ...pushShare(config, org, counts), backlog }, recentPoll };
+  const readSlice = (options: { tickMs: number }) =>
+    readRecentSlice(db, org.orgId, activeSince, plan, { now, tickMs: options.tickMs });
+  return { plan, users, push: { ...pushShare(config, org, counts), backlog }, recentPoll, readSlice };
+}
+
+/** The tick's slice: the gate from aggregates, then the oldest due candidates the gate allows. */
+export async function readRecentSlice(
+  db: Kysely<Database>,
+  orgId: string,
+  activeSince: Date,
+  plan: BudgetPlan,
+  options: { now: number; tickMs: number },
+): Promise<RecentSlice> {
+  const { now } = options;
+  const times = recentPollTimes(plan, options.tickMs);
+  const stats = await readRecentPollStats(db, orgId, { now, ...times });
+  const gate = recentPollGate(stats, plan, times, options);
+  const lostBefore = new Date(now - times.lostAfterMs);
+  const polledBefore = (ageMs: number) => (Number.isFinite(ageMs) ? new Date(now - ageMs) : null);
+  const active = await selectDueUsers(db, orgId, {
+    activeSince,
+    active: true,
+    polledBefore: polledBefore(gate.activeDueAgeMs),
+    lostBefore,
+    limit: gate.allowed,
+  });
+  const dormant = await selectDueUsers(db, orgId, {
+    activeSince,
+    active: false,
+    polledBefore: polledBefore(gate.dormantDueAgeMs),
+    lostBefore,
+    limit: gate.allowed - active.length,
+  });
+  return pickRecentPolls([...active, ...dormant], plan, options, stats);
 }
 
 /**
