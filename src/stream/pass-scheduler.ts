@@ -54,13 +54,20 @@ export function createPassScheduler(options: PassSchedulerOptions): PassSchedule
         options.onError(error);
       }
     }
-    loop = undefined;
   };
 
   return {
     request() {
       wanted = true;
-      loop ??= runLoop();
+      if (loop) return;
+      // Cleared once the loop has settled, never before it is stored: a loop that ends before its first
+      // await (a request after the signal aborted, e.g. the gap of a Ctrl-C while data flowed) once set
+      // `loop = undefined` first and was then stored settled for good, so `drain()` spun on it forever
+      // in microtasks and the process hung, deaf even to a second Ctrl-C.
+      const current: Promise<void> = runLoop().finally(() => {
+        if (loop === current) loop = undefined;
+      });
+      loop = current;
     },
     idle: () => loop === undefined,
     async drain() {
