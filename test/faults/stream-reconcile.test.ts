@@ -29,7 +29,6 @@ import { seededRandom } from './oracle.ts';
 import { inScenario, timeOfDayAnchor } from './scenario.ts';
 
 const KILL_RUNS = Number(process.env.FAULT_KILL_RUNS ?? 4);
-const PRIMARY = 'validic-sync';
 
 /** Every record version (current or kept as an older one) and connection event the warehouse holds. */
 async function warehouseHolds(
