@@ -3,6 +3,7 @@
  * carries, when a gap needs replay, and where the replay starts and hands off (on the platform's clock).
  */
 import type { Effect, MachineState } from './consumer-machine.ts';
+import { appendFrame, framesInOrder, NO_FRAMES } from './frame-list.ts';
 import { planGapFill } from './plan-gap-fill.ts';
 import {
   type CommitReason,
@@ -90,7 +91,9 @@ export function flush(
   checkpointOnly: boolean,
 ): boolean {
   const held = s.unsaved;
-  const frames = held ? [...held.frames, ...s.buffer] : s.buffer;
+  // A new array for the commit (the buffer is a persistent list, frame-list.ts): what the commit carries
+  // is never shared with the buffer that goes on filling, nor with the state `next` was given.
+  const frames = held ? [...held.frames, ...framesInOrder(s.buffer)] : framesInOrder(s.buffer);
   const next = nextCheckpoint(s, frames);
   if (
     frames.length === 0 &&
@@ -100,7 +103,7 @@ export function flush(
     return false;
   }
   const frameVia = held ? held.via : s.bufferVia;
-  s.buffer = [];
+  s.buffer = NO_FRAMES;
   s.bufferBytes = 0;
   s.unsaved = undefined;
   const commit = { frames, checkpoint: next, via: frames.length > 0 ? frameVia : via, reason };
@@ -109,10 +112,14 @@ export function flush(
   return true;
 }
 
+/**
+ * Buffers `item` for the next micro-batch (O(1): the buffer is a persistent list, frame-list.ts; the
+ * list the state had before is unchanged, so a state `next` was given never sees the frame).
+ */
 export function push(s: MachineState, now: number, via: StreamVia, item: DataFrame): void {
   if (s.buffer.length === 0) s.bufferSince = now;
   s.bufferVia = via;
-  s.buffer = [...s.buffer, item];
+  s.buffer = appendFrame(s.buffer, item);
   s.bufferBytes += item.bytes;
 }
 

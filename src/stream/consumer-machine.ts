@@ -6,6 +6,7 @@
  * See STATE-MACHINE.md next to this file.
  */
 import type { OpenFailureKind } from './classify-open-failure.ts';
+import { type FrameList, NO_FRAMES } from './frame-list.ts';
 import { emptyStreamCounters } from './stream-counters.ts';
 import type {
   CommitReason,
@@ -87,7 +88,8 @@ export interface MachineState {
   unsaved: PendingCommit | undefined;
   /** Failed commit retries in a row (back-off of `holding`). */
   holdAttempt: number;
-  buffer: DataFrame[];
+  /** Frames read for the next micro-batch, newest first (a persistent list: frame-list.ts). */
+  buffer: FrameList;
   /** Bytes of the buffered frames' data (`microBatch.maxBytes`). */
   bufferBytes: number;
   bufferVia: StreamVia;
@@ -254,7 +256,7 @@ export function initialMachineState(options: StreamConsumerOptions): MachineStat
     committing: undefined,
     unsaved: undefined,
     holdAttempt: 0,
-    buffer: [],
+    buffer: NO_FRAMES,
     bufferBytes: 0,
     bufferVia: 'stream',
     bufferSince: 0,

@@ -7,6 +7,7 @@ import { expect, vi } from 'vitest';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
+import { compareStreamWithTruth, type StreamDifferences } from '../e2e/stream-compare.ts';
 import { compareWithTruth, type Differences } from '../helpers/compare-with-truth.ts';
 import type { RunCounts } from './fault-results.ts';
 
@@ -20,6 +21,27 @@ export async function countAgainstTruth(
     records: sandbox.truth.records().length + sandbox.truth.users().length + connections,
     missing: d.missingRecords.length + d.missingUsers.length + d.missingConnectionEvents.length,
     duplicated: d.duplicateKeys + d.unexpectedRecords.length,
+    regressed: d.wrongVersion.length + d.wrongDeleted.length,
+    differences: d,
+  };
+}
+
+/**
+ * A stream run's counts: what the stream carried from log position `fromSeq` on (every record with an
+ * event there at the truth's current version, every connection event) against the warehouse
+ * (test/e2e/stream-compare.ts). records: the distinct ids the stream carried.
+ */
+export async function countStreamAgainstTruth(
+  warehouse: Warehouse,
+  sandbox: Sandbox,
+  fromSeq: number,
+): Promise<RunCounts & { differences: StreamDifferences }> {
+  const d = await compareStreamWithTruth(warehouse, sandbox, fromSeq);
+  const carried = sandbox.truth.events().filter((e) => e.seq >= fromSeq);
+  return {
+    records: new Set(carried.map((e) => (e.payload as { id: string }).id)).size,
+    missing: d.missingRecords.length + d.missingConnectionEvents.length,
+    duplicated: d.duplicateKeys + d.unknownRecords.length,
     regressed: d.wrongVersion.length + d.wrongDeleted.length,
     differences: d,
   };

@@ -18,6 +18,11 @@ export interface PrivatePostgres {
   /** URL of database `name` (default `postgres`). */
   url(name?: string): string;
   start(): Promise<void>;
+  /**
+   * `pg_ctl stop -m fast`: an ordinary stop (what an operator's restart or a failover does): sessions
+   * are ended, transactions in flight roll back, new connections are refused until `start()`.
+   */
+  stop(): Promise<void>;
   /** `pg_ctl stop -m immediate`: the server processes die at once, no checkpoint, crash recovery on start. */
   killImmediate(): Promise<void>;
   destroy(): Promise<void>;
@@ -72,6 +77,9 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     port,
     url: (name = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${name}`,
     start,
+    async stop() {
+      await exec('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
+    },
     async killImmediate() {
       await exec('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
     },

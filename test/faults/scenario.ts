@@ -21,10 +21,22 @@ export interface Scenario {
  * Runs `run` with a sandbox started with `options` and a fresh database; removes both after it. The
  * sandbox re-sends nothing after a stream reconnect unless `options.faults.redeliverCount` says so: the
  * platform promises no number, and a test that relied on a few re-sent events would hide a loss.
+ * `createDatabase` makes the database (default: a clone of the migrated template on the shared
+ * cluster; a test that stops PostgreSQL passes one on its PRIVATE cluster, private-postgres.ts).
  */
-export async function inScenario<T>(options: SandboxOptions, run: (s: Scenario) => Promise<T>): Promise<T> {
+export async function inScenario<T>(
+  options: SandboxOptions,
+  run: (s: Scenario) => Promise<T>,
+  createDatabase: () => Promise<TestDatabase> = createTestDatabase,
+): Promise<T> {
   const sandbox = await startSandbox({ ...options, faults: { redeliverCount: 0, ...options.faults } });
-  const db = await createTestDatabase();
+  let db: TestDatabase;
+  try {
+    db = await createDatabase();
+  } catch (error) {
+    await sandbox.close();
+    throw error;
+  }
   const undo: Array<() => unknown> = [];
   try {
     return await run({ sandbox, db, onCleanup: (fn) => undo.unshift(fn) });

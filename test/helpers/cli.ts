@@ -42,8 +42,10 @@ export function sandboxEnv(
 export function spawnCli(
   args: string[],
   env: NodeJS.ProcessEnv,
+  /** Flags for Node itself, before the script (e.g. `NODE_HEAP_FLAGS`, as every launcher passes them). */
+  options: { nodeArgs?: readonly string[] } = {},
 ): ChildProcess & { result: Promise<CliResult> } {
-  const child = spawn(process.execPath, [CLI_MAIN, ...args], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), CLI_MAIN, ...args], {
     env,
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],

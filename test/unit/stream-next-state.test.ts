@@ -16,6 +16,7 @@ import {
   STREAM_STATES,
   WAITING_EFFECTS,
 } from '../../src/stream/consumer-machine.ts';
+import { framesInOrder } from '../../src/stream/frame-list.ts';
 import { next } from '../../src/stream/next-consumer-state.ts';
 import {
   resolveStreamConsumerOptions,
@@ -463,7 +464,9 @@ describe('one replay per organization, above a floor (I14)', () => {
     owner.feed({ kind: 'frame', now: T0 + 2, frame: data(T0 + 2, T - 500, 'after-the-floor') });
     expect(owner.state.counters.replaySkipped).toBe(1);
     expect(
-      owner.state.buffer.map((f) => (f.kind === 'data' ? (f.payload as { id: string }).id : f.kind)),
+      framesInOrder(owner.state.buffer).map((f) =>
+        f.kind === 'data' ? (f.payload as { id: string }).id : f.kind,
+      ),
     ).toEqual(['after-the-floor']);
   });
 });
