@@ -29,9 +29,12 @@ import { usersSyncPayload } from './payloads.ts';
  */
 export const UNCOUNTED_LISTING_MAX_REMOVED_SHARE = 0.5;
 
+/**
+ * What a listing did. Counts, not the users' ids: the job's result is kept in Redis with the job, and at
+ * 100,000 users a list of ids would be megabytes per hourly run.
+ */
 export interface UsersSyncResult extends LoadCounts {
   users: number;
-  uids: string[];
   /** Stored users this (complete) listing did not show, newly marked removed. */
   removed: string[];
   /** Set when the listing proved incomplete: the users read were loaded, nobody was removed. */
@@ -42,7 +45,6 @@ export async function syncUsers(ctx: JobContext, orgId: string): Promise<UsersSy
   const { v2 } = ctx.org(orgId);
   const result: UsersSyncResult = {
     users: 0,
-    uids: [],
     removed: [],
     inserted: 0,
     updated: 0,
@@ -105,7 +107,6 @@ export async function syncUsers(ctx: JobContext, orgId: string): Promise<UsersSy
     for (const key of ['inserted', 'updated', 'unchanged', 'stale', 'quarantined'] as const)
       result[key] += loaded[key];
     result.users += page.users.length;
-    for (const user of page.users) if (typeof user.uid === 'string') result.uids.push(user.uid);
     if (failure) {
       if (!(failure.error instanceof IncompleteListingError)) throw failure.error;
       ctx.log.warn(

@@ -1,11 +1,11 @@
 /**
  * An org's budget plan as of now: how many users are pollable and how many active (by aggregate,
- * countPollableUsers: no user row is read), push's
- * durable queue (what the last hour spent and what waits), the legacy delete checks of the last hour,
- * whether the recent poll runs (when the primary stream was last heard), and the planner over them. The records.recent tick, the push.drain job, `status` and `/metrics` all
- * read the plan here, so what they say is what the scheduler does. The tick's slice of due users is read
- * only when it asks (`readSlice`, only while the recent poll is polling): by keyset, at most what the
- * plan allows this tick.
+ * countPollableUsers: no user row is read), push's durable queue (what the last hour spent and what
+ * waits), the legacy delete checks of the last hour, whether the recent poll runs (when the primary
+ * stream was last heard), and the planner over them. The records.recent tick, the push.drain job,
+ * `status` and `/metrics` all read the plan here, so what they say is what the scheduler does. The
+ * tick's slice of due users is read only when it asks (`readSlice`, only while the recent poll is
+ * polling): by keyset, at most what the plan allows this tick.
  */
 import { type Kysely, sql } from 'kysely';
 import type { Config, OrganizationConfig } from '../config/schema.ts';
