@@ -4,9 +4,8 @@ const FRESH_CLONE = 'test/e2e/fresh-clone.test.ts';
 
 // One run covers unit, integration (real Postgres and Redis) and end-to-end (sandbox over HTTP/SSE) tests.
 // Every file creates its own database / Redis prefix, so files run in parallel safely.
-// The fresh-clone test runs `npm install`, the demo and a whole `npm test` inside a clone: it runs
-// alone, after every other file (its own project, a later group), and the nested run leaves it out
-// (VALIDIC_SYNC_IN_CLONE_TEST) so it does not recurse.
+// The fresh-clone test runs `npm ci` and the demo inside a clone: it runs alone, after every other file
+// (its own project, a later group), so its install does not compete with the suite.
 export default defineConfig({
   test: {
     testTimeout: 60_000,
@@ -23,14 +22,10 @@ export default defineConfig({
           sequence: { groupOrder: 0 },
         },
       },
-      ...(process.env.VALIDIC_SYNC_IN_CLONE_TEST
-        ? []
-        : [
-            {
-              extends: true as const,
-              test: { name: 'fresh-clone', include: [FRESH_CLONE], sequence: { groupOrder: 1 } },
-            },
-          ]),
+      {
+        extends: true,
+        test: { name: 'fresh-clone', include: [FRESH_CLONE], sequence: { groupOrder: 1 } },
+      },
     ],
   },
 });

@@ -1,7 +1,9 @@
 /**
- * A newcomer's first minutes: clone the repository into a temporary folder and run the README's two
- * commands exactly as written there: the demo without DATABASE_URL or REDIS_URL, then the tests. The
- * nested test run leaves this file out (VALIDIC_SYNC_IN_CLONE_TEST) so it does not recurse.
+ * A newcomer's first minutes: clone the repository into a temporary folder and run the README's first
+ * command exactly as written there: `npm ci` and the demo, without DATABASE_URL or REDIS_URL. The
+ * README's second command, the tests, is not run again in the clone (that doubled CI's time and load):
+ * CI is itself a clean clone that installs with `npm ci` and runs `npm test`, so this test checks that
+ * the README's test command is the one `.ci/run` runs.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -54,7 +56,6 @@ function newcomerEnvironment(): NodeJS.ProcessEnv {
     .split(':')
     .filter((dir) => !dir.includes('node_modules'))
     .join(':');
-  env.VALIDIC_SYNC_IN_CLONE_TEST = '1';
   return env;
 }
 
@@ -62,8 +63,14 @@ describe('a fresh clone', () => {
   const dir = mkdtempSync(join(tmpdir(), 'validic-sync-clone-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('runs the README commands as written: the demo, then the tests', { timeout: 1_200_000 }, async () => {
+  it('names the test command CI runs', () => {
     expect(commands).toEqual(['npm ci && npm run demo', 'npm test']);
+    const ci = readFileSync(join(REPO_ROOT, '.ci/run'), 'utf8');
+    expect(ci.split('\n').map((line) => line.trim())).toContain(commands[1]);
+    expect(JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).scripts.test).toBe('vitest run');
+  });
+
+  it('runs the README first command as written: npm ci, then the demo', { timeout: 600_000 }, async () => {
     execFileSync('git', ['clone', '--quiet', REPO_ROOT, dir]);
     const env = newcomerEnvironment();
 
@@ -72,9 +79,5 @@ describe('a fresh clone', () => {
     expect(demo.output).toMatch(/What landed in the warehouse/);
     expect(demo.output).toMatch(/Analyst query: Daily steps per user/);
     expect(demo.output).toMatch(/Done in/);
-
-    const tests = await sh(commands[1]!, dir, env);
-    expect(tests.code, tests.output.slice(-3000)).toBe(0);
-    expect(tests.output).toMatch(/^\d+ passed, 0 failed$/m);
   });
 });
