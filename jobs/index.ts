@@ -12,6 +12,7 @@ import { legacySync } from './legacy-sync.ts';
 import type { JobPayloads } from './payloads.ts';
 import { pushDrain } from './push-drain.ts';
 import { pushPrune } from './push-prune.ts';
+import { recordsAudit } from './records-audit.ts';
 import { recordsBackfill } from './records-backfill.ts';
 import { recordsPoll } from './records-poll.ts';
 import { recordsRecent } from './records-recent.ts';
@@ -30,6 +31,7 @@ export const jobCatalog = {
   [legacySync.name]: legacySync,
   [legacyLatest.name]: legacyLatest,
   [legacyFetch.name]: legacyFetch,
+  [recordsAudit.name]: recordsAudit,
   [pushDrain.name]: pushDrain,
   [pushPrune.name]: pushPrune,
   [warehouseMaintain.name]: warehouseMaintain,

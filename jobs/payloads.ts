@@ -151,6 +151,45 @@ export const legacyFetchPayload = z.object({
 });
 export type LegacyFetchPayload = z.infer<typeof legacyFetchPayload>;
 
+/** One cell of the completeness audit (src/audit/sample-cells.ts). */
+const auditCell = z.object({
+  uid: z.string().min(1),
+  resource: z.string().min(1),
+  startDate: isoDate,
+  endDate: isoDate,
+  stratum: z.enum(['all', 'recent', 'history']),
+});
+
+/**
+ * records.audit (jobs/records-audit.ts). With `auditId` and `cells`: audit those cells of that run.
+ * Without: plan a run, a command's (`from`/`to`, `sample`, `uids`, `seed`) or, with none of them, a
+ * scheduled tick's, and fan its cells out.
+ */
+export const recordsAuditPayload = z
+  .object({
+    orgId: z.string().min(1),
+    auditId: z.number().int().positive().optional(),
+    cells: z.array(auditCell).optional(),
+    from: isoDate.optional(),
+    to: isoDate.optional(),
+    /** Share of the range's cells to draw, (0, 1]. */
+    sample: z.number().gt(0).max(1).optional(),
+    uids: z.array(z.string().min(1)).optional(),
+    /** Seed of the random draw; default: a new one (the run's row keeps it). */
+    seed: z.string().min(1).optional(),
+    /** Load what is missing or stale (false: report only). */
+    repair: z.boolean().default(true),
+  })
+  .refine((p) => (p.from === undefined) === (p.to === undefined), {
+    message: 'give both from and to, or neither',
+    path: ['from'],
+  })
+  .refine((p) => !p.from || !p.to || p.from <= p.to, { message: 'from must not be after to', path: ['from'] })
+  .refine((p) => (p.auditId === undefined) === (p.cells === undefined), {
+    message: 'cells belong to an audit run: give auditId and cells together',
+    path: ['cells'],
+  });
+
 /** push.drain (jobs/push-drain.ts). */
 export const pushDrainPayload = z.object({
   orgId: z.string().min(1),
@@ -176,6 +215,7 @@ export const jobPayloads = {
   'legacy.sync': legacySyncPayload,
   'legacy.latest': legacyLatestPayload,
   'legacy.fetch': legacyFetchPayload,
+  'records.audit': recordsAuditPayload,
   'push.drain': pushDrainPayload,
   'push.prune': pushPrunePayload,
   'warehouse.maintain': warehouseMaintainPayload,

@@ -34,3 +34,9 @@ export function formatTable(
     ...cells.map(line),
   ].join('\n');
 }
+
+/** Left-aligned columns with a header rule, uncut (status's tables): one string per line. */
+export function formatColumns(header: string[], rows: string[][]): string[] {
+  const records = rows.map((row) => Object.fromEntries(header.map((name, i) => [name, row[i] ?? ''])));
+  return formatTable(records, header, { maxWidth: Number.POSITIVE_INFINITY }).split('\n');
+}

@@ -56,3 +56,15 @@ export function parsePositiveInt(name: string, value: string): number {
     throw new UsageError(`--${name} ${value} is not a whole number`, `give --${name} as a whole number ≥ 0`);
   return n;
 }
+
+/** A share written `5%`, `100%` or `0.05`: a number in (0, 1]. */
+export function parseShare(name: string, value: string): number {
+  const text = value.trim();
+  const share = text.endsWith('%') ? Number(text.slice(0, -1)) / 100 : Number(text);
+  if (!Number.isFinite(share) || share <= 0 || share > 1 || text === '' || text === '%')
+    throw new UsageError(
+      `--${name} ${value} is not a share`,
+      `give --${name} as a percentage (5%, 100%) or a fraction (0.05)`,
+    );
+  return share;
+}

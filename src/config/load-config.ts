@@ -56,6 +56,8 @@ const ENV_TO_KEY: Record<string, string> = {
   PUSH_RETENTION_DAYS: 'push.retentionDays',
   // --- end push ---
   RAW_RETENTION_MONTHS: 'warehouse.rawRetentionMonths',
+  VALIDIC_AUDIT_SHARE: 'budget.auditShare',
+  VALIDIC_AUDIT_LOOKBACK_DAYS: 'audit.lookbackDays',
   PARTITION_MONTHS_AHEAD: 'warehouse.partitionMonthsAhead',
 };
 const KEY_TO_ENV = Object.fromEntries(Object.entries(ENV_TO_KEY).map(([env, key]) => [key, env]));

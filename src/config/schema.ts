@@ -299,6 +299,8 @@ export const configSchema = z.object({
       reconcileDays: z.coerce.number().int().min(1).max(30).default(30),
       /** legacy.latest for orgs with `legacy.enabled`. */
       legacyLatestMinutes: z.coerce.number().min(0).default(15),
+      /** records.audit: a tick of the completeness audit, auditing `budget.auditShare` of the hour's requests. */
+      auditMinutes: z.coerce.number().min(0).default(60),
     })
     .prefault({}),
   /**
@@ -332,6 +334,12 @@ export const configSchema = z.object({
        * the reconcile jobs and backfill's minimum leave.
        */
       pushMaxShare: z.coerce.number().min(0).max(0.9).default(0.4),
+      /**
+       * Share of the usable request rate the scheduled completeness audit spends (`VALIDIC_AUDIT_SHARE`),
+       * from what the stream, push, reconcile and the recent poll leave above backfill's minimum; one
+       * request per cell.
+       */
+      auditShare: z.coerce.number().min(0).max(0.5).default(0.05),
     })
     .prefault({}),
   // --- push (issue 15) ---
@@ -376,6 +384,21 @@ export const configSchema = z.object({
       partitionMonthsAhead: z.coerce.number().int().min(1).max(24).default(2),
       /** How often the worker runs warehouse.maintain, minutes (0 = never). */
       maintainMinutes: z.coerce.number().int().min(0).default(1440),
+    })
+    .prefault({}),
+  /** The completeness audit (src/audit/README.md): cells of the warehouse compared with the platform. */
+  audit: z
+    .object({
+      /** How far back the scheduled audit reaches (`VALIDIC_AUDIT_LOOKBACK_DAYS`): its history windows. */
+      lookbackDays: z.coerce.number().int().min(30).default(365),
+      /** Share of a tick's cells taken from the recent window (the last 30 days); the rest from history. */
+      recentShare: z.coerce.number().min(0).max(1).default(0.5),
+      /** Days of scheduled cells the completeness estimate in `status` and `/metrics` is taken over. */
+      estimateDays: z.coerce.number().min(1).default(7),
+      /** Platform versions younger than this are left out of a cell: the stream may be delivering them. */
+      settleMinutes: z.coerce.number().min(0).default(10),
+      /** Cells per records.audit job (a command run is split into jobs of this many). */
+      cellsPerJob: z.coerce.number().int().min(1).default(25),
     })
     .prefault({}),
   /** The organizations to sync. Environment variables describe (and override) the first one. */

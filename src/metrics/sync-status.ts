@@ -10,6 +10,7 @@ import { type BudgetStatus, describeBudget } from '../queue/budget-status.ts';
 import type { FailedJobInfo, JobCounts } from '../queue/job-queue.ts';
 import { readBudgetPlan } from '../queue/read-budget-plan.ts';
 import type { StreamSlots } from '../queue/stream-slots.ts';
+import { V2_RESOURCES } from '../validic/v2-resources.ts';
 import { type CursorEntry, listCursors } from '../warehouse/checkpoints.ts';
 import { LEGACY_LATEST_CURSOR_PREFIX } from '../warehouse/cursors/legacy-latest-cursor.ts';
 import { reconcileLastCursor } from '../warehouse/cursors/reconcile-last-cursor.ts';
@@ -22,6 +23,7 @@ import { usersFullSyncCursor } from '../warehouse/cursors/users-full-sync-cursor
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { countQuarantine, type QuarantineCount } from '../warehouse/quarantine.ts';
 import { type LedgerSummary, summarizeLedger } from '../warehouse/window-ledger.ts';
+import { type AuditStatus, auditPopulation, readAuditStatus } from './audit-status.ts';
 import {
   type ReconciliationStatus,
   readReconciliationStatus,
@@ -74,6 +76,8 @@ export interface OrgStatus {
   quarantine: QuarantineCount[];
   /** The request budget plan of a configured org (src/queue/plan-request-budget.ts). */
   budget?: BudgetStatus;
+  /** The completeness audit: the last run, the scheduled estimate per stratum, drift per day. */
+  audit: AuditStatus;
 }
 
 export interface QueueStatus {
@@ -222,6 +226,16 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
       otherCursors,
       runs: runStatuses,
       quarantine: await countQuarantine(db, orgId),
+      audit: await readAuditStatus(
+        db,
+        orgId,
+        now,
+        auditPopulation(
+          options.config,
+          options.config?.organizations.find((o) => o.orgId === orgId)?.resources ?? V2_RESOURCES,
+          users.rows[0]?.n ?? 0,
+        ),
+      ),
     });
     const orgConfig = options.config?.organizations.find((o) => o.orgId === orgId);
     if (options.config && orgConfig) {

@@ -17,6 +17,7 @@ import type { LoadCounts } from '../pipeline/batch.ts';
 import type { BudgetStatus } from '../queue/budget-status.ts';
 import { VERSION } from '../runtime/version.ts';
 import { recordTypeOf, V2_RESOURCES } from '../validic/v2-resources.ts';
+import { type AuditMetricsRow, registerAuditMetrics } from './audit-metrics.ts';
 
 /** Record types (and load kinds) that are label values as they are; any other becomes `other`. */
 const KNOWN_TYPES = new Set<string>([
@@ -49,6 +50,8 @@ export interface MetricSources {
       lastPassOutcome: string | null;
     }[]
   >;
+  /** The completeness audit per org (audit-metrics.ts). */
+  audit?: () => Promise<AuditMetricsRow[]>;
   /** Each configured org's request budget plan (status's `budget`). */
   budgetPlans?: () => Promise<{ orgId: string; budget: BudgetStatus }[]>;
   /** State of each stream connection of this process, by org (`waiting_slot` while it waits for a slot). */
@@ -273,6 +276,8 @@ export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics 
           this.set({ org: r.orgId, outcome: r.lastPassOutcome ?? 'unknown' }, r.lastPassAt / 1000);
     },
   });
+
+  registerAuditMetrics(registry, () => quietly(sources.audit), fleetReporter);
 
   // The plan is read once per scrape for all its gauges (each collect() would otherwise read it again).
   let plans:

@@ -128,6 +128,7 @@ export function budgetPlanInput(
       Math.min(pushShare(config, org, counts).perHour + reconcile, pushAndReconcileRoom(config, org)),
     ),
     backfillMinShare: config.budget.backfillMinShare,
+    auditPerHour: s.enabled && s.auditMinutes > 0 ? usablePerHour(org) * config.budget.auditShare : 0,
     recent: {
       activeUsers: counts.activeUsers,
       dormantUsers: counts.dormantUsers,

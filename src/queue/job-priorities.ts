@@ -24,6 +24,11 @@ export const JOB_PRIORITIES = {
   'legacy.latest': 20,
   'legacy.sync': 25,
   'records.backfill': 30,
+  /**
+   * The completeness audit: last of the platform work (a tick audits only its planned share of the hour;
+   * a command run's cells wait behind everything that keeps the warehouse fresh).
+   */
+  'records.audit': 40,
   'push.prune': 50,
   'warehouse.maintain': 50,
 } as const satisfies Record<string, number>;

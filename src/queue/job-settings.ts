@@ -31,6 +31,17 @@ export interface JobSettings {
   /** `warehouse.partitionMonthsAhead` and `warehouse.rawRetentionMonths`: warehouse.maintain. */
   partitionMonthsAhead: number;
   rawRetentionMonths: number;
+  /**
+   * records.audit (src/audit/README.md): `audit.lookbackDays`, `audit.recentShare`, `audit.settleMinutes`
+   * in ms, `audit.cellsPerJob`, and `schedules.auditMinutes` (a tick audits that many minutes' share).
+   */
+  audit: {
+    lookbackDays: number;
+    recentShare: number;
+    settleMs: number;
+    cellsPerJob: number;
+    tickMinutes: number;
+  };
 }
 
 export function jobSettings(config: Config): JobSettings {
@@ -51,5 +62,12 @@ export function jobSettings(config: Config): JobSettings {
     },
     partitionMonthsAhead: config.warehouse.partitionMonthsAhead,
     rawRetentionMonths: config.warehouse.rawRetentionMonths,
+    audit: {
+      lookbackDays: config.audit.lookbackDays,
+      recentShare: config.audit.recentShare,
+      settleMs: config.audit.settleMinutes * 60_000,
+      cellsPerJob: config.audit.cellsPerJob,
+      tickMinutes: config.schedules.auditMinutes,
+    },
   };
 }

@@ -14,6 +14,15 @@ import {
   prunePushFetches,
 } from '../push/push-fetch-store.ts';
 import { prunePushNotifications } from '../push/push-notification-store.ts';
+import {
+  auditedCellKeys,
+  currentVersions,
+  liveRecordIds,
+  nextUsersInRotation,
+  readAudit,
+  recordAuditCell,
+  startAudit,
+} from '../warehouse/audits.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
 import type { Cursor } from '../warehouse/cursors/define-cursor.ts';
 import type { Database } from '../warehouse/database.ts';
@@ -85,6 +94,14 @@ export function jobWarehouse(warehouse: Warehouse) {
     finishPushFetch: onDb(finishPushFetch),
     failPushFetch: onDb(failPushFetch),
     resumePushNotifications: onDb(resumePushNotifications),
+    // The completeness audit (src/audit/README.md).
+    startAudit: onDb(startAudit),
+    readAudit: onDb(readAudit),
+    auditedCellKeys: onDb(auditedCellKeys),
+    recordAuditCell: onDb(recordAuditCell),
+    currentVersions: onDb(currentVersions),
+    liveRecordIds: onDb(liveRecordIds),
+    nextUsersInRotation: onDb(nextUsersInRotation),
     // Upkeep.
     prunePushNotifications: onDb(prunePushNotifications),
     prunePushFetches: onDb(prunePushFetches),

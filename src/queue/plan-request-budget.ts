@@ -1,6 +1,7 @@
 /**
  * The budget planner (pure): how one org's requests per hour are divided among the kinds of work, in
- * order of precedence (stream, push and reconcile, the recent poll, backfill).
+ * order of precedence (stream, push and reconcile, the recent poll, the completeness audit, backfill).
+ * The audit takes its share only from what the recent poll leaves above backfill's minimum.
  * Why and how: README.md, "`plan-request-budget.ts`".
  */
 
@@ -17,6 +18,8 @@ export interface BudgetPlanInput {
   pushAndReconcilePerHour: number;
   /** Share of the usable rate backfill always keeps, [0, 1). */
   backfillMinShare: number;
+  /** Requests per hour the scheduled completeness audit asks (`budget.auditShare` of usable; 0 = off). */
+  auditPerHour?: number;
   recent: {
     activeUsers: number;
     dormantUsers: number;
@@ -29,7 +32,7 @@ export interface BudgetPlanInput {
   };
 }
 
-export type WorkKind = 'stream' | 'pushAndReconcile' | 'recent' | 'backfill';
+export type WorkKind = 'stream' | 'pushAndReconcile' | 'recent' | 'audit' | 'backfill';
 
 export interface BudgetPlan {
   requestsPerHour: number;
@@ -75,12 +78,13 @@ export function planRequestBudget(input: BudgetPlanInput): BudgetPlan {
   const usersPerActivePeriod = on ? r.activeUsers + (r.dormantUsers * r.activePeriodMs) / dormantPeriod : 0;
   const demand = on ? (usersPerActivePeriod * r.requestsPerUser * HOUR_MS) / r.activePeriodMs : 0;
   const recent = Math.min(demand, recentCap);
-  const backfill = usable - stream - pushAndReconcile - recent;
+  const audit = Math.min(Math.max(0, input.auditPerHour ?? 0), Math.max(0, recentCap - recent));
+  const backfill = usable - stream - pushAndReconcile - recent - audit;
 
   let stretch: number | null = 1;
   // A share too small to be a number of requests (or none) polls never.
   if (demand > recent) stretch = recent > 1e-9 ? demand / recent : null;
-  const perHour = { stream, pushAndReconcile, recent, backfill };
+  const perHour = { stream, pushAndReconcile, recent, audit, backfill };
   const share = (n: number) => (usable > 0 ? n / usable : 0);
   return {
     requestsPerHour: input.requestsPerHour,
@@ -90,6 +94,7 @@ export function planRequestBudget(input: BudgetPlanInput): BudgetPlan {
       stream: share(stream),
       pushAndReconcile: share(pushAndReconcile),
       recent: share(recent),
+      audit: share(audit),
       backfill: share(backfill),
     },
     recentCapPerHour: recentCap,

@@ -56,6 +56,8 @@ export function planSchedules(config: Config, catalog: Record<string, JobDefinit
         trigger: 'schedule',
       });
     if (org.legacy.enabled) add('legacy.sync', org.orgId, s.legacyLatestMinutes, { orgId: org.orgId });
+    // The completeness audit's tick spends the plan's audit share (budget.auditShare; 0 = none).
+    if (config.budget.auditShare > 0) add('records.audit', org.orgId, s.auditMinutes, { orgId: org.orgId });
     // Pushes kick their drain themselves; the tick drains what push's share left waiting.
     if (pushConfigured(config))
       add('push.drain', org.orgId, 1, { orgId: org.orgId }, config.budget.tickSeconds * 1000);

@@ -16,6 +16,7 @@ import type { JobPayloads } from '../../jobs/payloads.ts';
 import type { Config } from '../config/schema.ts';
 import { ConfigError, UserFacingError } from '../errors/index.ts';
 import type { Logger } from '../log/logger.ts';
+import { auditPopulation, readAuditStatus } from '../metrics/audit-status.ts';
 import { readReconciliationStatus, readStreamGapsStatus } from '../metrics/reconciliation-status.ts';
 import { createWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics.ts';
 import { handlePushRequest } from '../push/handle-push.ts';
@@ -32,6 +33,7 @@ import { readCursor } from '../warehouse/checkpoints.ts';
 import { reconcileLastCursor } from '../warehouse/cursors/reconcile-last-cursor.ts';
 import { onTransactionRetry } from '../warehouse/loader/retry-on-conflict.ts';
 import { countQuarantineByKind } from '../warehouse/quarantine.ts';
+import { countPollableUsers } from '../warehouse/select-users-to-poll.ts';
 import { describeBudget } from './budget-status.ts';
 import type { JobDefinition } from './job-definition.ts';
 import type { KeepJobs } from './job-options.ts';
@@ -149,6 +151,19 @@ export async function startWorker(
             lastPassAt: r.lastPass ? Date.parse(r.lastPass.startedAt) : null,
             lastPassOutcome: r.lastPass?.outcome ?? null,
           };
+        }),
+      ),
+    audit: async () =>
+      Promise.all(
+        config.organizations.map(async (o) => {
+          const users = await countPollableUsers(db, o.orgId, new Date());
+          const status = await readAuditStatus(
+            db,
+            o.orgId,
+            new Date(),
+            auditPopulation(config, o.resources, users.pollable),
+          );
+          return { orgId: o.orgId, ...status };
         }),
       ),
     budgetPlans: async () =>

@@ -325,6 +325,51 @@ export interface ReconcilePassesTable {
   quarantined: Generated<number>;
 }
 
+/** validic_sync.audits (migration 0018): runs of the completeness audit. */
+export interface AuditsTable {
+  id: Generated<number>;
+  org_id: string;
+  kind: string;
+  range_from: string;
+  range_to: string;
+  sample: number;
+  seed: string;
+  population: number;
+  planned: number;
+  repair: boolean;
+  started_at: Generated<Timestamp>;
+  ended_at: Timestamp | null;
+  cells_complete: Generated<number>;
+  cells_drift: Generated<number>;
+  cells_failed: Generated<number>;
+  records_equal: Generated<number>;
+  records_missing: Generated<number>;
+  records_stale: Generated<number>;
+  records_extra: Generated<number>;
+  records_repaired: Generated<number>;
+}
+
+/** validic_sync.audit_cells (migration 0018): each cell the completeness audit compared. */
+export interface AuditCellsTable {
+  audit_id: number;
+  org_id: string;
+  uid: string;
+  resource: string;
+  start_date: string;
+  end_date: string;
+  stratum: string;
+  outcome: string;
+  platform_records: Generated<number>;
+  equal: Generated<number>;
+  missing: Generated<number>;
+  stale: Generated<number>;
+  extra: Generated<number>;
+  repaired: Generated<number>;
+  drift_ids: string[] | null;
+  error: string | null;
+  audited_at: Generated<Timestamp>;
+}
+
 /** validic_sync.legacy_delete_checks (migration 0014): legacy records a window no longer listed. */
 export interface LegacyDeleteChecksTable {
   org_id: string;
@@ -365,4 +410,6 @@ export interface Database {
   'validic_sync.stream_gaps': StreamGapsTable;
   'validic_sync.reconcile_passes': ReconcilePassesTable;
   'validic_sync.legacy_delete_checks': LegacyDeleteChecksTable;
+  'validic_sync.audits': AuditsTable;
+  'validic_sync.audit_cells': AuditCellsTable;
 }

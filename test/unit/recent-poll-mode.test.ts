@@ -75,7 +75,9 @@ describe('recentPollMode', () => {
     const counts = { activeUsers: 10_000, dormantUsers: 0, pushFetchesLastHour: 0 };
     const healthy = planRequestBudget(budgetPlanInput(config, org, counts, mode(NOW - MIN)));
     expect(healthy.perHour.recent).toBe(0);
-    expect(healthy.shares.backfill).toBeGreaterThan(0.95);
+    // What the recent poll leaves goes to the completeness audit's share (5 %) and to backfill.
+    expect(healthy.shares.audit).toBeCloseTo(0.05);
+    expect(healthy.shares.backfill).toBeGreaterThan(0.9);
     const down = planRequestBudget(budgetPlanInput(config, org, counts, mode(NOW - 20 * MIN)));
     expect(down.perHour.recent).toBeGreaterThan(0);
     expect(down.recent.requestsPerUser).toBe(7);

@@ -14,7 +14,8 @@ import type { BudgetStatus } from '../../queue/budget-status.ts';
 import { formatPeriod } from '../../queue/format-period.ts';
 import { reconcileStreamName } from '../../stream/reconcile-stream.ts';
 import { EXIT_OK } from '../exit-codes.ts';
-import { formatTable } from '../format-table.ts';
+import { formatAuditStatus } from '../format-audit-status.ts';
+import { formatColumns } from '../format-table.ts';
 import type { CommandRunner } from '../run-command.ts';
 
 interface StatusOptions {
@@ -118,10 +119,7 @@ function ago(seconds: number | null): string {
 }
 
 /** `status`'s tables: left-aligned columns with a header rule, through the one table formatter, uncut. */
-function table(header: string[], rows: string[][]): string[] {
-  const records = rows.map((row) => Object.fromEntries(header.map((name, i) => [name, row[i] ?? ''])));
-  return formatTable(records, header, { maxWidth: Number.POSITIVE_INFINITY }).split('\n');
-}
+const table = formatColumns;
 
 function brief(value: unknown, max = 70): string {
   const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
@@ -145,6 +143,7 @@ export function formatBudget(b: BudgetStatus): string[] {
     ['stream connects and replays', 'stream'],
     ['push and reconcile fetches', 'pushAndReconcile'],
     ['recent poll', 'recent'],
+    ['completeness audit', 'audit'],
     ['backfill', 'backfill'],
   ];
   return [
@@ -290,6 +289,7 @@ export function formatStatus(status: SyncStatus): string[] {
       );
     }
     if (org.budget) out.push('', ...formatBudget(org.budget));
+    out.push(...formatAuditStatus(org.audit, lagOf));
     out.push('', 'backfill runs (running, and failed in the last 7 days)');
     if (org.runs.length === 0) out.push('  none');
     else

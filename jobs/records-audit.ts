@@ -1,0 +1,192 @@
+/**
+ * records.audit: the completeness audit (src/audit/README.md). Three shapes of one job:
+ *
+ * - a command's plan (`from`/`to`): a simple random sample of `sample` of the range's cells (users ×
+ *   resources × ≤ 30-day windows), recorded as a run of `validic_sync.audits`, fanned out in jobs of
+ *   `audit.cellsPerJob` cells;
+ * - a scheduled tick (no range): the next users of the rotation, one cell each, as many as the budget
+ *   plan's audit share allows per `schedules.auditMinutes`, fanned out alike;
+ * - a run's cells (`auditId` and `cells`): each fetched, compared and repaired (src/audit/audit-cell.ts),
+ *   and recorded with its outcome; a retried job skips the cells it recorded before.
+ */
+import { auditCell } from '../src/audit/audit-cell.ts';
+import {
+  auditStrata,
+  drawCommandCells,
+  drawScheduledCells,
+  populationSize,
+  seededUniform,
+} from '../src/audit/sample-cells.ts';
+import { jobKey } from '../src/queue/job-key.ts';
+import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
+import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { planDateWindows } from '../src/validic/date-windows.ts';
+import { toV2Resource, V2_RESOURCES } from '../src/validic/v2-resources.ts';
+import type { AuditCell, AuditTotals } from '../src/warehouse/audits.ts';
+import { auditRotationCursor } from '../src/warehouse/cursors/audit-rotation-cursor.ts';
+import { defineJob, type JobContext } from './define-job.ts';
+import { recordsAuditPayload } from './payloads.ts';
+
+export interface RecordsAuditResult {
+  auditId: number | null;
+  /** Cells drawn (a plan) or audited by this job. */
+  cells: number;
+  /** Jobs a plan fanned out. */
+  enqueued: number;
+  /** Cells in the population drawn from (a plan). */
+  population?: number;
+  seed?: string;
+  /** What this job's cells found (cell jobs). */
+  totals?: AuditTotals;
+  /** Why a tick audited nothing. */
+  idle?: string;
+}
+
+export const recordsAudit = defineJob({
+  name: 'records.audit',
+  payload: recordsAuditPayload,
+  options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['records.audit'] },
+  jobId: (p) =>
+    p.auditId === undefined || p.cells === undefined
+      ? undefined
+      : jobKey('records.audit', p.orgId, String(p.auditId), p.cells[0] ? cellId(p.cells[0]) : ''),
+  async run(ctx, payload): Promise<RecordsAuditResult> {
+    if (payload.auditId !== undefined && payload.cells)
+      return auditCells(ctx, payload.orgId, payload.auditId, payload.cells, payload.repair);
+    const resources = orderedResources(ctx.org(payload.orgId).resources);
+    const seed = payload.seed ?? Math.random().toString(36).slice(2, 10);
+    const uniform = seededUniform(seed);
+    let planned: { cells: AuditCell[]; population: number; from: string; to: string; sample: number };
+    if (payload.from && payload.to) {
+      const users = await ctx.warehouse.pollableUsers(payload.orgId, payload.uids);
+      const windows = planDateWindows(payload.from, payload.to);
+      const sample = payload.sample ?? 1;
+      planned = {
+        cells: drawCommandCells(users, resources, windows, sample, uniform),
+        population: populationSize(users.length, resources.length, windows.length),
+        from: payload.from,
+        to: payload.to,
+        sample,
+      };
+    } else {
+      const tick = await planTick(ctx, payload.orgId, resources, uniform);
+      if ('idle' in tick) return { auditId: null, cells: 0, enqueued: 0, idle: tick.idle };
+      planned = { ...tick, sample: 0 };
+    }
+    const auditId = await ctx.warehouse.startAudit({
+      orgId: payload.orgId,
+      kind: payload.from ? 'command' : 'schedule',
+      rangeFrom: planned.from,
+      rangeTo: planned.to,
+      sample: planned.sample,
+      seed,
+      population: planned.population,
+      planned: planned.cells.length,
+      repair: payload.repair,
+    });
+    let enqueued = 0;
+    const per = ctx.settings.audit.cellsPerJob;
+    for (let i = 0; i < planned.cells.length; i += per) {
+      const cells = planned.cells.slice(i, i + per);
+      if (
+        await ctx.enqueue('records.audit', { orgId: payload.orgId, auditId, cells, repair: payload.repair })
+      )
+        enqueued++;
+    }
+    ctx.log.info(
+      { orgId: payload.orgId, auditId, cells: planned.cells.length, population: planned.population, seed },
+      'planned audit run',
+    );
+    return { auditId, cells: planned.cells.length, enqueued, population: planned.population, seed };
+  },
+});
+
+const cellId = (cell: AuditCell) => `${cell.uid}|${cell.resource}|${cell.startDate}`;
+
+/** The org's resources as v2 names, once each, in the platform's order. */
+function orderedResources(configured: readonly string[]): string[] {
+  return [...new Set(configured.map(toV2Resource))].sort(
+    (a, b) => V2_RESOURCES.indexOf(a) - V2_RESOURCES.indexOf(b),
+  );
+}
+
+/**
+ * A tick's cells: the audit's planned requests for `schedules.auditMinutes`, one cell per user of the
+ * rotation; the rotation's cursor moves past them.
+ */
+async function planTick(
+  ctx: JobContext,
+  orgId: string,
+  resources: string[],
+  uniform: ReturnType<typeof seededUniform>,
+): Promise<{ cells: AuditCell[]; population: number; from: string; to: string } | { idle: string }> {
+  const now = Date.now();
+  const settings = ctx.settings.audit;
+  const budget = await ctx.readBudgetPlan(orgId, now);
+  const count = Math.floor((budget.plan.perHour.audit * settings.tickMinutes) / 60);
+  if (count < 1) return { idle: 'the budget plan leaves the audit no request this tick' };
+  const after = await ctx.cursors.read(orgId, auditRotationCursor());
+  const users = await ctx.warehouse.nextUsersInRotation(orgId, after?.afterUid, count);
+  if (users.length === 0) return { idle: 'no users to audit' };
+  const strata = auditStrata(new Date(now).toISOString().slice(0, 10), settings.lookbackDays);
+  const cells = drawScheduledCells(users, resources, strata, settings.recentShare, uniform);
+  await ctx.warehouse.applyBatch(
+    { orgId, arrivedVia: 'audit', items: [] },
+    { cursors: [auditRotationCursor().write({ afterUid: users.at(-1)! })] },
+  );
+  const windows = 1 + strata.history.length;
+  return {
+    cells,
+    population: populationSize(budget.users.pollable, resources.length, windows),
+    from: strata.history.at(-1)?.startDate ?? strata.recent.startDate,
+    to: strata.recent.endDate,
+  };
+}
+
+/** A run's cells: each audited and recorded; the ones recorded by an earlier attempt are skipped. */
+async function auditCells(
+  ctx: JobContext,
+  orgId: string,
+  auditId: number,
+  cells: AuditCell[],
+  repair: boolean,
+): Promise<RecordsAuditResult> {
+  const { v2 } = ctx.org(orgId);
+  const warehouse = ctx.warehouse;
+  const done = ctx.attempt > 1 ? await warehouse.auditedCellKeys(auditId) : new Set<string>();
+  const totals: AuditTotals = {
+    cells: { complete: 0, drift: 0, failed: 0 },
+    records: { equal: 0, missing: 0, stale: 0, extra: 0, repaired: 0 },
+  };
+  const deps = {
+    fetchRecords: v2.fetchRecords.bind(v2),
+    currentVersions: (ids: readonly string[]) => warehouse.currentVersions(orgId, ids),
+    liveRecordIds: (uid: string, type: string, from: string, to: string) =>
+      warehouse.liveRecordIds(orgId, uid, type, from, to),
+    load: (raws: unknown[]) =>
+      warehouse.applyBatch(
+        { orgId, arrivedVia: 'audit', items: raws.map((raw) => ({ kind: 'record' as const, raw })) },
+        {},
+        { log: ctx.log },
+      ),
+    signal: ctx.signal,
+  };
+  let audited = 0;
+  for (const cell of cells) {
+    if (done.has(cellId(cell))) continue;
+    ctx.signal.throwIfAborted();
+    const settledBefore = new Date(Date.now() - ctx.settings.audit.settleMs);
+    const result = await auditCell(deps, cell, { repair, settledBefore });
+    await warehouse.recordAuditCell(auditId, orgId, result);
+    audited++;
+    totals.cells[result.outcome] += 1;
+    for (const key of ['equal', 'missing', 'stale', 'extra', 'repaired'] as const)
+      totals.records[key] += result[key];
+    if (result.outcome === 'drift')
+      ctx.log.warn(
+        { orgId, auditId, ...cell, missing: result.missing, stale: result.stale, extra: result.extra },
+        'audit: the warehouse differs from the platform in this cell',
+      );
+  }
+  return { auditId, cells: audited, enqueued: 0, totals };
+}
