@@ -6,14 +6,18 @@ import type { CompletenessEstimate } from '../audit/completeness-interval.ts';
 import type { AuditStatus } from '../metrics/audit-status.ts';
 import { formatColumns as table } from './format-table.ts';
 
-/** 0.9934 → `99.34 %`; a share below 1 never shows as 100 %. */
-export function formatShare(share: number): string {
-  return `${Math.floor(share * 10_000) / 100} %`;
+/**
+ * 0.99347 → `99.34 %`: rounded down (a share below 1 never shows as 100 %), or up for an interval's upper
+ * bound, so the printed interval always contains the computed one.
+ */
+export function formatShare(share: number, round: 'down' | 'up' = 'down'): string {
+  const rounded = round === 'up' ? Math.ceil(share * 10_000 - 1e-9) : Math.floor(share * 10_000 + 1e-9);
+  return `${rounded / 100} %`;
 }
 
 const describe = (e: CompletenessEstimate | null) =>
   e
-    ? `${formatShare(e.estimate)} of cells complete (95 % interval ${formatShare(e.lower)} to ${formatShare(e.upper)}; ${e.sampled} of ${e.population} cells audited)`
+    ? `${formatShare(e.estimate)} of cells complete (95 % interval ${formatShare(e.lower)} to ${formatShare(e.upper, 'up')}; ${e.sampled} of ${e.population} cells audited)`
     : 'no cell audited yet';
 
 export function formatAuditStatus(audit: AuditStatus, lagOf: (at: string | null) => string): string[] {

@@ -3,6 +3,9 @@
  * opens offline. Pure: data in, HTML out. Every value from the warehouse is escaped, since uids, source
  * names and quarantine reasons come from outside.
  */
+import type { CompletenessEstimate } from '../audit/completeness-interval.ts';
+import { formatShare } from '../cli/format-audit-status.ts';
+import type { AuditStatus } from '../metrics/audit-status.ts';
 import { escapeHtml as e } from './escape-html.ts';
 import type { ReportData } from './report-data.ts';
 
@@ -68,6 +71,63 @@ function table(headers: string[], rows: unknown[][]): string {
   return `<table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
 }
 
+/** The recent stratum's upper bound under which the ValidicSyncAuditDrift alert fires (alerts.yml). */
+const AUDIT_ALERT_BELOW = 0.999;
+
+function estimateRow(label: string, c: CompletenessEstimate | null): unknown[] {
+  return c
+    ? [
+        label,
+        formatShare(c.estimate),
+        `${formatShare(c.lower)} to ${formatShare(c.upper, 'up')}`,
+        `${c.sampled} (${c.complete} complete)`,
+        c.population,
+      ]
+    : [label, 'no cell audited yet', '', 0, ''];
+}
+
+function auditSection(orgId: string, audit: AuditStatus): string {
+  const c = audit.completeness;
+  const out = [
+    `<div class="audit"><p><b>${e(orgId)}</b></p>`,
+    `<p>Scheduled audit, cells audited in the last ${e(c.sinceDays)} days (share of cells complete, 95 % interval):</p>`,
+    table(
+      ['stratum', 'complete', '95 % interval', 'cells audited', 'cells in population'],
+      [estimateRow('recent (last 30 days)', c.recent), estimateRow('history (older)', c.history)],
+    ),
+  ];
+  if (c.recent && c.recent.upper < AUDIT_ALERT_BELOW)
+    out.push(
+      `<p class="warn">The recent stratum is 95 % sure to be under ${e(formatShare(AUDIT_ALERT_BELOW))} complete. To find and repair the cells: <b>validic-sync audit --from 30d --to today --sample 100% --org ${e(orgId)}</b>.</p>`,
+    );
+  const run = audit.lastRun;
+  if (run) {
+    const { cells, records } = run.totals;
+    const estimate = run.estimate
+      ? ` Estimate: ${formatShare(run.estimate.estimate)} of cells complete (95 % interval ${formatShare(run.estimate.lower)} to ${formatShare(run.estimate.upper, 'up')}; ${run.estimate.sampled} of ${run.estimate.population} cells audited).`
+      : '';
+    out.push(
+      `<p>Last run ${e(run.id)} (${e(run.kind)}, ${e(run.rangeFrom)} to ${e(run.rangeTo)}), started ${e(run.startedAt)}, ${run.endedAt ? `ended ${e(run.endedAt)}` : 'running or interrupted'}: cells ${e(cells.complete)} complete, ${e(cells.drift)} drift, ${e(cells.failed)} failed of ${e(run.planned)} planned; records ${e(records.equal)} equal, ${e(records.missing)} missing, ${e(records.stale)} stale, ${e(records.extra)} extra, ${e(records.repaired)} repaired.${e(estimate)}</p>`,
+    );
+  } else out.push('<p>No audit run yet.</p>');
+  out.push(
+    '<p>Drift found per day (UTC day audited, last 7 days, newest first):</p>',
+    audit.driftPerDay.length === 0
+      ? '<p>No cell audited in the last 7 days.</p>'
+      : table(
+          ['day', 'cells', 'drift', 'missing', 'stale', 'extra', 'repaired'],
+          audit.driftPerDay.map((d) => [d.day, d.cells, d.drift, d.missing, d.stale, d.extra, d.repaired]),
+        ),
+    '</div>',
+  );
+  return out.join('\n');
+}
+
+function auditSections(audits: ReportData['audits']): string {
+  if (audits.length === 0) return '<p>No organization yet.</p>';
+  return audits.map((a) => auditSection(a.orgId, a.audit)).join('\n');
+}
+
 export function renderReport(data: ReportData): string {
   const t = data.totals;
   const quarantined = data.quarantine.reduce((s, q) => s + q.items, 0);
@@ -80,6 +140,7 @@ h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}
 .cards{display:flex;gap:1rem;flex-wrap:wrap}.card{border:1px solid #ddd;border-radius:6px;padding:.6rem 1rem}
 .card b{display:block;font-size:1.3rem}
 table{border-collapse:collapse;font-size:.9rem}td,th{border-bottom:1px solid #eee;padding:.25rem .6rem;text-align:left}
+.audit{margin-bottom:1.5rem}.warn{color:#b00020}
 .key{margin-right:1rem;font-size:.85rem}.key i{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:middle}
 </style></head><body>
 <h1>validic-sync warehouse report</h1>
@@ -109,6 +170,9 @@ ${table(
   ['kind', 'reason', 'items', 'last seen'],
   data.quarantine.map((q) => [q.kind, q.reason, q.items, q.lastSeenAt ?? '']),
 )}
+<h2>Completeness audit</h2>
+<p>The warehouse compared with the platform cell by cell (user × resource × ≤ 30-day window): a cell is complete when every record matches by id, checksum and deletion.</p>
+${auditSections(data.audits)}
 </body></html>
 `;
 }

@@ -1,6 +1,10 @@
 /** What the HTML report shows, read from the warehouse in a handful of aggregate queries. */
 import { type Kysely, sql } from 'kysely';
+import type { Config } from '../config/schema.ts';
+import { type AuditStatus, auditPopulation, readAuditStatus } from '../metrics/audit-status.ts';
+import { V2_RESOURCES } from '../validic/v2-resources.ts';
 import type { Database } from '../warehouse/database.ts';
+import { pollableUser } from '../warehouse/pollable-users.ts';
 
 export interface ReportData {
   generatedAt: string;
@@ -17,12 +21,27 @@ export interface ReportData {
   perSource: { source: string; type: string; records: number }[];
   freshness: { type: string; source: string; records: number; newestCreatedAt: string | null }[];
   quarantine: { kind: string; reason: string; items: number; lastSeenAt: string | null }[];
+  /**
+   * The completeness audit of each org (configured, with users or with audit runs), as `status` and
+   * `/metrics` read it (src/metrics/audit-status.ts): the population is the org's pollable users.
+   */
+  audits: { orgId: string; audit: AuditStatus }[];
+}
+
+export interface ReadReportOptions {
+  /** With the config, a configured org's audit population uses its resources and `audit.*` settings. */
+  config?: Config;
+  now?: Date;
 }
 
 const iso = (value: unknown): string | null =>
   value === null || value === undefined ? null : value instanceof Date ? value.toISOString() : String(value);
 
-export async function readReportData(db: Kysely<Database>): Promise<ReportData> {
+export async function readReportData(
+  db: Kysely<Database>,
+  options: ReadReportOptions = {},
+): Promise<ReportData> {
+  const now = options.now ?? new Date();
   const totals = await sql<Record<string, number>>`
     select (select count(distinct org_id) from validic.users)::int as organizations,
            (select count(*) from validic.users)::int as users,
@@ -47,7 +66,7 @@ export async function readReportData(db: Kysely<Database>): Promise<ReportData> 
     from validic_sync.quarantine group by kind, reason order by items desc limit 50`.execute(db);
   const t = totals.rows[0]!;
   return {
-    generatedAt: new Date().toISOString(),
+    generatedAt: now.toISOString(),
     totals: {
       organizations: t.organizations ?? 0,
       users: t.users ?? 0,
@@ -70,5 +89,35 @@ export async function readReportData(db: Kysely<Database>): Promise<ReportData> 
       items: r.items,
       lastSeenAt: iso(r.last),
     })),
+    audits: await readAudits(db, now, options.config),
   };
+}
+
+async function readAudits(
+  db: Kysely<Database>,
+  now: Date,
+  config: Config | undefined,
+): Promise<ReportData['audits']> {
+  const found = await sql<{ org_id: string; pollable: number }>`
+    select o.org_id, (select count(*)::int from validic.users u
+                      where u.org_id = o.org_id and ${pollableUser('u')}) as pollable
+    from (select org_id from validic.users union select org_id from validic_sync.audits) o`.execute(db);
+  const pollable = new Map(found.rows.map((r) => [r.org_id, r.pollable]));
+  const orgIds = [
+    ...new Set([...(config?.organizations ?? []).map((o) => o.orgId), ...pollable.keys()]),
+  ].sort();
+  const audits: ReportData['audits'] = [];
+  for (const orgId of orgIds) {
+    const resources = config?.organizations.find((o) => o.orgId === orgId)?.resources ?? V2_RESOURCES;
+    audits.push({
+      orgId,
+      audit: await readAuditStatus(
+        db,
+        orgId,
+        now,
+        auditPopulation(config, resources, pollable.get(orgId) ?? 0),
+      ),
+    });
+  }
+  return audits;
 }

@@ -117,10 +117,27 @@ describe('audit finds planted drift, repairs it and reports it exactly', () => {
     const viaAudit = await sql<{ id: string }>`
       select id from validic.records where arrived_via = 'audit' order by id`.execute(warehouse);
     expect(viaAudit.rows.map((r) => r.id)).toEqual([...planted, revived].map((r) => r.id).sort());
-    // The whole population was compared: the interval is the point.
-    expect(audit.stdout).toMatch(
-      /completeness: [\d.]+ % of cells complete \(95 % interval ([\d.]+ %) to \1\)/,
+    // The whole population was compared: the interval is the point (printed rounded outwards).
+    const full = /completeness: ([\d.]+) % of cells complete \(95 % interval ([\d.]+) % to ([\d.]+) %\)/.exec(
+      audit.stdout,
     );
+    expect(full, audit.stdout).not.toBeNull();
+    expect(Number(full![3]) - Number(full![2])).toBeLessThanOrEqual(0.010_001);
+
+    const status = await runCli(['status', '--json'], env);
+    expect(status.code, status.stderr).toBe(0);
+    const orgStatus = JSON.parse(status.stdout).orgs.find(
+      (o: { orgId: string }) => o.orgId === sandbox.orgId,
+    );
+    expect(orgStatus.audit.lastRun).toMatchObject({
+      kind: 'command',
+      totals: { records: { missing: 3, stale: 3, extra: 0, repaired: 6 } },
+    });
+    expect(orgStatus.audit.lastRun.estimate.lower).toBe(orgStatus.audit.lastRun.estimate.upper);
+    const text = await runCli(['status'], env);
+    expect(text.stdout).toContain('completeness audit (warehouse compared with the platform, cell by cell)');
+    expect(text.stdout).toMatch(/last run \d+ \(command, [\d-]+\.\.[\d-]+\): done/);
+    if (process.env.AUDIT_TEST_VERBOSE) console.info(audit.stdout, text.stdout);
 
     const again = await runCli(
       ['audit', '--from', from, '--to', to, '--sample', '100%', '--fail-on-drift'],
@@ -137,7 +154,8 @@ describe('a 5 % audit reports an interval that holds', () => {
   const db = useTestDatabase();
   const dir = useTempDir('validic-audit-estimate-');
 
-  it('contains the true completeness in at least 19 of 20 seeded runs', async () => {
+  // 20 runs of the command (a process each) after a backfill of 40 users: about a minute alone.
+  it('contains the true completeness in at least 19 of 20 seeded runs', { timeout: 300_000 }, async () => {
     const from = day(49);
     const to = day(0);
     const windows = planDateWindows(from, to);
@@ -168,12 +186,15 @@ describe('a 5 % audit reports an interval that holds', () => {
       expect(match, run.stdout).not.toBeNull();
       const [complete, drift] = [Number(match![1]), Number(match![2])];
       expect(run.stdout).toContain(`cells drawn ${complete + drift} of ${population} (`);
-      const estimate = estimateCompleteness(complete, complete + drift, population)!;
-      const inside = estimate.lower <= trueCompleteness && trueCompleteness <= estimate.upper;
-      if (inside) contained++;
-      seen.push(
-        `${seed}: ${complete}/${complete + drift} [${estimate.lower.toFixed(4)}, ${estimate.upper.toFixed(4)}]`,
-      );
+      // The interval as the command reports it (percentages with two decimals, rounded outwards).
+      const interval = /95 % interval ([\d.]+) % to ([\d.]+) %/.exec(run.stdout);
+      expect(interval, run.stdout).not.toBeNull();
+      const [lower, upper] = [Number(interval![1]) / 100, Number(interval![2]) / 100];
+      const exact = estimateCompleteness(complete, complete + drift, population)!;
+      expect(lower).toBeLessThanOrEqual(exact.lower);
+      expect(upper).toBeGreaterThanOrEqual(exact.upper);
+      if (lower <= trueCompleteness && trueCompleteness <= upper) contained++;
+      seen.push(`${seed}: ${complete}/${complete + drift} [${lower}, ${upper}]`);
     }
     if (process.env.AUDIT_TEST_VERBOSE)
       console.info(`contained ${contained}/20; true ${trueCompleteness}; ${seen.join('; ')}`);

@@ -113,19 +113,64 @@ describe('metrics', () => {
   });
 
   it('has every metric the Grafana dashboard and the alert rules use', () => {
-    const dashboard = JSON.parse(read('deploy/grafana/validic-sync.json')) as {
-      panels: { targets: { expr: string }[] }[];
-    };
+    const panels = dashboardPanels();
     const alerts = parse(read('deploy/prometheus/alerts.yml')) as { groups: { rules: { expr: string }[] }[] };
-    const used = new Set([
-      ...dashboard.panels.flatMap((p) => p.targets.flatMap((t) => metricNames(t.expr))),
-      ...alerts.groups.flatMap((g) => g.rules.flatMap((r) => metricNames(r.expr))),
-    ]);
+    const onDashboard = new Set(panels.flatMap((p) => (p.targets ?? []).flatMap((t) => metricNames(t.expr))));
+    const inAlerts = new Set(alerts.groups.flatMap((g) => g.rules.flatMap((r) => metricNames(r.expr))));
+    const used = new Set([...onDashboard, ...inAlerts]);
     expect(used.size).toBeGreaterThan(8);
     const missing = [...used].filter((name) => !text.includes(`# TYPE ${name} `));
     expect(missing).toEqual([]);
+    // The completeness audit's metrics are on the dashboard, and its alerts read theirs.
+    expect([...onDashboard]).toEqual(
+      expect.arrayContaining([
+        'validic_sync_audit_cells_total',
+        'validic_sync_audit_records_total',
+        'validic_sync_audit_completeness_ratio',
+        'validic_sync_audit_last_run_timestamp_seconds',
+      ]),
+    );
+    expect([...inAlerts]).toEqual(
+      expect.arrayContaining([
+        'validic_sync_audit_completeness_ratio',
+        'validic_sync_audit_last_run_timestamp_seconds',
+      ]),
+    );
+  });
+
+  it('lays the dashboard out with unique panel ids and no overlapping panels', () => {
+    const ids = dashboardPanels().map((p) => p.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    // A collapsed row's panels sit below it only when it is open: the top level is what must not overlap.
+    const panels = dashboardPanels(false);
+    for (const [i, a] of panels.entries()) {
+      expect(a.gridPos.x + a.gridPos.w, `panel ${a.id}`).toBeLessThanOrEqual(24);
+      for (const b of panels.slice(i + 1)) {
+        const overlap =
+          a.gridPos.x < b.gridPos.x + b.gridPos.w &&
+          b.gridPos.x < a.gridPos.x + a.gridPos.w &&
+          a.gridPos.y < b.gridPos.y + b.gridPos.h &&
+          b.gridPos.y < a.gridPos.y + a.gridPos.h;
+        expect(overlap, `panels ${a.id} and ${b.id}`).toBe(false);
+      }
+    }
   });
 });
+
+interface DashboardPanel {
+  id: number;
+  type: string;
+  gridPos: { h: number; w: number; x: number; y: number };
+  targets?: { expr: string }[];
+  /** A collapsed row's panels. */
+  panels?: DashboardPanel[];
+}
+
+/** The dashboard's panels, with those of collapsed rows unless `nested` is false. */
+function dashboardPanels(nested = true): DashboardPanel[] {
+  const dashboard = JSON.parse(read('deploy/grafana/validic-sync.json')) as { panels: DashboardPanel[] };
+  return dashboard.panels.flatMap((p) => [p, ...(nested ? (p.panels ?? []) : [])]);
+}
 
 describe('fleet-wide gauges', () => {
   let testRedis: TestRedis;

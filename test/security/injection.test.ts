@@ -13,6 +13,7 @@ import { escapeHtml } from '../../src/report/escape-html.ts';
 import { renderReport } from '../../src/report/render-report.ts';
 import { readReportData } from '../../src/report/report-data.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { recordAuditCell, startAudit } from '../../src/warehouse/audits.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
@@ -112,6 +113,34 @@ describe('hostile uids, names and notes', () => {
       arrivedVia: 'stream',
       items: [{ kind: 'unparseable', text: NASTY_TEXT[2]!, reason: `bad frame ${NASTY_TEXT[3]}` }],
     });
+    // An audit run (a hostile seed, hostile users' cells): the report sums it up.
+    const auditId = await startAudit(db.warehouse.db, {
+      orgId: sandbox.orgId,
+      kind: 'command',
+      rangeFrom: day(25),
+      rangeTo: day(0),
+      sample: 1,
+      seed: NASTY_TEXT[3]!,
+      population: 2,
+      planned: 2,
+      repair: true,
+    });
+    for (const [i, outcome] of (['complete', 'drift'] as const).entries())
+      await recordAuditCell(db.warehouse.db, auditId, sandbox.orgId, {
+        uid: NASTY_UIDS[i]!,
+        resource: NASTY_SOURCES[i]!,
+        startDate: day(25),
+        endDate: day(0),
+        stratum: 'all',
+        outcome,
+        platformRecords: 1,
+        equal: outcome === 'complete' ? 1 : 0,
+        missing: outcome === 'drift' ? 1 : 0,
+        stale: 0,
+        extra: 0,
+        repaired: outcome === 'drift' ? 1 : 0,
+        driftIds: outcome === 'drift' ? [NASTY_TEXT[2]!] : [],
+      });
     const out = join(dir, 'report.html');
     const cli = await runCli(['report', '--out', out], sandboxEnv(sandbox, { DATABASE_URL: db.url }));
     expect(cli.code, cli.stderr).toBe(0);
@@ -125,6 +154,12 @@ describe('hostile uids, names and notes', () => {
       expect(html).toContain(escapeHtml(source));
     }
     expect(html).toContain(escapeHtml(`bad frame ${NASTY_TEXT[3]}`));
+    // The completeness audit's section, read from validic_sync.audits and audit_cells.
+    expect(html).toContain(`<p><b>${escapeHtml(sandbox.orgId)}</b></p>`);
+    expect(html).toContain(`Last run ${auditId} (command, ${day(25)} to ${day(0)}), started `);
+    expect(html).toContain('cells 1 complete, 1 drift, 0 failed of 2 planned');
+    expect(html).toContain('records 1 equal, 1 missing, 0 stale, 0 extra, 1 repaired.');
+    expect(html).toMatch(/<tr><td>\d{4}-\d{2}-\d{2}<\/td><td>2<\/td><td>1<\/td><td>1<\/td>/);
     // The only markup is the report's own: every tag is one the report writes, with no handler.
     const tags = new Set([...html.matchAll(/<\/?([a-z0-9!]+)/gi)].map((m) => m[1]!.toLowerCase()));
     const own = ['!doctype', 'html', 'head', 'meta', 'title', 'style', 'body', 'h1', 'h2', 'p', 'div', 'b'];

@@ -1,8 +1,52 @@
 import { describe, expect, it } from 'vitest';
+import { estimateCompleteness } from '../../src/audit/completeness-interval.ts';
+import type { AuditStatus } from '../../src/metrics/audit-status.ts';
+import { escapeHtml } from '../../src/report/escape-html.ts';
 import { renderReport } from '../../src/report/render-report.ts';
 import type { ReportData } from '../../src/report/report-data.ts';
+import type { AuditKind, AuditTotals } from '../../src/warehouse/audits.ts';
 
 const hostile = `<script>alert("x")</script>'; drop table users; -- $(rm -rf /) & "quoted"`;
+const hostileOrg = `org"><img src=x onerror=alert(1)>`;
+
+const totals = (drift: number, missing: number): AuditTotals => ({
+  cells: { complete: 196, drift, failed: 1 },
+  records: { equal: 1200, missing, stale: 2, extra: 1, repaired: missing + 2 },
+});
+
+/** An org whose recent stratum is 95 % sure to be under 99.9 % complete, with a finished command run. */
+function audit(overrides: Partial<AuditStatus> = {}): AuditStatus {
+  return {
+    lastRun: {
+      id: 42,
+      kind: 'command',
+      rangeFrom: '2026-10-22',
+      rangeTo: '2026-11-20',
+      sample: 0.05,
+      seed: 'abc',
+      population: 3000,
+      planned: 201,
+      repair: true,
+      startedAt: '2026-11-20T10:00:00.000Z',
+      endedAt: '2026-11-20T10:05:00.000Z',
+      totals: totals(4, 9),
+      estimate: estimateCompleteness(196, 200, 3000),
+    },
+    completeness: {
+      sinceDays: 7,
+      recent: estimateCompleteness(196, 200, 3000),
+      history: estimateCompleteness(300, 300, 36000),
+    },
+    last24h: totals(1, 2),
+    last7d: totals(4, 9),
+    allTime: totals(4, 9),
+    driftPerDay: [
+      { day: '2026-11-20', cells: 150, drift: 3, missing: 7, stale: 2, extra: 1, repaired: 9 },
+      { day: '2026-11-19', cells: 51, drift: 1, missing: 2, stale: 0, extra: 0, repaired: 2 },
+    ],
+    ...overrides,
+  };
+}
 
 function data(overrides: Partial<ReportData> = {}): ReportData {
   return {
@@ -17,6 +61,7 @@ function data(overrides: Partial<ReportData> = {}): ReportData {
       { type: 'measurement', source: hostile, records: 3, newestCreatedAt: '2026-11-20T00:00:00Z' },
     ],
     quarantine: [{ kind: 'record', reason: hostile, items: 2, lastSeenAt: null }],
+    audits: [{ orgId: 'org-a', audit: audit() }],
     ...overrides,
   };
 }
@@ -39,8 +84,146 @@ describe('renderReport', () => {
   });
 
   it('says so when there is nothing to show', () => {
-    const html = renderReport(data({ perDay: [], perSource: [], freshness: [], quarantine: [] }));
+    const html = renderReport(data({ perDay: [], perSource: [], freshness: [], quarantine: [], audits: [] }));
     expect(html).toContain('No records yet.');
     expect(html).toContain('None.');
+    expect(html).toContain('<h2>Completeness audit</h2>');
+    expect(html).toContain('No organization yet.');
   });
 });
+
+describe('the completeness audit section', () => {
+  const section = (html: string) => html.slice(html.indexOf('<h2>Completeness audit</h2>'));
+
+  it('shows the estimate per stratum, the last run and the drift per day of each org', () => {
+    const html = section(renderReport(data()));
+    expect(html).toContain('<p><b>org-a</b></p>');
+    expect(html).toContain('cells audited in the last 7 days');
+    // recent: 196 of 200 complete, interval 95.06 % to 99.4 %; history: 300 of 300, 98.78 % to 100 %.
+    expect(html).toContain(
+      '<tr><td>recent (last 30 days)</td><td>98 %</td><td>95.06 % to 99.4 %</td><td>200 (196 complete)</td><td>3000</td></tr>',
+    );
+    expect(html).toContain(
+      '<tr><td>history (older)</td><td>100 %</td><td>98.78 % to 100 %</td><td>300 (300 complete)</td><td>36000</td></tr>',
+    );
+    // Under 99.9 % for sure: what to run.
+    expect(html).toContain('validic-sync audit --from 30d --to today --sample 100% --org org-a');
+    expect(html).toContain(
+      'Last run 42 (command, 2026-10-22 to 2026-11-20), started 2026-11-20T10:00:00.000Z, ended 2026-11-20T10:05:00.000Z: cells 196 complete, 4 drift, 1 failed of 201 planned; records 1200 equal, 9 missing, 2 stale, 1 extra, 11 repaired.',
+    );
+    expect(html).toContain(
+      'Estimate: 98 % of cells complete (95 % interval 95.06 % to 99.4 %; 200 of 3000 cells audited).',
+    );
+    expect(html).toContain(
+      '<thead><tr><th>day</th><th>cells</th><th>drift</th><th>missing</th><th>stale</th><th>extra</th><th>repaired</th></tr></thead>',
+    );
+    expect(html).toContain(
+      '<tr><td>2026-11-20</td><td>150</td><td>3</td><td>7</td><td>2</td><td>1</td><td>9</td></tr>',
+    );
+  });
+
+  it('says what is not there yet, and gives no advice when the audit finds no drift', () => {
+    const clean = audit({
+      completeness: { sinceDays: 3, recent: estimateCompleteness(300, 300, 3000), history: null },
+      lastRun: { ...audit().lastRun!, kind: 'schedule', endedAt: null, estimate: null },
+      driftPerDay: [],
+    });
+    const html = section(
+      renderReport(
+        data({
+          audits: [
+            { orgId: 'org-a', audit: clean },
+            { orgId: 'org-b', audit: audit({ lastRun: null, driftPerDay: [] }) },
+          ],
+        }),
+      ),
+    );
+    expect(html).toContain('cells audited in the last 3 days');
+    expect(html).toContain('<tr><td>history (older)</td><td>no cell audited yet</td>');
+    expect(html).toContain('(schedule, 2026-10-22 to 2026-11-20)');
+    expect(html).toContain('running or interrupted');
+    expect(html).not.toContain('Estimate:');
+    expect(html).toContain('No cell audited in the last 7 days.');
+    expect(html).toContain('<p><b>org-b</b></p>');
+    expect(html).toContain('No audit run yet.');
+    // org-b's recent stratum is the drifted one: the advice names it, not org-a.
+    expect(html).not.toContain('--org org-a');
+    expect(html).toContain('--org org-b');
+  });
+
+  it('prints an interval that contains the computed one (the upper bound rounded up)', () => {
+    const recent = { ...estimateCompleteness(196, 200, 3000)!, lower: 0.98129, upper: 0.99341 };
+    const html = section(
+      renderReport(
+        data({
+          audits: [
+            { orgId: 'org-a', audit: audit({ completeness: { sinceDays: 7, recent, history: null } }) },
+          ],
+        }),
+      ),
+    );
+    expect(html).toContain('<td>98.12 % to 99.35 %</td>');
+  });
+
+  it('escapes every value, the org id and the run and day fields included', () => {
+    const run = audit().lastRun!;
+    const html = renderReport(
+      data({
+        audits: [
+          {
+            orgId: hostileOrg,
+            audit: audit({
+              lastRun: {
+                ...run,
+                kind: hostile as AuditKind,
+                rangeFrom: hostile,
+                rangeTo: hostile,
+                startedAt: hostile,
+                endedAt: hostile,
+              },
+              driftPerDay: [
+                { day: hostile, cells: 1, drift: 1, missing: 1, stale: 0, extra: 0, repaired: 1 },
+              ],
+            }),
+          },
+        ],
+      }),
+    );
+    expect(html).not.toContain(hostileOrg);
+    expect(html).not.toContain('<script>alert');
+    expect(html).not.toMatch(/<[^>]*\son\w+=/i);
+    expect(html).toContain(`<p><b>${escapeHtml(hostileOrg)}</b></p>`);
+    expect(html).toContain(`--org ${escapeHtml(hostileOrg)}`);
+    expect(html).toContain(`(${escapeHtml(hostile)}, ${escapeHtml(hostile)} to ${escapeHtml(hostile)})`);
+    expect(html).toContain(`<tr><td>${escapeHtml(hostile)}</td><td>1</td>`);
+    // The only markup is the report's own.
+    const tags = new Set([...html.matchAll(/<\/?([a-z0-9!]+)/gi)].map((m) => m[1]!.toLowerCase()));
+    expect([...tags].filter((t) => !OWN_TAGS.has(t))).toEqual([]);
+  });
+});
+
+const OWN_TAGS = new Set([
+  '!doctype',
+  'html',
+  'head',
+  'meta',
+  'title',
+  'style',
+  'body',
+  'h1',
+  'h2',
+  'p',
+  'div',
+  'b',
+  'svg',
+  'text',
+  'rect',
+  'span',
+  'i',
+  'table',
+  'thead',
+  'tbody',
+  'tr',
+  'th',
+  'td',
+]);

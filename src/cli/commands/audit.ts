@@ -82,7 +82,7 @@ export function registerAudit(program: Command, run: CommandRunner): void {
               const estimate = estimateCompleteness(cells.complete, compared, audit.population);
               if (estimate)
                 print(
-                  `  completeness: ${formatShare(estimate.estimate)} of cells complete (95 % interval ${formatShare(estimate.lower)} to ${formatShare(estimate.upper)})`,
+                  `  completeness: ${formatShare(estimate.estimate)} of cells complete (95 % interval ${formatShare(estimate.lower)} to ${formatShare(estimate.upper, 'up')})`,
                 );
               for (const cell of await readDriftCells(runtime.warehouse.db, audit.id, 10))
                 print(
