@@ -12,6 +12,7 @@
  * the users, go on with those known after a warning. A page-index pager can skip a user when another user is deleted
  * while it reads; such a user is un-removed by the next listing.
  */
+import { randomUUID } from 'node:crypto';
 import { IncompleteListingError } from '../src/errors/index.ts';
 import type { LoadCounts } from '../src/pipeline/batch.ts';
 import { jobKey } from '../src/queue/job-key.ts';
@@ -35,8 +36,10 @@ export const UNCOUNTED_LISTING_MAX_REMOVED_SHARE = 0.5;
  */
 export interface UsersSyncResult extends LoadCounts {
   users: number;
-  /** Stored users this (complete) listing did not show, newly marked removed. */
+  /** Stored users this (complete) listing did not show, newly marked removed: the first 100 (sorted). */
   removed: string[];
+  /** How many were newly marked removed. */
+  removedCount: number;
   /** Set when the listing proved incomplete: the users read were loaded, nobody was removed. */
   incomplete?: IncompleteListingError;
 }
@@ -46,6 +49,7 @@ export async function syncUsers(ctx: JobContext, orgId: string): Promise<UsersSy
   const result: UsersSyncResult = {
     users: 0,
     removed: [],
+    removedCount: 0,
     inserted: 0,
     updated: 0,
     unchanged: 0,
@@ -54,17 +58,37 @@ export async function syncUsers(ctx: JobContext, orgId: string): Promise<UsersSy
   };
   const pages = v2.listUsersPages({ signal: ctx.signal });
   const iterator = pages[Symbol.asyncIterator]();
+  // The uids each page showed go to validic_sync.users_listings under this run's id, so one page is held
+  // in memory whatever the population and the removal is one anti-join at the end.
+  const listingId = randomUUID();
+  try {
+    return await readListing(ctx, orgId, listingId, iterator, result);
+  } finally {
+    await ctx.warehouse.forgetListing(orgId, listingId);
+  }
+}
+
+async function readListing(
+  ctx: JobContext,
+  orgId: string,
+  listingId: string,
+  iterator: AsyncIterator<{ users: unknown[]; rejected: unknown[]; meta?: { total?: number } }>,
+  result: UsersSyncResult,
+): Promise<UsersSyncResult> {
   let next = await iterator.next();
-  /** Every uid the listing showed, malformed users too (they are not gone, only unreadable). */
-  const listed: string[] = [];
+  /** Uids the listing showed, malformed users too (they are not gone, only unreadable). */
+  let listed = 0;
   /** Whether the server counted its users (`meta.total`): the pager then held the listing against it. */
   let counted = false;
   while (!next.done) {
     const page = next.value;
+    const uids: string[] = [];
     for (const user of [...page.users, ...page.rejected]) {
       const uid = (user as { uid?: unknown } | null)?.uid;
-      if (typeof uid === 'string') listed.push(uid);
+      if (typeof uid === 'string') uids.push(uid);
     }
+    await ctx.warehouse.recordListedUsers(orgId, listingId, uids);
+    listed += uids.length;
     if (page.meta?.total !== undefined) counted = true;
     // A listing that breaks off or proves incomplete (IncompleteListingError) still lands the users it
     // showed, but removes no one and leaves the cursor: only a complete listing is evidence of absence.
@@ -74,20 +98,24 @@ export async function syncUsers(ctx: JobContext, orgId: string): Promise<UsersSy
     } catch (error) {
       failure = { error };
     }
-    if (!failure && next.done && listed.length > 0) {
+    if (!failure && next.done && listed > 0) {
       // Without the server's count the listing proves less: it may not remove most of the users at once.
       const marked = await ctx.warehouse.markUnlistedUsersRemoved(
         orgId,
-        listed,
+        listingId,
         counted ? {} : { maxShare: UNCOUNTED_LISTING_MAX_REMOVED_SHARE },
       );
       result.removed = marked.removed;
-      if (result.removed.length > 0) {
-        ctx.log.info({ orgId, removed: result.removed }, 'users gone from the listing are no longer polled');
+      result.removedCount = marked.removedCount;
+      if (marked.removedCount > 0) {
+        ctx.log.info(
+          { orgId, removed: marked.removedCount, first: marked.removed },
+          'users gone from the listing are no longer polled',
+        );
       }
       if (marked.withheld > 0) {
         ctx.log.warn(
-          { orgId, listed: listed.length, unlisted: marked.withheld },
+          { orgId, listed, unlisted: marked.withheld },
           'the users listing (without meta.total) left out more than half of the known users: nobody is marked removed',
         );
       }

@@ -22,6 +22,7 @@ import {
 import { usersFullSyncCursor } from '../warehouse/cursors/users-full-sync-cursor.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { countQuarantine, type QuarantineCount } from '../warehouse/quarantine.ts';
+import { countPollableUsers } from '../warehouse/select-users-to-poll.ts';
 import { type LedgerSummary, summarizeLedger } from '../warehouse/window-ledger.ts';
 import { type AuditStatus, auditPopulation, readAuditStatus } from './audit-status.ts';
 import {
@@ -233,7 +234,7 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
         auditPopulation(
           options.config,
           options.config?.organizations.find((o) => o.orgId === orgId)?.resources ?? V2_RESOURCES,
-          users.rows[0]?.n ?? 0,
+          (await countPollableUsers(db, orgId, now)).pollable,
         ),
       ),
     });

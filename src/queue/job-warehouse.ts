@@ -32,7 +32,12 @@ import { markLegacyDeleted } from '../warehouse/mark-legacy-deleted.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { pollableUsers } from '../warehouse/pollable-users.ts';
 import { markRecentPollDone, markRecentPollsEnqueued } from '../warehouse/recent-polls.ts';
-import { markUnlistedUsersRemoved, markUsersRemoved } from '../warehouse/remove-users.ts';
+import {
+  forgetListing,
+  markUnlistedUsersRemoved,
+  markUsersRemoved,
+  recordListedUsers,
+} from '../warehouse/remove-users.ts';
 import { createPartitionsAhead, emptyRawBefore } from '../warehouse/warehouse-upkeep.ts';
 import {
   findUnfinishedRun,
@@ -76,6 +81,9 @@ export function jobWarehouse(warehouse: Warehouse) {
     // Marks found outside a batch.
     markUsersRemoved: onDb(markUsersRemoved),
     markUnlistedUsersRemoved: onDb(markUnlistedUsersRemoved),
+    // A users listing's uids, page by page (validic_sync.users_listings).
+    recordListedUsers: onDb(recordListedUsers),
+    forgetListing: onDb(forgetListing),
     markLegacyDeleted: onDb(markLegacyDeleted),
     // Users to poll and the recent poll's schedule.
     pollableUsers: onDb(pollableUsers),

@@ -370,6 +370,14 @@ export interface AuditCellsTable {
   audited_at: Generated<Timestamp>;
 }
 
+/** validic_sync.users_listings (migration 0019): uids a running users listing has shown. */
+export interface UsersListingsTable {
+  org_id: string;
+  listing_id: string;
+  uid: string;
+  listed_at: Generated<Timestamp>;
+}
+
 /** validic_sync.legacy_delete_checks (migration 0014): legacy records a window no longer listed. */
 export interface LegacyDeleteChecksTable {
   org_id: string;
@@ -412,4 +420,5 @@ export interface Database {
   'validic_sync.legacy_delete_checks': LegacyDeleteChecksTable;
   'validic_sync.audits': AuditsTable;
   'validic_sync.audit_cells': AuditCellsTable;
+  'validic_sync.users_listings': UsersListingsTable;
 }

@@ -27,23 +27,54 @@ export async function markUsersRemoved(
   return rows.map((r) => r.uid).sort();
 }
 
+/** The uids one page of a running listing showed (`listingId`: one run of users.sync). */
+export async function recordListedUsers(
+  db: Kysely<Database>,
+  orgId: string,
+  listingId: string,
+  uids: readonly string[],
+): Promise<void> {
+  if (uids.length === 0) return;
+  await sql`
+    insert into validic_sync.users_listings (org_id, listing_id, uid)
+    select ${orgId}, ${listingId}, uid from unnest(${[...new Set(uids)]}::text[]) as uid
+    on conflict do nothing`.execute(db);
+}
+
+/** Forgets a listing's uids, and those of listings older than a day (a process that died mid-listing). */
+export async function forgetListing(db: Kysely<Database>, orgId: string, listingId: string): Promise<void> {
+  await sql`
+    delete from validic_sync.users_listings
+    where (org_id = ${orgId} and listing_id = ${listingId}) or listed_at < now() - interval '1 day'`.execute(
+    db,
+  );
+}
+
+/** At most this many removed uids are returned (and logged); the count is always whole. */
+export const REMOVED_UIDS_SHOWN = 100;
+
 /**
- * After a complete listing: marks removed every stored user of `orgId` the listing did not show.
+ * After a complete listing (`listingId`, whose pages recordListedUsers kept): marks removed every stored
+ * user of `orgId` the listing did not show, by one anti-join, whatever the population.
  * `maxShare` (0..1): when the listing would remove more than this share of the users not yet removed, it
  * removes nobody and says how many it withheld (a listing the server could not prove complete, and that
  * leaves out most users, is far likelier lost data than an org that lost most of its users at once).
+ * Returns the first REMOVED_UIDS_SHOWN uids marked (sorted) and how many were.
  */
 export async function markUnlistedUsersRemoved(
   db: Kysely<Database>,
   orgId: string,
-  listed: readonly string[],
+  listingId: string,
   options: { maxShare?: number } = {},
-): Promise<{ removed: string[]; withheld: number }> {
+): Promise<{ removed: string[]; removedCount: number; withheld: number }> {
   const maxShare = options.maxShare ?? 1;
-  const rows = await sql<{ uid: string | null; unlisted: number }>`
+  const rows = await sql<{ uid: string | null; unlisted: number; marked: number }>`
     with known as (
-      select uid, not (uid = any(${[...listed]}::text[])) as unlisted
-      from validic.users where org_id = ${orgId} and removed_at is null
+      select u.uid, not exists (
+        select 1 from validic_sync.users_listings l
+        where l.org_id = u.org_id and l.listing_id = ${listingId} and l.uid = u.uid
+      ) as unlisted
+      from validic.users u where u.org_id = ${orgId} and u.removed_at is null
     ), counts as (
       select count(*) filter (where unlisted)::int as unlisted, count(*)::int as known from known
     ), marked as (
@@ -52,10 +83,13 @@ export async function markUnlistedUsersRemoved(
         and uid in (select uid from known where unlisted)
         and (select unlisted from counts) <= ${maxShare}::float8 * (select known from counts)
       returning uid
+    ), shown as (
+      select uid from marked order by uid collate "C" limit ${REMOVED_UIDS_SHOWN}
     )
-    select uid, (select unlisted from counts) as unlisted from marked
-    union all select null, (select unlisted from counts)`.execute(db);
-  const removed = rows.rows.flatMap((r) => (r.uid === null ? [] : [r.uid])).sort();
+    select uid, (select unlisted from counts) as unlisted, (select count(*)::int from marked) as marked from shown
+    union all select null, (select unlisted from counts), (select count(*)::int from marked)`.execute(db);
+  const removed = rows.rows.flatMap((r) => (r.uid === null ? [] : [r.uid]));
+  const removedCount = rows.rows[0]?.marked ?? 0;
   const unlisted = rows.rows[0]?.unlisted ?? 0;
-  return { removed, withheld: removed.length === 0 ? unlisted : 0 };
+  return { removed, removedCount, withheld: removedCount === 0 ? unlisted : 0 };
 }

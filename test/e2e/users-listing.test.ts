@@ -100,5 +100,10 @@ describe('a users listing that ends early removes no one', () => {
     expect((await syncOnce()).removed).toEqual([goneB]);
     expect((await stored()).removed).toEqual([goneA, goneB].sort());
     expect(await cursorAt()).not.toBe(completedAt);
+    // The uids each listing showed were kept page by page in validic_sync.users_listings and are gone
+    // once it ended, complete or not.
+    const leftover = await sql<{ n: number }>`
+      select count(*)::int as n from validic_sync.users_listings`.execute(db.warehouse.db);
+    expect(leftover.rows[0]!.n).toBe(0);
   });
 });

@@ -9,7 +9,7 @@ export function registerReport(program: Command, run: CommandRunner): void {
   program
     .command('report')
     .description(
-      'write a self-contained HTML report: records per day by type and source, freshness, quarantine',
+      'write a self-contained HTML report: records per day by type and source, freshness, quarantine, completeness audit',
     )
     .option('--out <file>', 'where to write it', 'validic-sync-report.html')
     .action((options: { out: string }) =>
@@ -18,7 +18,7 @@ export function registerReport(program: Command, run: CommandRunner): void {
         const { renderReport } = await import('../../report/render-report.ts');
         await withWarehouse(config, log, async (warehouse) => {
           const path = resolve(options.out);
-          await writeFile(path, renderReport(await readReportData(warehouse.db)));
+          await writeFile(path, renderReport(await readReportData(warehouse.db, { config })));
           print(`wrote ${path}`);
         });
       }),
