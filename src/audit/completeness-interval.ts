@@ -12,7 +12,7 @@
  */
 
 export interface CompletenessEstimate {
-  /** complete ÷ sampled: the share of the population's cells estimated complete. */
+  /** complete ÷ sampled (kept inside the interval): the share of the population's cells estimated complete. */
   estimate: number;
   /** The interval's bounds, as shares of the population. */
   lower: number;
@@ -46,10 +46,14 @@ export function estimateCompleteness(
   const lower = firstInteger(lowestK, highestK, (K) => 1 - cdf(complete - 1, N, K, sampled) > alpha);
   // Upper bound: the largest K under which seeing ≤ complete is not too unlikely; P(X ≤ k | K) falls with K.
   const upper = firstInteger(lowestK, highestK, (K) => cdf(complete, N, K, sampled) <= alpha) - 1;
+  const high = Math.max(upper, lower) / N;
   return {
-    estimate: complete / sampled,
+    // complete ÷ sampled is not always a possible K ÷ N: a sample of nearly the whole population can put
+    // it between two of them and outside the exact interval (79 of 80 drawn from 81 leaves only K = 80).
+    // The nearest value of the interval is then the estimate.
+    estimate: Math.min(Math.max(complete / sampled, lower / N), high),
     lower: lower / N,
-    upper: Math.max(upper, lower) / N,
+    upper: high,
     confidence,
     sampled,
     complete,

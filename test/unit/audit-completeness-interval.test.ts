@@ -90,7 +90,9 @@ describe('estimateCompleteness', () => {
   it('gives [p, p] when the sample is the whole population', () => {
     fc.assert(
       fc.property(
-        fc.integer({ min: 1, max: 3000 }).chain((N) => fc.tuple(fc.constant(N), fc.integer({ min: 0, max: N }))),
+        fc
+          .integer({ min: 1, max: 3000 })
+          .chain((N) => fc.tuple(fc.constant(N), fc.integer({ min: 0, max: N }))),
         ([N, complete]) => {
           const e = estimateCompleteness(complete, N, N)!;
           expect(e.estimate).toBe(complete / N);
@@ -108,28 +110,61 @@ describe('estimateCompleteness', () => {
     expect([e.lower, e.estimate, e.upper]).toEqual([0.7, 0.7, 0.7]);
   });
 
-  it('lower ≤ estimate ≤ upper, all within [0, 1], at any confidence', () => {
+  it('lower ≤ estimate ≤ upper, all within [0, 1], at any confidence and sample size', () => {
     fc.assert(
       fc.property(
-        fc.integer({ min: 1, max: 5000 }),
+        fc.integer({ min: 0, max: 5000 }),
         fc.integer({ min: 1, max: 400 }),
         fc.nat(),
         fc.double({ min: 0.5, max: 0.999, noNaN: true }),
         (extra, sampled, seed, confidence) => {
-          const N = sampled + extra - 1;
+          const N = sampled + extra;
           const complete = seed % (sampled + 1);
           const e = estimateCompleteness(complete, sampled, N, confidence)!;
           expect(e.lower).toBeGreaterThanOrEqual(0);
           expect(e.lower).toBeLessThanOrEqual(e.estimate);
           expect(e.estimate).toBeLessThanOrEqual(e.upper);
           expect(e.upper).toBeLessThanOrEqual(1);
-          // Bounds are whole numbers of cells, consistent with what was seen.
-          expect(e.lower * N).toBeGreaterThanOrEqual(complete - 1e-9);
-          expect(e.upper * N).toBeLessThanOrEqual(N - (sampled - complete) + 1e-9);
         },
       ),
       { numRuns: 500 },
     );
+  });
+
+  it('the interval always holds the maximum-likelihood K and only K consistent with the sample', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 3000 }),
+        fc.nat(),
+        fc.nat(),
+        fc.double({ min: 0.5, max: 0.999, noNaN: true }),
+        (N, sampledSeed, seed, confidence) => {
+          const sampled = 1 + (sampledSeed % N);
+          const complete = seed % (sampled + 1);
+          const failures = sampled - complete;
+          const e = estimateCompleteness(complete, sampled, N, confidence)!;
+          const lowerK = Math.round(e.lower * N);
+          const upperK = Math.round(e.upper * N);
+          expect(lowerK).toBeGreaterThanOrEqual(complete);
+          expect(upperK).toBeLessThanOrEqual(N - failures);
+          expect(lowerK).toBeLessThanOrEqual(upperK);
+          // The hypergeometric MLE of K: floor((N + 1) · complete / sampled), within what the sample allows.
+          const mle = Math.min(Math.max(Math.floor(((N + 1) * complete) / sampled), complete), N - failures);
+          expect(lowerK).toBeLessThanOrEqual(mle);
+          expect(mle).toBeLessThanOrEqual(upperK);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  // A sample of nearly the whole population: complete ÷ sampled can fall between two possible K/N and
+  // outside the exact interval (79 complete of 80 sampled from 81: K is 79 or 80, and K = 79 gives
+  // P(X ≥ 79) = 2/81 < 0.025, so the interval is [80/81, 80/81]); the estimate is then kept inside it.
+  it('keeps the estimate within the interval even for a sample of nearly all cells', () => {
+    const e = estimateCompleteness(79, 80, 81)!;
+    expect(e.lower).toBeLessThanOrEqual(e.estimate);
+    expect(e.estimate).toBe(80 / 81);
   });
 
   it('bounds are the exact ones: the extreme K not rejected at (1 − confidence) / 2 per side (N ≤ 40)', () => {
@@ -146,7 +181,9 @@ describe('estimateCompleteness', () => {
           const pAtLeast = (K: number) => 1 - bruteCdf(complete - 1, N, K, n);
           const pAtMost = (K: number) => bruteCdf(complete, N, K, n);
           // Skip the rare populations where a tail probability sits on alpha (float noise decides).
-          fc.pre(Ks.every((K) => Math.abs(pAtLeast(K) - alpha) > 1e-9 && Math.abs(pAtMost(K) - alpha) > 1e-9));
+          fc.pre(
+            Ks.every((K) => Math.abs(pAtLeast(K) - alpha) > 1e-9 && Math.abs(pAtMost(K) - alpha) > 1e-9),
+          );
           const lowerK = Ks.find((K) => pAtLeast(K) > alpha)!;
           const upperK = Math.max(lowerK, ...Ks.filter((K) => pAtMost(K) > alpha));
           const e = estimateCompleteness(complete, n, N)!;
