@@ -3,11 +3,10 @@
  * Why and how: README.md, "`records-poll.ts`".
  */
 import { httpStatusOf, PermanentError } from '../src/errors/index.ts';
-import type { CursorWrite, LoadResult, RawItem, WindowDone } from '../src/pipeline/batch.ts';
+import type { LoadResult, RawItem, WindowDone } from '../src/pipeline/batch.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { recordsPollCursor } from '../src/warehouse/cursors/records-poll-cursor.ts';
 import { MAX_KEY_LOCKS } from '../src/warehouse/loader/apply-batch.ts';
 import { addLoadResult, emptyLoadResult } from '../src/warehouse/loader/load-counts.ts';
 import { recordsWindowKey } from '../src/warehouse/window-ledger.ts';
@@ -40,20 +39,18 @@ export const recordsPoll = defineJob({
     const totals = emptyLoadResult();
     let items: RawItem[] = [];
     let windows: WindowDone[] = [];
-    let cursors: CursorWrite[] = [];
     let fetched = 0;
-    /** Loads what is gathered (records, ledger windows, cursors) in one transaction. */
+    /** Loads what is gathered (records and the ledger windows they complete) in one transaction. */
     const flush = async () => {
-      if (cursors.length === 0 && windows.length === 0) return;
+      if (items.length === 0 && windows.length === 0) return;
       const loaded = await ctx.warehouse.applyBatch(
         { orgId: payload.orgId, arrivedVia: 'poll', items },
-        { windows, cursors },
+        { windows },
         { log: ctx.log },
       );
       addLoadResult(totals, loaded);
       items = [];
       windows = [];
-      cursors = [];
     };
     let failure: unknown;
     for (const [index, resource] of resources.entries()) {
@@ -91,9 +88,6 @@ export const recordsPoll = defineJob({
       fetched += records.length;
       for (const raw of records) items.push({ kind: 'record', raw });
       if (runId) windows.push({ runId, windowKey: keyOf(resource), records: records.length, requests: 1 });
-      cursors.push(
-        recordsPollCursor(uid, resource).write({ startDate, endDate, at: new Date().toISOString() }),
-      );
     }
     await flush();
     // A resource refused for good would refuse again: the user's poll is as done as it can be.

@@ -165,7 +165,7 @@ function setPath(target: Record<string, unknown>, path: string[], value: unknown
   node[path[path.length - 1]!] = value;
 }
 
-/** Legacy credentials default to the v2 ones (DESIGN.md). */
+/** Legacy credentials default to the v2 ones (the README's environment table). */
 function finishOrganizations(config: Config): Config {
   for (const org of config.organizations) {
     org.legacyOrgId ??= org.orgId;

@@ -1,6 +1,6 @@
 /**
  * The one configuration schema. Every setting has a default here or is required, and the comment
- * says what it does. The environment names of DESIGN.md override the file (see load-config.ts).
+ * says what it does. The environment names of the README's table override the file (see load-config.ts).
  */
 import { z } from 'zod';
 import { LEGACY_OBJECTS } from '../legacy/legacy-objects.ts';

@@ -14,7 +14,6 @@ import { V2_RESOURCES } from '../validic/v2-resources.ts';
 import { type CursorEntry, listCursors } from '../warehouse/checkpoints.ts';
 import { LEGACY_LATEST_CURSOR_PREFIX } from '../warehouse/cursors/legacy-latest-cursor.ts';
 import { reconcileLastCursor } from '../warehouse/cursors/reconcile-last-cursor.ts';
-import { RECORDS_POLL_CURSOR_PREFIX } from '../warehouse/cursors/records-poll-cursor.ts';
 import {
   STREAM_CHECKPOINTS_PREFIX,
   streamCheckpointPrefix,
@@ -163,10 +162,7 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
     const reconcileLast = reconcileLastCursor();
     // `stream:gaps` is the cursor gaps were kept in before validic_sync.stream_gaps (migration 0016).
     for (const key of [usersFullSync.key, reconcileLast.key, 'stream:gaps']) used.add(key);
-    // Per-window poll cursors are many and carry little; the ledger and lag say more.
-    const otherCursors = cursors
-      .filter((c) => !used.has(c.key) && !c.key.startsWith(RECORDS_POLL_CURSOR_PREFIX))
-      .map(cursor);
+    const otherCursors = cursors.filter((c) => !used.has(c.key)).map(cursor);
 
     const runs = await db
       .selectFrom('validic_sync.runs')

@@ -1,7 +1,7 @@
 /**
  * Intraday records: common fields, `granularity`, and metrics whose `data_points` become one series
- * row per metric with parallel time[]/value[] arrays (DESIGN.md: arrays load ~4x faster and take ~20x
- * less space than a row per point). A point value may be a number or a numeric string (the spec
+ * row per metric with parallel time[]/value[] arrays (arrays load faster and take far less space
+ * than a row per point). A point value may be a number or a numeric string (the spec
  * describes a string, samples carry numbers).
  */
 import { z } from 'zod';

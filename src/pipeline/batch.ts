@@ -1,5 +1,5 @@
 /**
- * The one shape every arrival path produces (DESIGN.md, "One path for data"): a batch of raw items as
+ * The one shape every arrival path produces (the README's "How data flows"): a batch of raw items as
  * they came off the wire, plus the checkpoint the batch reaches. `applyBatch` (src/warehouse/loader/apply-batch.ts) writes
  * both in one transaction, so a cursor never moves past uncommitted data.
  */

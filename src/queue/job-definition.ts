@@ -1,5 +1,5 @@
 /**
- * The shape of a job module (CONVENTIONS.md, after trigger.dev's worker catalog): a name, a zod payload
+ * The shape of a job module (after trigger.dev's and Graphile Worker's task catalogs): a name, a zod payload
  * schema validated on enqueue and again on dequeue, retry options, and `run(ctx, payload)`. The same
  * modules run under BullMQ (`worker`) and under the inline runner (one-shot CLI commands).
  */

@@ -1,6 +1,6 @@
 /**
  * Opens the warehouse: PostgreSQL through a pg.Pool when a database URL is given, otherwise the
- * embedded PGlite persisted in `dataDir` (DESIGN.md, "Embedded defaults"). Both expose the same
+ * embedded PGlite persisted in `dataDir` (the README's "Configuration": no `DATABASE_URL`, the embedded one). Both expose the same
  * `Warehouse`: a kysely `db`, `transaction(fn)` whose executor can also bulk-load with COPY, and
  * `close()`.
  */

@@ -52,7 +52,7 @@ describe('the migrated schema', () => {
     expect(rows).toEqual([]);
   });
 
-  it('has every relation and column DESIGN.md promises', async () => {
+  it('has every relation and column the warehouse guide promises', async () => {
     const promised: Record<string, string[]> = {
       users: ['org_id', 'uid', 'user_id', 'timezone', 'country_code', 'created_at', 'updated_at'],
       records: [

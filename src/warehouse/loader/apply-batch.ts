@@ -1,5 +1,5 @@
 /**
- * The loader: applies one batch and its checkpoint in ONE transaction (DESIGN.md, "One path for data").
+ * The loader: applies one batch and its checkpoint in ONE transaction (the README's "How data flows").
  * Why and how: ../README.md, "`loader/apply-batch.ts`".
  */
 import { setImmediate } from 'node:timers/promises';
