@@ -52,6 +52,8 @@ describe('scheduled recent polling and reconciliation', () => {
         `connections.recent|${sandbox.orgId}`,
         // Stored push bodies are pruned whether or not push is on now (it may have been before).
         'push.prune',
+        // The completeness audit's hourly tick (budget.auditShare 5 % by default).
+        `records.audit|${sandbox.orgId}`,
         `records.recent|${sandbox.orgId}`,
         // The reconciliation stream's hourly pass (stream.reconcile is on by default).
         `streams.reconcile|${sandbox.orgId}`,

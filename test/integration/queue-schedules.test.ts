@@ -33,11 +33,14 @@ describe('planSchedules', () => {
       ['connections.recent|org-a', 86_400_000],
       // A pass of each org's reconciliation stream (stream.reconcile is on by default).
       ['streams.reconcile|org-a', 3_600_000],
+      // The completeness audit's tick (budget.auditShare 5 % by default).
+      ['records.audit|org-a', 3_600_000],
       ['users.sync|org-b', 3_600_000],
       ['records.recent|org-b', 60_000],
       ['connections.recent|org-b', 86_400_000],
       ['streams.reconcile|org-b', 3_600_000],
       ['legacy.sync|org-b', 900_000],
+      ['records.audit|org-b', 3_600_000],
       ['push.prune', 86_400_000],
       ['warehouse.maintain', 86_400_000],
     ]);
