@@ -196,16 +196,9 @@ export async function nextUsersInRotation(
   return [...first, ...wrapped.filter((uid) => !first.includes(uid))];
 }
 
-export interface AuditRunRow {
+/** A run as stored: its design (NewAudit, less the org) and what its cells found so far. */
+export interface AuditRunRow extends Omit<NewAudit, 'orgId'> {
   id: number;
-  kind: AuditKind;
-  rangeFrom: string;
-  rangeTo: string;
-  sample: number;
-  seed: string;
-  population: number;
-  planned: number;
-  repair: boolean;
   startedAt: string;
   endedAt: string | null;
   totals: AuditTotals;

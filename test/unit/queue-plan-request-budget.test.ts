@@ -119,6 +119,41 @@ describe('planRequestBudget', () => {
     expect(plan.recent.dormantPeriodMs).toBeCloseTo((24 * HOUR_MS) / 0.9);
     expect(plan.perHour.backfill).toBeCloseTo(100);
   });
+
+  it("gives the completeness audit its share of what the recent poll leaves above backfill's minimum", () => {
+    const base = {
+      requestsPerHour: 2000,
+      usablePerHour: 1000,
+      streamPerHour: 50,
+      pushAndReconcilePerHour: 50,
+      backfillMinShare: 0.1,
+      auditPerHour: 50,
+    };
+    const recent = (activeUsers: number) => ({
+      activeUsers,
+      dormantUsers: 0,
+      requestsPerUser: 1,
+      activePeriodMs: HOUR_MS,
+      dormantPeriodMs: HOUR_MS,
+    });
+    // The recent poll needs 300: the audit gets its 50, backfill the rest (550).
+    const roomy = planRequestBudget({ ...base, recent: recent(300) });
+    expect(roomy.perHour).toEqual({
+      stream: 50,
+      pushAndReconcile: 50,
+      recent: 300,
+      audit: 50,
+      backfill: 550,
+    });
+    // The recent poll needs 780 of the 800 above backfill's 100: the audit gets the 20 left.
+    const tight = planRequestBudget({ ...base, recent: recent(780) });
+    expect(tight.perHour.audit).toBeCloseTo(20);
+    expect(tight.perHour.backfill).toBeCloseTo(100);
+    // The recent poll takes everything above the minimum: no audit, backfill keeps its minimum.
+    const starved = planRequestBudget({ ...base, recent: recent(5000) });
+    expect(starved.perHour.audit).toBe(0);
+    expect(starved.perHour.backfill).toBeCloseTo(100);
+  });
 });
 
 describe("push's share", () => {
