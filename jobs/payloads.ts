@@ -60,6 +60,15 @@ export const recordsBackfillPayload = z
      * it keys the job, so a gap gets one backfill however often it is reported.
      */
     gapId: z.number().int().positive().optional(),
+    /** Queue the newest windows first (the history of users new to the listing: oldest last). */
+    newestFirst: z.boolean().default(false),
+    /** List the users first (false: the caller has just listed them, as users.sync has). */
+    listUsers: z.boolean().default(true),
+    /**
+     * Users new since this full listing (ISO instant) that this backfill brings the history of: with
+     * the uids, its job id, so a retried users.sync queues it once.
+     */
+    newUsersSince: isoInstant.optional(),
   })
   .refine((p) => p.from <= p.to, { message: 'from must not be after to', path: ['from'] });
 

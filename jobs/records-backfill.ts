@@ -30,9 +30,14 @@ export const recordsBackfill = defineJob({
   name: 'records.backfill',
   payload: recordsBackfillPayload,
   options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['records.backfill'] },
-  // One backfill per stream gap; a backfill asked for by a person is never deduplicated.
+  // One backfill per stream gap, one per batch of users new since a listing; a backfill asked for by a
+  // person is never deduplicated.
   jobId: (p) =>
-    p.gapId === undefined ? undefined : jobKey('records.backfill', p.orgId, 'gap', String(p.gapId)),
+    p.gapId !== undefined
+      ? jobKey('records.backfill', p.orgId, 'gap', String(p.gapId))
+      : p.newUsersSince !== undefined
+        ? jobKey('records.backfill', p.orgId, 'new-users', p.newUsersSince, p.uids?.[0])
+        : undefined,
   async run(ctx, payload): Promise<RecordsBackfillResult> {
     const { orgId } = payload;
     const store = ctx.warehouse;
@@ -56,7 +61,7 @@ export const recordsBackfill = defineJob({
     const run = resumed ? previous : await store.startRun({ orgId, command: 'backfill', args });
 
     // A complete listing first: it also marks the users gone from the platform removed.
-    await syncUsers(ctx, orgId);
+    if (payload.listUsers) await syncUsers(ctx, orgId);
     const uids = await store.pollableUsers(orgId, args.uids ?? undefined);
     const known = new Set(uids);
     const unknownUids = (args.uids ?? []).filter((uid) => !known.has(uid));
@@ -117,7 +122,8 @@ export const recordsBackfill = defineJob({
       }
       poll.resources.push(window.resource);
     }
-    for (const poll of polls.values()) {
+    // Oldest last when asked (a new user's history: the recent months matter first).
+    for (const poll of payload.newestFirst ? [...polls.values()].reverse() : polls.values()) {
       // The configured order of resources, whatever order the ledger listed them in.
       const order: readonly string[] = resources;
       poll.resources.sort((a, b) => order.indexOf(a) - order.indexOf(b));

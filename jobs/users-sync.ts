@@ -44,7 +44,16 @@ export interface UsersSyncResult extends LoadCounts {
   incomplete?: IncompleteListingError;
 }
 
-export async function syncUsers(ctx: JobContext, orgId: string): Promise<UsersSyncResult> {
+/**
+ * Reads the whole listing. With `firstListed`, a complete listing also returns the uids it stored for
+ * the first time (users.sync asks only once a listing has been complete before: the first listing of a
+ * population would return every uid).
+ */
+export async function syncUsers(
+  ctx: JobContext,
+  orgId: string,
+  options: { firstListed?: boolean } = {},
+): Promise<UsersSyncResult & { firstListed?: string[] }> {
   const { v2 } = ctx.org(orgId);
   const result: UsersSyncResult = {
     users: 0,
@@ -62,7 +71,9 @@ export async function syncUsers(ctx: JobContext, orgId: string): Promise<UsersSy
   // in memory whatever the population and the removal is one anti-join at the end.
   const listingId = randomUUID();
   try {
-    return await readListing(ctx, orgId, listingId, iterator, result);
+    await readListing(ctx, orgId, listingId, iterator, result);
+    if (!options.firstListed || result.incomplete) return result;
+    return { ...result, firstListed: await ctx.warehouse.firstListedUsers(orgId, listingId) };
   } finally {
     await ctx.warehouse.forgetListing(orgId, listingId);
   }
@@ -148,15 +159,62 @@ async function readListing(
   return result;
 }
 
+/** Users a backfill of new users' history carries (one job per batch). */
+export const NEW_USERS_PER_BACKFILL = 500;
+
 export const usersSync = defineJob({
   name: 'users.sync',
   payload: usersSyncPayload,
   options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['users.sync'] },
   jobId: (p) => jobKey('users.sync', p.orgId),
-  async run(ctx, payload) {
-    const result = await syncUsers(ctx, payload.orgId);
+  async run(ctx, payload): Promise<UsersSyncResult & { newUsers: number }> {
+    const listedBefore = await ctx.cursors.read(payload.orgId, usersFullSyncCursor());
+    const started = new Date().toISOString();
+    // After a first complete listing, users this one stores for the first time get their history.
+    const { firstListed, ...result } = await syncUsers(ctx, payload.orgId, {
+      firstListed: listedBefore !== undefined,
+    });
     // Retried like any failed fetch, then kept as failed: a listing that keeps coming up short is visible.
     if (result.incomplete) throw result.incomplete;
-    return result;
+    const newUsers = await backfillNewUsers(ctx, payload.orgId, firstListed ?? [], started);
+    return { ...result, newUsers };
   },
 });
+
+/**
+ * Queues `sync.newUserHistoryDays` of history for the users a listing stored first, newest windows
+ * first, at backfill's priority (its share of the budget), NEW_USERS_PER_BACKFILL users a job, keyed by
+ * the listing's start and the batch's first uid. A user missed here (the process died between the
+ * listing's last page and this: the retry finds the user stored) is found by the completeness audit's
+ * history cells.
+ */
+async function backfillNewUsers(
+  ctx: JobContext,
+  orgId: string,
+  uids: readonly string[],
+  since: string,
+): Promise<number> {
+  const days = ctx.settings.newUserHistoryDays;
+  if (days <= 0 || uids.length === 0) return 0;
+  const today = new Date();
+  const to = today.toISOString().slice(0, 10);
+  const from = new Date(today.getTime() - (days - 1) * 86_400_000).toISOString().slice(0, 10);
+  for (let i = 0; i < uids.length; i += NEW_USERS_PER_BACKFILL) {
+    await ctx.enqueue('records.backfill', {
+      orgId,
+      from,
+      to,
+      uids: uids.slice(i, i + NEW_USERS_PER_BACKFILL),
+      connections: false,
+      newestFirst: true,
+      listUsers: false,
+      newUsersSince: since,
+    });
+  }
+  if (uids.length > 0)
+    ctx.log.info(
+      { orgId, users: uids.length, from, to },
+      'backfilling the history of users new to the listing',
+    );
+  return uids.length;
+}

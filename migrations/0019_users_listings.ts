@@ -5,6 +5,9 @@
  * hold every listed uid and send them all in one statement). Rows of a listing whose process died are
  * deleted by the next listing after a day.
  *
+ * `first_listed` marks the uids the warehouse did not hold before the page that showed them: the users
+ * new to the listing, whose history users.sync backfills.
+ *
  * Frozen in time: this file never imports application code. Statements run one at a time (PGlite).
  */
 import { type Kysely, sql } from 'kysely';
@@ -17,6 +20,7 @@ const statements = [
     listing_id text not null,
     uid text not null,
     listed_at timestamptz not null default now(),
+    first_listed boolean not null default false,
     primary key (org_id, listing_id, uid)
   )`,
   `comment on table ${TABLE} is 'Uids a users listing (users.sync) has shown so far, while it runs; deleted when it ends. Bookkeeping of the worker, not data.'`,
@@ -24,6 +28,7 @@ const statements = [
   `comment on column ${TABLE}.listing_id is 'One run of the listing.'`,
   `comment on column ${TABLE}.uid is 'A uid the listing showed.'`,
   `comment on column ${TABLE}.listed_at is 'When its page was read.'`,
+  `comment on column ${TABLE}.first_listed is 'The warehouse held no such user before this page.'`,
   `create index users_listings_age on ${TABLE} (listed_at)`,
   `alter table ${TABLE} owner to validic_owner`,
   `grant select, insert, update, delete on ${TABLE} to validic_loader`,

@@ -57,6 +57,7 @@ const ENV_TO_KEY: Record<string, string> = {
   // --- end push ---
   RAW_RETENTION_MONTHS: 'warehouse.rawRetentionMonths',
   VALIDIC_AUDIT_SHARE: 'budget.auditShare',
+  VALIDIC_NEW_USER_HISTORY_DAYS: 'sync.newUserHistoryDays',
   VALIDIC_AUDIT_LOOKBACK_DAYS: 'audit.lookbackDays',
   PARTITION_MONTHS_AHEAD: 'warehouse.partitionMonthsAhead',
 };

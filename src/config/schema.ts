@@ -209,6 +209,13 @@ export const configSchema = z.object({
        * resource, one request after another.
        */
       concurrency: z.coerce.number().int().min(1).max(64).default(4),
+      /**
+       * Days of history the worker backfills for a user that appears in the users listing after the
+       * first complete one (`VALIDIC_NEW_USER_HISTORY_DAYS`; 0 = none): newest windows first, at the
+       * backfill share of the budget. Users of the first listing get the history the operator asks for
+       * with `backfill`.
+       */
+      newUserHistoryDays: z.coerce.number().int().min(0).max(3660).default(365),
     })
     .prefault({}),
   stream: z

@@ -9,6 +9,8 @@ import { type LegacyWindowSettings, legacyWindowSettings } from '../legacy/legac
 export interface JobSettings {
   /** `sync.lookbackDays`: days the recent poll and legacy.sync (without a cursor) look back. */
   lookbackDays: number;
+  /** `sync.newUserHistoryDays`: history users.sync backfills for users new since its last listing. */
+  newUserHistoryDays: number;
   /** `schedules.reconcileDays`: days connections.recent reconciles. */
   reconcileDays: number;
   /** `sync.legacyWindowHours` / `sync.legacyOverlapMinutes`: legacy latest windows. */
@@ -47,6 +49,7 @@ export interface JobSettings {
 export function jobSettings(config: Config): JobSettings {
   return {
     lookbackDays: config.sync.lookbackDays,
+    newUserHistoryDays: config.sync.newUserHistoryDays,
     reconcileDays: config.schedules.reconcileDays,
     legacyWindow: legacyWindowSettings(config),
     tickMs: config.budget.tickSeconds * 1000,

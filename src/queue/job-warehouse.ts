@@ -33,6 +33,7 @@ import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { pollableUsers } from '../warehouse/pollable-users.ts';
 import { markRecentPollDone, markRecentPollsEnqueued } from '../warehouse/recent-polls.ts';
 import {
+  firstListedUsers,
   forgetListing,
   markUnlistedUsersRemoved,
   markUsersRemoved,
@@ -84,6 +85,7 @@ export function jobWarehouse(warehouse: Warehouse) {
     // A users listing's uids, page by page (validic_sync.users_listings).
     recordListedUsers: onDb(recordListedUsers),
     forgetListing: onDb(forgetListing),
+    firstListedUsers: onDb(firstListedUsers),
     markLegacyDeleted: onDb(markLegacyDeleted),
     // Users to poll and the recent poll's schedule.
     pollableUsers: onDb(pollableUsers),

@@ -376,6 +376,7 @@ export interface UsersListingsTable {
   listing_id: string;
   uid: string;
   listed_at: Generated<Timestamp>;
+  first_listed: Generated<boolean>;
 }
 
 /** validic_sync.legacy_delete_checks (migration 0014): legacy records a window no longer listed. */

@@ -27,7 +27,10 @@ export async function markUsersRemoved(
   return rows.map((r) => r.uid).sort();
 }
 
-/** The uids one page of a running listing showed (`listingId`: one run of users.sync). */
+/**
+ * The uids one page of a running listing showed (`listingId`: one run of users.sync), before the page is
+ * loaded: those the warehouse does not hold yet are marked first listed.
+ */
 export async function recordListedUsers(
   db: Kysely<Database>,
   orgId: string,
@@ -36,9 +39,25 @@ export async function recordListedUsers(
 ): Promise<void> {
   if (uids.length === 0) return;
   await sql`
-    insert into validic_sync.users_listings (org_id, listing_id, uid)
-    select ${orgId}, ${listingId}, uid from unnest(${[...new Set(uids)]}::text[]) as uid
+    insert into validic_sync.users_listings (org_id, listing_id, uid, first_listed)
+    select ${orgId}, ${listingId}, l.uid,
+      not exists (select 1 from validic.users u where u.org_id = ${orgId} and u.uid = l.uid)
+    from unnest(${[...new Set(uids)]}::text[]) as l(uid)
     on conflict do nothing`.execute(db);
+}
+
+/** The uids a listing showed that the warehouse did not hold before it (pollable ones, uid order). */
+export async function firstListedUsers(
+  db: Kysely<Database>,
+  orgId: string,
+  listingId: string,
+): Promise<string[]> {
+  const { rows } = await sql<{ uid: string }>`
+    select l.uid from validic_sync.users_listings l
+    join validic.users u on u.org_id = l.org_id and u.uid = l.uid and u.removed_at is null
+    where l.org_id = ${orgId} and l.listing_id = ${listingId} and l.first_listed
+    order by l.uid collate "C"`.execute(db);
+  return rows.map((r) => r.uid);
 }
 
 /** Forgets a listing's uids, and those of listings older than a day (a process that died mid-listing). */
