@@ -56,6 +56,8 @@ export async function startAudit(db: Kysely<Database>, audit: NewAudit): Promise
       population: audit.population,
       planned: audit.planned,
       repair: audit.repair,
+      // A run that drew no cell (no users yet) is over as it starts.
+      ...(audit.planned === 0 ? { ended_at: new Date() } : {}),
     })
     .returning('id')
     .executeTakeFirstOrThrow();

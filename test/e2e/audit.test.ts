@@ -74,6 +74,11 @@ describe('audit finds planted drift, repairs it and reports it exactly', () => {
     const toDelete = before[Math.floor(before.length / 2)]!;
     sandbox.control.deleteRecord(toDelete.id);
 
+    // Before any sync: nothing to audit, said plainly.
+    const empty = await runCli(['audit', '--from', from, '--to', to], env);
+    expect(empty.code, empty.stderr).toBe(0);
+    expect(empty.stdout).toContain('nothing to audit: the warehouse knows no user of this organization yet');
+
     const backfill = await runCli(['backfill', '--from', from, '--to', to], env);
     expect(backfill.code, backfill.stderr).toBe(0);
     const warehouse = db.warehouse.db;

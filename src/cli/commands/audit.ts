@@ -70,6 +70,12 @@ export function registerAudit(program: Command, run: CommandRunner): void {
               const audit =
                 auditId === undefined ? undefined : await readAudit(runtime.warehouse.db, auditId);
               if (!audit) return;
+              if (audit.population === 0) {
+                print(
+                  '  nothing to audit: the warehouse knows no user of this organization yet (run `backfill` or the worker first)',
+                );
+                return;
+              }
               const { cells, records } = audit.totals;
               const compared = cells.complete + cells.drift;
               print(
