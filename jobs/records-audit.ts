@@ -20,7 +20,7 @@ import {
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { planDateWindows } from '../src/validic/date-windows.ts';
+import { EDGE_DAYS, planDateWindows } from '../src/validic/date-windows.ts';
 import { toV2Resource, V2_RESOURCES } from '../src/validic/v2-resources.ts';
 import type { AuditCell, AuditTotals } from '../src/warehouse/audits.ts';
 import { auditRotationCursor } from '../src/warehouse/cursors/audit-rotation-cursor.ts';
@@ -128,7 +128,13 @@ async function planTick(
   const after = await ctx.cursors.read(orgId, auditRotationCursor());
   const users = await ctx.warehouse.nextUsersInRotation(orgId, after?.afterUid, count);
   if (users.length === 0) return { idle: 'no users to audit' };
-  const strata = auditStrata(new Date(now).toISOString().slice(0, 10), settings.lookbackDays);
+  // What the warehouse is meant to hold: back to its earliest org-wide backfill, else what the recent
+  // poll reaches (its lookback and the edge day), which is what a stream-only warehouse holds too.
+  const today = new Date(now).toISOString().slice(0, 10);
+  const coverageFrom =
+    (await ctx.warehouse.auditCoverageStart(orgId)) ??
+    new Date(now - (ctx.settings.lookbackDays + EDGE_DAYS) * 86_400_000).toISOString().slice(0, 10);
+  const strata = auditStrata(today, settings.lookbackDays, coverageFrom);
   const cells = drawScheduledCells(users, resources, strata, settings.recentShare, uniform);
   await ctx.warehouse.applyBatch(
     { orgId, arrivedVia: 'audit', items: [] },

@@ -77,10 +77,14 @@ const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 /**
  * A scheduled tick's strata as of `today` (UTC, YYYY-MM-DD): the recent window (the last 30 days,
  * today included) and the history windows before it, back over `lookbackDays` (whole windows only).
+ * `coverageFrom`: the first day the warehouse is meant to hold (its earliest backfill); windows are cut to
+ * start there and those wholly before it are left out, so the audit never counts as drift (nor loads)
+ * history nobody asked for.
  */
 export function auditStrata(
   today: string,
   lookbackDays: number,
+  coverageFrom?: string,
 ): { recent: DateWindow; history: DateWindow[] } {
   const end = Date.parse(`${today}T00:00:00Z`);
   const span = MAX_REQUEST_WINDOW_DAYS;
@@ -91,7 +95,12 @@ export function auditStrata(
   const history: DateWindow[] = [];
   const windows = Math.max(0, Math.floor(lookbackDays / span) - 1);
   for (let j = 1; j <= windows; j++) history.push(window(end - j * span * DAY_MS));
-  return { recent: window(end), history };
+  const recent = window(end);
+  if (coverageFrom === undefined) return { recent, history };
+  // ISO dates compare as text.
+  const cut = (w: DateWindow): DateWindow =>
+    w.startDate < coverageFrom && w.endDate >= coverageFrom ? { ...w, startDate: coverageFrom } : w;
+  return { recent: cut(recent), history: history.filter((w) => w.endDate >= coverageFrom).map(cut) };
 }
 
 /**

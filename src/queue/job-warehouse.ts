@@ -15,6 +15,7 @@ import {
 } from '../push/push-fetch-store.ts';
 import { prunePushNotifications } from '../push/push-notification-store.ts';
 import {
+  auditCoverageStart,
   auditedCellKeys,
   currentVersions,
   liveRecordIds,
@@ -106,6 +107,7 @@ export function jobWarehouse(warehouse: Warehouse) {
     resumePushNotifications: onDb(resumePushNotifications),
     // The completeness audit (src/audit/README.md).
     startAudit: onDb(startAudit),
+    auditCoverageStart: onDb(auditCoverageStart),
     readAudit: onDb(readAudit),
     auditedCellKeys: onDb(auditedCellKeys),
     recordAuditCell: onDb(recordAuditCell),

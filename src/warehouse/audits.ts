@@ -129,6 +129,18 @@ export async function recordAuditCell(
     where a.id = ${auditId} and exists (select 1 from inserted)`.execute(db);
 }
 
+/**
+ * The first day the warehouse is meant to hold for the whole org: the earliest `from` of its org-wide
+ * backfill runs (not those of some users, such as new users' history). Undefined when none ran.
+ */
+export async function auditCoverageStart(db: Kysely<Database>, orgId: string): Promise<string | undefined> {
+  const { rows } = await sql<{ from: string | null }>`
+    select min(args->>'from') as from from validic_sync.runs
+    where org_id = ${orgId} and command = 'backfill'
+      and (args->'uids' is null or jsonb_typeof(args->'uids') = 'null')`.execute(db);
+  return rows[0]?.from ?? undefined;
+}
+
 /** The warehouse's current version of each of `ids` (any date), for a cell's comparison. */
 export async function currentVersions(
   db: Kysely<Database>,

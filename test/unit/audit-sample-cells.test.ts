@@ -205,6 +205,20 @@ describe('drawCommandCells', () => {
 });
 
 describe('auditStrata', () => {
+  it('cuts the windows at the first day the warehouse is meant to hold, and leaves out those before it', () => {
+    const { recent, history } = auditStrata('2026-11-27', 365, '2026-09-15');
+    expect(recent).toEqual({ startDate: '2026-10-29', endDate: '2026-11-27' });
+    expect(history).toEqual([
+      { startDate: '2026-09-29', endDate: '2026-10-28' },
+      { startDate: '2026-09-15', endDate: '2026-09-28' },
+    ]);
+    // Coverage inside the recent window (a stream-only warehouse: the recent poll's lookback).
+    expect(auditStrata('2026-11-27', 365, '2026-11-23')).toEqual({
+      recent: { startDate: '2026-11-23', endDate: '2026-11-27' },
+      history: [],
+    });
+  });
+
   it('2026-11-27 over 365 days: the recent window 2026-10-29..2026-11-27 and 11 history windows before it', () => {
     const { recent, history } = auditStrata('2026-11-27', 365);
     expect(recent).toEqual({ startDate: '2026-10-29', endDate: '2026-11-27' });
