@@ -99,3 +99,12 @@ export function cdf(x: number, N: number, K: number, n: number): number {
   }
   return below / total;
 }
+
+/**
+ * 0.99347 → `99.34 %`: rounded down (a share below 1 never shows as 100 %), or up for an interval's upper
+ * bound, so the printed interval always contains the computed one.
+ */
+export function formatShare(share: number, round: 'down' | 'up' = 'down'): string {
+  const rounded = round === 'up' ? Math.ceil(share * 10_000 - 1e-9) : Math.floor(share * 10_000 + 1e-9);
+  return `${rounded / 100} %`;
+}

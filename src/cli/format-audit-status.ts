@@ -2,18 +2,9 @@
  * The completeness audit's part of `status` (src/metrics/audit-status.ts): the scheduled estimate per
  * stratum with its 95 % interval, the last run, what the runs found and the drift per day.
  */
-import type { CompletenessEstimate } from '../audit/completeness-interval.ts';
+import { type CompletenessEstimate, formatShare } from '../audit/completeness-interval.ts';
 import type { AuditStatus } from '../metrics/audit-status.ts';
 import { formatColumns as table } from './format-table.ts';
-
-/**
- * 0.99347 → `99.34 %`: rounded down (a share below 1 never shows as 100 %), or up for an interval's upper
- * bound, so the printed interval always contains the computed one.
- */
-export function formatShare(share: number, round: 'down' | 'up' = 'down'): string {
-  const rounded = round === 'up' ? Math.ceil(share * 10_000 - 1e-9) : Math.floor(share * 10_000 + 1e-9);
-  return `${rounded / 100} %`;
-}
 
 const describe = (e: CompletenessEstimate | null) =>
   e

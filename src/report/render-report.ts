@@ -3,8 +3,7 @@
  * opens offline. Pure: data in, HTML out. Every value from the warehouse is escaped, since uids, source
  * names and quarantine reasons come from outside.
  */
-import type { CompletenessEstimate } from '../audit/completeness-interval.ts';
-import { formatShare } from '../cli/format-audit-status.ts';
+import { type CompletenessEstimate, formatShare } from '../audit/completeness-interval.ts';
 import type { AuditStatus } from '../metrics/audit-status.ts';
 import { escapeHtml as e } from './escape-html.ts';
 import type { ReportData } from './report-data.ts';

@@ -7,9 +7,9 @@
  * are kept in validic_sync.audits and validic_sync.audit_cells; `status` shows the last run.
  */
 import type { Command } from 'commander';
+import { formatShare } from '../../audit/completeness-interval.ts';
 import { selectOrganizations } from '../../config/require-organizations.ts';
 import { EXIT_FAILED } from '../exit-codes.ts';
-import { formatShare } from '../format-audit-status.ts';
 import { parseDateRange, parseList, parseShare } from '../parse-options.ts';
 import type { CommandRunner } from '../run-command.ts';
 import { runInlineCommand } from '../run-inline-command.ts';
