@@ -13,7 +13,7 @@ import { silentLogger } from '../src/log/logger.ts';
 import type { JobDefinition } from '../src/queue/job-definition.ts';
 import { openJobQueue } from '../src/queue/job-queue.ts';
 import { startQueueWorker } from '../src/queue/queue-worker.ts';
-import { openRuntime } from '../src/runtime/runtime.ts';
+import { openRuntime } from '../src/worker/runtime.ts';
 import { createTestDatabase } from '../test/helpers/pg.ts';
 import { benchConfig, runInlineBackfill } from './helpers/inline-backfill.ts';
 import { printFigure, quick, round, secondsSince } from './helpers/report.ts';

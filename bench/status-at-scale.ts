@@ -13,9 +13,9 @@
  */
 import { type CompiledQuery, Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
+import { readBudgetPlan } from '../src/budget/read-budget-plan.ts';
 import { configSchema } from '../src/config/schema.ts';
 import { collectSyncStatus } from '../src/metrics/sync-status.ts';
-import { readBudgetPlan } from '../src/queue/read-budget-plan.ts';
 import type { Database } from '../src/warehouse/database.ts';
 import { selectUsersToPoll } from '../src/warehouse/select-users-to-poll.ts';
 import { createTestDatabase } from '../test/helpers/pg.ts';

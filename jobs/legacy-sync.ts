@@ -8,10 +8,11 @@
  * - Backfill (`from`, optional `to`, default now): exactly that range, whatever the cursors say; the
  *   cursors only ever move forward (legacy-cursor.ts).
  */
-import type { LegacyObject } from '../src/legacy/legacy-objects.ts';
+
 import { planLegacyWindows } from '../src/legacy/legacy-windows.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import type { LegacyObject } from '../src/validic/legacy-objects.ts';
 import { legacyLatestCursor } from '../src/warehouse/cursors/legacy-latest-cursor.ts';
 import { defineJob } from './define-job.ts';
 import { legacySyncPayload } from './payloads.ts';

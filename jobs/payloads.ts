@@ -4,8 +4,8 @@
  * types `ctx.enqueue` by them) and the job modules (which import define-job.ts) form no cycle.
  */
 import { z } from 'zod';
-import { LEGACY_OBJECTS } from '../src/legacy/legacy-objects.ts';
 import { isoDate, isoInstant } from '../src/queue/payload-dates.ts';
+import { LEGACY_OBJECTS } from '../src/validic/legacy-objects.ts';
 import { MAX_REQUEST_WINDOW_DAYS } from '../src/validic/platform-limits.ts';
 
 /** users.sync (jobs/users-sync.ts). */
@@ -90,7 +90,7 @@ export const connectionsRecentPayload = z.object({
 /** records.recent (jobs/records-recent.ts). */
 export const recordsRecentPayload = z.object({
   orgId: z.string().min(1),
-  /** Days back from today; default: what the recent poll's mode asks for (src/queue/recent-poll-mode.ts). */
+  /** Days back from today; default: what the recent poll's mode asks for (src/budget/recent-poll-mode.ts). */
   lookbackDays: z.number().int().min(0).max(MAX_REQUEST_WINDOW_DAYS).optional(),
 });
 

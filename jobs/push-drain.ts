@@ -4,12 +4,12 @@
  * Why and how: README.md, "`push-drain.ts`".
  */
 
+import { WINDOW_TICKS } from '../src/budget/pick-recent-polls.ts';
 import { pushDrainAllowance, pushDrainWindow } from '../src/push/push-drain-gate.ts';
 import { pushOrgResolver } from '../src/push/resolve-push-org.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { WINDOW_TICKS } from '../src/queue/pick-recent-polls.ts';
 import { defineJob, type JobContext } from './define-job.ts';
 import { type LegacyFetchPayload, pushDrainPayload } from './payloads.ts';
 

@@ -2,11 +2,11 @@
  * records.recent: the tick of the scheduled recent poll (every `budget.tickSeconds`).
  * Why and how: README.md, "`records-recent.ts`".
  */
-import { budgetWarnings } from '../src/queue/budget-warnings.ts';
+import { budgetWarnings } from '../src/budget/budget-warnings.ts';
+import { recentPollWindows } from '../src/budget/recent-poll-windows.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { FANOUT_PRIORITIES, JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { recentPollWindows } from '../src/queue/recent-poll-windows.ts';
 import { toV2Resource } from '../src/validic/v2-resources.ts';
 import { defineJob } from './define-job.ts';
 import { recordsRecentPayload } from './payloads.ts';
@@ -37,6 +37,9 @@ export const recordsRecent = defineJob({
   async run(ctx, payload): Promise<RecordsRecentResult> {
     const org = ctx.org(payload.orgId);
     const now = Date.now();
+    // A fresh warehouse's first statistics, before the plan's counts run without them (warehouse-upkeep.ts).
+    const analyzed = await ctx.warehouse.analyzeNewTables();
+    if (analyzed.length > 0) ctx.log.info({ tables: analyzed }, 'first statistics of newly loaded tables');
     let budget = await ctx.readBudgetPlan(payload.orgId, now);
     const mode = budget.recentPoll;
     if (lastMode.get(payload.orgId) !== mode.reason) {

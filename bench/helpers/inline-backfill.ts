@@ -2,11 +2,12 @@
  * The real backfill, in this process: the same runtime, inline runner and `records.backfill` job the
  * `backfill` command runs (src/cli/commands/backfill.ts), without the CLI's progress bar and printing.
  */
-import { createInlineRunner } from '../../src/cli/run-jobs-inline.ts';
+
 import { type Config, configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { emptyCounts, type LoadCounts } from '../../src/pipeline/batch.ts';
-import { openRuntime } from '../../src/runtime/runtime.ts';
+import { createInlineRunner } from '../../src/worker/run-jobs-inline.ts';
+import { openRuntime } from '../../src/worker/runtime.ts';
 import type { SandboxInfo } from './sandbox-thread.ts';
 
 export interface BackfillTarget {

@@ -4,7 +4,7 @@
  */
 import { type CompletenessEstimate, formatShare } from '../audit/completeness-interval.ts';
 import type { AuditStatus } from '../metrics/audit-status.ts';
-import { formatColumns as table } from './format-table.ts';
+import { formatColumns as table } from '../report/format-table.ts';
 
 const describe = (e: CompletenessEstimate | null) =>
   e

@@ -8,10 +8,10 @@
 import type { OrganizationConfig } from '../config/schema.ts';
 import { UserFacingError } from '../errors/index.ts';
 import type { InlineJob } from '../queue/inline-runner.ts';
-import type { Runtime } from '../runtime/runtime.ts';
+import type { CatalogRunner } from '../worker/run-jobs-inline.ts';
+import type { Runtime } from '../worker/runtime.ts';
 import type { CommandContext } from './command-context.ts';
 import { EXIT_FAILED, EXIT_OK } from './exit-codes.ts';
-import type { CatalogRunner } from './run-jobs-inline.ts';
 
 export type InlineFailures = readonly { job: InlineJob; error: Error }[];
 
@@ -46,8 +46,8 @@ export async function runInlineCommand(
   { config, log, signal, print }: CommandContext,
   command: InlineCommand,
 ): Promise<number> {
-  const { openRuntime } = await import('../runtime/runtime.ts');
-  const { createInlineRunner } = await import('./run-jobs-inline.ts');
+  const { openRuntime } = await import('../worker/runtime.ts');
+  const { createInlineRunner } = await import('../worker/run-jobs-inline.ts');
   const runtime = await openRuntime(config, log);
   let failed = false;
   try {

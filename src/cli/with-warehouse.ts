@@ -1,7 +1,7 @@
 /**
  * Opens the configured warehouse (PostgreSQL, or the embedded PGlite without DATABASE_URL), brings its
  * schema up to date, runs `body`, and closes it whatever happens. For the commands that only read or
- * migrate; commands that sync build a whole runtime instead (src/runtime/runtime.ts).
+ * migrate; commands that sync build a whole runtime instead (src/worker/runtime.ts).
  */
 import type { Config } from '../config/schema.ts';
 import type { Logger } from '../log/logger.ts';

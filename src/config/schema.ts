@@ -3,11 +3,11 @@
  * says what it does. The environment names of the README's table override the file (see load-config.ts).
  */
 import { z } from 'zod';
-import { LEGACY_OBJECTS } from '../legacy/legacy-objects.ts';
-import { DEFAULT_STREAM_CONSUMER_OPTIONS as STREAM_DEFAULTS } from '../stream/default-options.ts';
+import { LEGACY_OBJECTS } from '../validic/legacy-objects.ts';
 import { refinePathSegment } from '../validic/path-segment.ts';
 import { DEFAULT_REQUESTS_PER_HOUR, MAX_STREAM_CONNECTIONS } from '../validic/platform-limits.ts';
 import { STREAM_RECORD_TYPES, toStreamRecordType, V2_RESOURCES } from '../validic/v2-resources.ts';
+import { DEFAULT_STREAM_CONSUMER_OPTIONS as STREAM_DEFAULTS } from './stream-options.ts';
 
 const baseUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 
@@ -195,7 +195,7 @@ export const configSchema = z.object({
       /**
        * The recent REST poll (`VALIDIC_RECENT_POLL`): 'fallback' (default) polls only while the org's
        * stream has been unheard for `budget.streamFallbackMinutes`, and then only the outage's days
-       * (the stream carries freshness; src/queue/recent-poll-mode.ts); 'always' re-polls the lookback
+       * (the stream carries freshness; src/budget/recent-poll-mode.ts); 'always' re-polls the lookback
        * of every user on schedule whatever the stream does.
        */
       recentPoll: z.enum(['fallback', 'always']).default('fallback'),
@@ -311,7 +311,7 @@ export const configSchema = z.object({
     })
     .prefault({}),
   /**
-   * How each org's request budget is divided (src/queue/plan-request-budget.ts): stream, push and
+   * How each org's request budget is divided (src/budget/plan-request-budget.ts): stream, push and
    * reconcile fetches, the recent poll, then backfill. Minutes may be fractional (accelerated tests).
    */
   budget: z

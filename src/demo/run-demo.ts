@@ -8,17 +8,17 @@
  */
 import { rm } from 'node:fs/promises';
 import { sql } from 'kysely';
-import { formatTable } from '../cli/format-table.ts';
-import { createInlineRunner } from '../cli/run-jobs-inline.ts';
 import { type Config, configSchema } from '../config/schema.ts';
 import { EXAMPLE_QUERIES } from '../docs/example-queries.ts';
 import type { Logger } from '../log/logger.ts';
 import type { InlineRunner } from '../queue/inline-runner.ts';
 import { registerSecret } from '../redact/redact-secrets.ts';
-import { openRuntime, type Runtime } from '../runtime/runtime.ts';
+import { formatTable } from '../report/format-table.ts';
 import { type Sandbox, startSandbox } from '../sandbox/index.ts';
 import { consumerOptionsFromConfig } from '../stream/consumer-options.ts';
 import { startOrgStream } from '../stream/run-org-stream.ts';
+import { createInlineRunner } from '../worker/run-jobs-inline.ts';
+import { openRuntime, type Runtime } from '../worker/runtime.ts';
 
 export interface DemoOptions {
   log: Logger;

@@ -2,10 +2,11 @@
  * Deleted legacy records, found from a window read to its end, and asked for by id within a budget.
  * Why and how: README.md, "`confirm-legacy-deletes.ts`".
  */
+
+import { bucketParams } from '../budget/token-bucket.ts';
 import type { OrganizationConfig } from '../config/schema.ts';
-import { bucketParams } from '../http/token-bucket.ts';
+import type { HttpClient } from '../http/http-client-types.ts';
 import type { Logger } from '../log/logger.ts';
-import type { OrgClients } from '../runtime/org-clients.ts';
 import {
   claimLegacyDeleteChecks,
   countPendingLegacyDeleteChecks,
@@ -23,7 +24,7 @@ const HOUR_MS = 3_600_000;
 
 export interface ConfirmLegacyDeletesInput {
   warehouse: Warehouse;
-  org: OrgClients;
+  org: { config: OrganizationConfig; http: HttpClient };
   orgId: string;
   object: string;
   /** The window that was read completely (the bounds the request used). */

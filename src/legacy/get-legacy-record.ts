@@ -7,8 +7,10 @@
  * The URL is always built from configuration, never taken from a notification: a push body must not be
  * able to send our access token to a host of its choosing.
  */
+
+import type { OrganizationConfig } from '../config/schema.ts';
 import { httpStatusOf } from '../errors/index.ts';
-import type { OrgClients } from '../runtime/org-clients.ts';
+import type { HttpClient } from '../http/http-client-types.ts';
 import { buildUrl } from '../validic/build-url.ts';
 import { listItems, type RawObject } from '../validic/envelopes.ts';
 
@@ -24,7 +26,7 @@ export interface GetLegacyRecordInput {
  * (deleted, or its user is), which is what marks a stored row deleted (see confirm-legacy-deletes.ts).
  */
 export async function findLegacyRecord(
-  org: OrgClients,
+  org: { config: OrganizationConfig; http: HttpClient },
   input: GetLegacyRecordInput,
 ): Promise<{ found: true; items: RawObject[] } | { found: false }> {
   const config = org.config;

@@ -10,7 +10,7 @@
 import type { HttpClient } from '../http/http-client-types.ts';
 import { buildUrl, type QueryValue } from '../validic/build-url.ts';
 import { listItems, parseEnvelope, type RawObject, rawObject } from '../validic/envelopes.ts';
-import type { LegacyObject } from './legacy-objects.ts';
+import type { LegacyObject } from '../validic/legacy-objects.ts';
 import { pageBySummary, type SummaryPage } from './legacy-summary-pager.ts';
 
 export interface LegacyClientOptions {

@@ -5,11 +5,9 @@
  */
 
 import { sql } from 'kysely';
+import { type BudgetStatus, describeBudget } from '../budget/budget-status.ts';
+import { readBudgetPlan } from '../budget/read-budget-plan.ts';
 import type { Config } from '../config/schema.ts';
-import { type BudgetStatus, describeBudget } from '../queue/budget-status.ts';
-import type { FailedJobInfo, JobCounts } from '../queue/job-queue.ts';
-import { readBudgetPlan } from '../queue/read-budget-plan.ts';
-import type { StreamSlots } from '../queue/stream-slots.ts';
 import { V2_RESOURCES } from '../validic/v2-resources.ts';
 import { type CursorEntry, listCursors } from '../warehouse/checkpoints.ts';
 import { LEGACY_LATEST_CURSOR_PREFIX } from '../warehouse/cursors/legacy-latest-cursor.ts';
@@ -30,6 +28,24 @@ import {
   readStreamGapsStatus,
   type StreamGapsStatus,
 } from './reconciliation-status.ts';
+
+/** The job queue's counts by state (BullMQ's), as status shows them. */
+export interface JobCounts {
+  waiting: number;
+  prioritized: number;
+  active: number;
+  delayed: number;
+  failed: number;
+  completed: number;
+}
+
+export interface FailedJobInfo {
+  id: string;
+  name: string;
+  failedReason: string;
+  attemptsMade: number;
+  finishedOn: number | undefined;
+}
 
 export interface RunStatus extends LedgerSummary {
   id: string;
@@ -74,7 +90,7 @@ export interface OrgStatus {
   otherCursors: CursorStatus[];
   runs: RunStatus[];
   quarantine: QuarantineCount[];
-  /** The request budget plan of a configured org (src/queue/plan-request-budget.ts). */
+  /** The request budget plan of a configured org (src/budget/plan-request-budget.ts). */
   budget?: BudgetStatus;
   /** The completeness audit: the last run, the scheduled estimate per stratum, drift per day. */
   audit: AuditStatus;
@@ -109,7 +125,7 @@ export interface CollectStatusOptions {
     failed(limit: number): Promise<FailedJobInfo[]>;
     schedulers(): Promise<QueueStatus['schedulers']>;
   };
-  slots?: Pick<StreamSlots, 'holders'>;
+  slots?: { holders(orgId: string, streamName: string): Promise<Record<number, string>> };
   /** With the config, each configured org's budget plan is shown. */
   config?: Config;
   now?: Date;

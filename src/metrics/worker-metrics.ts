@@ -10,12 +10,12 @@
  * never a token, a URL or a user id.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { BudgetStatus } from '../budget/budget-status.ts';
 import { CONFLICT_CODES } from '../errors/index.ts';
 import type { RequestEvent } from '../http/http-client-types.ts';
-import { LEGACY_OBJECTS } from '../legacy/legacy-objects.ts';
 import type { LoadCounts } from '../pipeline/batch.ts';
-import type { BudgetStatus } from '../queue/budget-status.ts';
 import { VERSION } from '../runtime/version.ts';
+import { LEGACY_OBJECTS } from '../validic/legacy-objects.ts';
 import { recordTypeOf, V2_RESOURCES } from '../validic/v2-resources.ts';
 import { type AuditMetricsRow, registerAuditMetrics } from './audit-metrics.ts';
 

@@ -7,14 +7,14 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import { toError } from '../errors/index.ts';
 import type { Database } from '../warehouse/database.ts';
-import { type PushFetchTiming, pushFetchOfItem } from './push-fetch-of-item.ts';
-import { storePushFetches } from './push-fetch-store.ts';
-import { extractPushItems, type PushItem } from './push-items.ts';
+import { storePushFetches } from '../warehouse/push-fetch-store.ts';
 import {
   markPushNotification,
   type PushNotificationStatus,
   storePushNotification,
-} from './push-notification-store.ts';
+} from '../warehouse/push-notification-store.ts';
+import { type PushFetchTiming, pushFetchOfItem } from './push-fetch-of-item.ts';
+import { extractPushItems, type PushItem } from './push-items.ts';
 import type { ResolvePushOrg } from './resolve-push-org.ts';
 
 export const DEFAULT_PUSH_PART_ITEMS = 500;

@@ -2,32 +2,9 @@
  * What fetch a push item asks for, as a row of the durable queue (validic_sync.push_fetches), and how
  * rows with the same key merge (pure). Why and how: README.md, "`push-fetch-of-item.ts`".
  */
-import type { LegacyObject } from '../legacy/legacy-objects.ts';
+import type { LegacyObject } from '../validic/legacy-objects.ts';
+import type { PushFetchInput } from '../warehouse/push-fetch-store.ts';
 import type { PushItem } from './push-items.ts';
-
-export type PushFetchMode = 'activity' | 'updated' | 'record' | 'refused';
-
-/** One pending fetch to store (or to merge into the pending row of the same key). */
-export interface PushFetchInput {
-  orgId: string;
-  object: LegacyObject;
-  mode: PushFetchMode;
-  /** Service user `_id`; '' for an org-level read. */
-  userId: string;
-  /** Mode `record`: the record `_id`; '' otherwise. */
-  recordId: string;
-  /** Modes `updated` and `refused`: the UTC hour of the window (`2026-03-15T12`); '' otherwise. */
-  bucket: string;
-  /** ISO instants; null for a record, or for a latest window that is "the last legacyWindowHours". */
-  rangeStart: string | null;
-  rangeEnd: string | null;
-  /** Sources announced; null: any source. */
-  sources: string[] | null;
-  /** Items (or refused minutes) merged into it. */
-  items: number;
-  /** ISO instant: not claimed before this. */
-  dueAt: string;
-}
 
 export interface PushFetchTiming {
   /** Arrival time of the notification. */
@@ -110,43 +87,4 @@ export function refusedMinuteFetches(input: {
     items: 1,
     dueAt: iso(end + input.coalesceMs),
   }));
-}
-
-export const pushFetchKey = (f: PushFetchInput) =>
-  [f.orgId, f.object, f.mode, f.userId, f.recordId, f.bucket].join('\u0001');
-
-/** null (any source) absorbs every source; otherwise the union, sorted. */
-export function mergeSources(a: string[] | null, b: string[] | null): string[] | null {
-  if (a === null || b === null) return null;
-  return [...new Set([...a, ...b])].sort();
-}
-
-const least = (a: string | null, b: string | null) => (a === null ? b : b === null ? a : a < b ? a : b);
-const greatest = (a: string | null, b: string | null) => (a === null ? b : b === null ? a : a > b ? a : b);
-
-/**
- * Merges `b` into `a` (same key) the way the store's upsert merges a new item into the pending row: the
- * range widens, sources unite, items add up; due is the earlier of the two, except that a refused-minute
- * window waits for its latest minute to end.
- */
-export function mergePushFetch(a: PushFetchInput, b: PushFetchInput): PushFetchInput {
-  return {
-    ...a,
-    rangeStart: least(a.rangeStart, b.rangeStart),
-    rangeEnd: greatest(a.rangeEnd, b.rangeEnd),
-    sources: mergeSources(a.sources, b.sources),
-    items: a.items + b.items,
-    dueAt: a.mode === 'refused' ? greatest(a.dueAt, b.dueAt)! : least(a.dueAt, b.dueAt)!,
-  };
-}
-
-/** One fetch per key: what one statement may upsert (PostgreSQL refuses to update a row twice in one). */
-export function coalescePushFetches(fetches: readonly PushFetchInput[]): PushFetchInput[] {
-  const byKey = new Map<string, PushFetchInput>();
-  for (const f of fetches) {
-    const key = pushFetchKey(f);
-    const seen = byKey.get(key);
-    byKey.set(key, seen ? mergePushFetch(seen, f) : f);
-  }
-  return [...byKey.values()];
 }

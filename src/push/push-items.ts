@@ -2,7 +2,7 @@
  * What a push notification announces.
  * Why and how: README.md, "`push-items.ts`".
  */
-import { LEGACY_OBJECTS, type LegacyObject } from '../legacy/legacy-objects.ts';
+import { LEGACY_OBJECTS, type LegacyObject } from '../validic/legacy-objects.ts';
 import { pathSegmentProblem } from '../validic/path-segment.ts';
 
 export interface PushItem {

@@ -1,7 +1,7 @@
 /**
  * Notifications accepted per organization per minute (`push.ratePerMinute`): a fixed one-minute window
  * counter, in Redis when the worker has it (so a fleet behind one push URL shares the limit), else in
- * this process. Hand-written rather than the request budget (src/http/request-budget.ts): that one
+ * this process. Hand-written rather than the request budget (src/budget/request-budget.ts): that one
  * WAITS for a token, while a push over the limit must be refused at once (429): it is the cap that
  * protects the service, and a counter per minute is two Redis commands. The count of refusals tells the
  * caller which refusal of the minute this is (the first, and every 100th, are recorded).

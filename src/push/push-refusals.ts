@@ -5,10 +5,10 @@
  * Why and how: README.md, "`push-refusals.ts`".
  */
 import { type Kysely, sql } from 'kysely';
-import type { LegacyObject } from '../legacy/legacy-objects.ts';
+import type { LegacyObject } from '../validic/legacy-objects.ts';
 import type { Database } from '../warehouse/database.ts';
+import { storePushFetches } from '../warehouse/push-fetch-store.ts';
 import { refusedMinuteFetches } from './push-fetch-of-item.ts';
-import { storePushFetches } from './push-fetch-store.ts';
 
 /** Which orgs a refusal counted against `key` may have lost data of, and the objects to re-read. */
 export interface RefusalRecovery {

@@ -1,16 +1,16 @@
 /**
  * What a job may touch: `{ log, warehouse, cursors, org(), signal, attempt, jobId, enqueue, settings,
- * readBudgetPlan(), readPushCap() }`, built by `runtime.jobContext` (src/runtime/runtime.ts). Not the whole config: the
+ * readBudgetPlan(), readPushCap() }`, built by `runtime.jobContext` (src/worker/runtime.ts). Not the whole config: the
  * few values jobs read are `settings` (job-settings.ts). A job never talks HTTP or SQL directly: it
  * composes the org's platform clients, normalization (inside the loader) and the warehouse's named
  * functions (`warehouse`, job-warehouse.ts: the loader's entry points and a few queries, no raw `db`).
  */
 import type { z } from 'zod';
+import type { OrgBudget } from '../budget/read-budget-plan.ts';
 import type { Logger } from '../log/logger.ts';
 import type { JobOrg } from './job-org.ts';
 import type { JobSettings } from './job-settings.ts';
 import type { JobCursors, JobWarehouse } from './job-warehouse.ts';
-import type { OrgBudget } from './read-budget-plan.ts';
 
 /**
  * Job name → payload schema: what `enqueue` needs to know of the catalog. jobs/define-job.ts declares the
@@ -76,4 +76,15 @@ export interface JobContext<Payloads extends PayloadSchemas = any> {
   readBudgetPlan(orgId: string, now: number): Promise<OrgBudget>;
   /** The most push may spend per hour (read-budget-plan.ts, `readPushCap`): what push.drain gates on. */
   readPushCap(orgId: string): Promise<number>;
+}
+
+/** What running a job needs of the process: a context per execution (built by worker/runtime.ts) and its log. */
+export interface JobContextSource {
+  jobContext(input: {
+    jobId: string;
+    attempt: number;
+    signal: AbortSignal;
+    enqueue: JobContext['enqueue'];
+  }): JobContext;
+  log: Logger;
 }

@@ -4,6 +4,7 @@
  * URLs, secrets), not its raw HTTP client.
  */
 import type { OrganizationConfig } from '../config/schema.ts';
+import type { HttpClient } from '../http/http-client-types.ts';
 import {
   type ConfirmLegacyDeletesInput,
   type ConfirmLegacyDeletesResult,
@@ -12,9 +13,9 @@ import {
 import { findLegacyRecord, type GetLegacyRecordInput } from '../legacy/get-legacy-record.ts';
 import type { LegacyClient } from '../legacy/legacy-client.ts';
 import type { Logger } from '../log/logger.ts';
-import type { OrgClients } from '../runtime/org-clients.ts';
 import type { StreamConsumerOptionsInput } from '../stream/resolve-consumer-options.ts';
 import { type ReconcilePassSummary, runReconcilePass } from '../stream/run-reconcile-pass.ts';
+import type { StreamsClient } from '../validic/streams-client.ts';
 import type { V2Client } from '../validic/v2-client.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import type { PassTrigger } from '../warehouse/reconcile-passes.ts';
@@ -44,7 +45,13 @@ export interface JobOrg {
 }
 
 export function jobOrg(
-  clients: OrgClients,
+  clients: {
+    config: OrganizationConfig;
+    http: HttpClient;
+    streams: StreamsClient;
+    v2: V2Client;
+    legacy: LegacyClient;
+  },
   warehouse: Warehouse,
   consumerOptions: StreamConsumerOptionsInput = {},
 ): JobOrg {

@@ -3,32 +3,17 @@
  * `redisPrefix`). Priorities inside it put reconciliation and scheduled work before backfill windows.
  * `enqueue` validates the payload against the job's zod schema before anything reaches Redis.
  */
+
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { PermanentError } from '../errors/index.ts';
+import type { FailedJobInfo, JobCounts } from '../metrics/sync-status.ts';
 import { bullmqTelemetry } from '../telemetry/start-tracing.ts';
 import type { EnqueueJob, PayloadSchemas } from './job-context.ts';
 import type { JobDefinition } from './job-definition.ts';
 import { jobOptions, type KeepJobs } from './job-options.ts';
 
 export const QUEUE_NAME = 'jobs';
-
-export interface JobCounts {
-  waiting: number;
-  prioritized: number;
-  active: number;
-  delayed: number;
-  failed: number;
-  completed: number;
-}
-
-export interface FailedJobInfo {
-  id: string;
-  name: string;
-  failedReason: string;
-  attemptsMade: number;
-  finishedOn: number | undefined;
-}
 
 export interface QueueEnqueueOptions {
   delayMs?: number;

@@ -8,13 +8,6 @@ import type { Kysely } from 'kysely';
 import { loadLegacyPages } from '../legacy/load-legacy-pages.ts';
 import { resumePushNotifications } from '../push/process-push-notification.ts';
 import {
-  claimPushFetches,
-  failPushFetch,
-  finishPushFetch,
-  prunePushFetches,
-} from '../push/push-fetch-store.ts';
-import { prunePushNotifications } from '../push/push-notification-store.ts';
-import {
   auditCoverageStart,
   auditedCellKeys,
   currentVersions,
@@ -32,6 +25,13 @@ import { applyBatch } from '../warehouse/loader/apply-batch.ts';
 import { markLegacyDeleted } from '../warehouse/mark-legacy-deleted.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { pollableUsers } from '../warehouse/pollable-users.ts';
+import {
+  claimPushFetches,
+  failPushFetch,
+  finishPushFetch,
+  prunePushFetches,
+} from '../warehouse/push-fetch-store.ts';
+import { prunePushNotifications } from '../warehouse/push-notification-store.ts';
 import { markRecentPollDone, markRecentPollsEnqueued } from '../warehouse/recent-polls.ts';
 import {
   firstListedUsers,
@@ -40,7 +40,7 @@ import {
   markUsersRemoved,
   recordListedUsers,
 } from '../warehouse/remove-users.ts';
-import { createPartitionsAhead, emptyRawBefore } from '../warehouse/warehouse-upkeep.ts';
+import { analyzeNewTables, createPartitionsAhead, emptyRawBefore } from '../warehouse/warehouse-upkeep.ts';
 import {
   findUnfinishedRun,
   finishRun,
@@ -100,7 +100,7 @@ export function jobWarehouse(warehouse: Warehouse) {
     listPendingWindows: onDb(listPendingWindows),
     pendingWindowKeys: onDb(pendingWindowKeys),
     finishRunIfComplete: onDb(finishRunIfComplete),
-    // Push's durable queue of fetches (src/push/push-fetch-store.ts).
+    // Push's durable queue of fetches (src/warehouse/push-fetch-store.ts).
     claimPushFetches: onDb(claimPushFetches),
     finishPushFetch: onDb(finishPushFetch),
     failPushFetch: onDb(failPushFetch),
@@ -118,6 +118,7 @@ export function jobWarehouse(warehouse: Warehouse) {
     prunePushNotifications: onDb(prunePushNotifications),
     prunePushFetches: onDb(prunePushFetches),
     createPartitionsAhead: onWarehouse(createPartitionsAhead),
+    analyzeNewTables: onWarehouse(analyzeNewTables),
     emptyRawBefore: onWarehouse(emptyRawBefore),
   };
 }

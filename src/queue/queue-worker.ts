@@ -11,15 +11,15 @@ import type { Logger } from '../log/logger.ts';
 import type { WorkerMetrics } from '../metrics/worker-metrics.ts';
 import type { LoadCounts } from '../pipeline/batch.ts';
 import { redactKnownSecrets } from '../redact/redact-secrets.ts';
-import type { Runtime } from '../runtime/runtime.ts';
 import { bullmqTelemetry } from '../telemetry/start-tracing.ts';
 import { jobAttributes, withSpan } from '../telemetry/tracer.ts';
+import type { JobContextSource } from './job-context.ts';
 import type { JobDefinition } from './job-definition.ts';
 import { type JobQueue, QUEUE_NAME } from './job-queue.ts';
 import { jobRetryDecision } from './job-retry-decision.ts';
 
 export interface QueueWorkerOptions {
-  runtime: Pick<Runtime, 'jobContext' | 'log'>;
+  runtime: JobContextSource;
   redis: Redis;
   prefix: string;
   catalog: Record<string, JobDefinition>;

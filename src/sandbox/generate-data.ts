@@ -125,6 +125,7 @@ export function generateData(
     const b = buildUser(prng, `uid-${prng.hexId().slice(0, 12)}`, createdMs, options.baseUrl);
     built.push(b);
     state.users.set(b.user.uid, b.user);
+    state.usersChanged();
     state.legacyUsers.set(b.legacy._id, b.legacy);
 
     for (const s of b.user.sources) {

@@ -27,6 +27,7 @@ export function addUser(
   }
   if (input.country_code) built.user.location.country_code = input.country_code;
   core.state.users.set(uid, built.user);
+  core.state.usersChanged();
   core.state.legacyUsers.set(built.legacy._id, built.legacy);
   core.offsets.set(uid, built.utcOffset);
   return built.user;
@@ -36,6 +37,7 @@ export function deleteUser(core: SandboxCore, uid: string): User {
   const user = core.state.users.get(uid);
   if (!user) throw new NotFoundError(`no user with uid ${uid}`);
   core.state.users.delete(uid);
+  core.state.usersChanged();
   return user;
 }
 
@@ -131,6 +133,7 @@ export function connectSource(core: SandboxCore, uid: string, source: string): C
   if (!user.sources.some((s) => s.type === source))
     user.sources.push({ type: source, connected_at: isoSeconds(now) });
   user.updated_at = isoMillis(now);
+  core.state.usersChanged();
   const event = connectionEvent(core.prng, core.state.org.orgId, user, source, 'create', now);
   event.created_at = isoSeconds(now);
   core.state.addConnectionEvent(event);
@@ -142,6 +145,7 @@ export function disconnectSource(core: SandboxCore, uid: string, source: string)
   const now = core.clock.now();
   user.sources = user.sources.filter((s) => s.type !== source);
   user.updated_at = isoMillis(now);
+  core.state.usersChanged();
   const event = connectionEvent(core.prng, core.state.org.orgId, user, source, 'delete', now);
   event.created_at = isoSeconds(now);
   core.state.addConnectionEvent(event);

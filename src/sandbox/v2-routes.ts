@@ -130,10 +130,30 @@ function field(user: User, path: string): unknown {
   return value;
 }
 
+/** `users` ordered by `keys` (`-name` descending), each user's key values read once, not per comparison. */
+function sortUsers(users: User[], keys: string[]): User[] {
+  const fields = keys.map((key) => ({ name: key.replace(/^-/, ''), sign: key.startsWith('-') ? -1 : 1 }));
+  const keyed = users.map((user) => ({ user, values: fields.map((f) => String(field(user, f.name) ?? '')) }));
+  keyed.sort((a, b) => {
+    for (let i = 0; i < fields.length; i++) {
+      const va = a.values[i] as string;
+      const vb = b.values[i] as string;
+      if (va !== vb) return (va < vb ? -1 : 1) * (fields[i] as { sign: number }).sign;
+    }
+    return 0;
+  });
+  return keyed.map((k) => k.user);
+}
+
 function listUsers(core: SandboxCore, ctx: RequestContext, orgId: string) {
   const p = paging(ctx, 'offset', 100, 1000);
   if (!p) return;
-  let users = orgId === core.state.org.orgId ? [...core.state.users.values()] : [];
+  const sorts = [...ctx.query.getAll('sort[]'), ...ctx.query.getAll('sort')].flatMap((s) => s.split(','));
+  const keys = sorts.length > 0 ? sorts : ['created_at', 'uid'];
+  let users =
+    orgId === core.state.org.orgId
+      ? core.state.sortedUsers(keys.join(','), (all) => sortUsers(all, keys))
+      : [];
   // Filters: q[]=field=value (also q[field]=value).
   const filters: [string, string][] = [];
   for (const [key, value] of ctx.query) {
@@ -145,19 +165,7 @@ function listUsers(core: SandboxCore, ctx: RequestContext, orgId: string) {
       if (m?.[1]) filters.push([m[1], value]);
     }
   }
-  users = users.filter((u) => filters.every(([f, v]) => String(field(u, f)) === v));
-  const sorts = [...ctx.query.getAll('sort[]'), ...ctx.query.getAll('sort')].flatMap((s) => s.split(','));
-  const keys = sorts.length > 0 ? sorts : ['created_at', 'uid'];
-  users.sort((a, b) => {
-    for (const key of keys) {
-      const desc = key.startsWith('-');
-      const name = desc ? key.slice(1) : key;
-      const va = String(field(a, name) ?? '');
-      const vb = String(field(b, name) ?? '');
-      if (va !== vb) return (va < vb ? -1 : 1) * (desc ? -1 : 1);
-    }
-    return 0;
-  });
+  if (filters.length > 0) users = users.filter((u) => filters.every(([f, v]) => String(field(u, f)) === v));
   // The cut-short fault: the listing ends early while meta.total still counts every user.
   const cut = core.faults.current.usersListingCutShort;
   const served = cut === null ? users : users.slice(0, cut);

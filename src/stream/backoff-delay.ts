@@ -2,8 +2,9 @@
  * The SSE consumer's waits, in its own option names (`BackoffOptions` of types.ts), on top of the one
  * back-off formula of src/time/backoff-delay.ts.
  */
+
+import type { BackoffOptions } from '../config/stream-options.ts';
 import { backoffDelay } from '../time/backoff-delay.ts';
-import type { BackoffOptions } from './types.ts';
 
 /** Delay before commit attempt `attempt + 1` (attempt 0 is the first retry). `random` is uniform in [0, 1). */
 export function commitRetryDelay(

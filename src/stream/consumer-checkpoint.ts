@@ -2,18 +2,17 @@
  * Pure helpers of the transition function around the checkpoint and the micro-batch: what a commit
  * carries, when a gap needs replay, and where the replay starts and hands off (on the platform's clock).
  */
-import type { Effect, MachineState } from './consumer-machine.ts';
-import { appendFrame, framesInOrder, NO_FRAMES } from './frame-list.ts';
-import { planGapFill } from './plan-gap-fill.ts';
+
 import {
-  type CommitReason,
-  type DataFrame,
   REPLAY_GAP_REASONS,
   type StreamCheckpoint,
   type StreamGap,
-  type StreamVia,
   UNCLEAN_END_REASONS,
-} from './types.ts';
+} from '../warehouse/cursors/stream-checkpoint-cursor.ts';
+import type { Effect, MachineState } from './consumer-machine.ts';
+import { appendFrame, framesInOrder, NO_FRAMES } from './frame-list.ts';
+import { planGapFill } from './plan-gap-fill.ts';
+import type { CommitReason, DataFrame, StreamVia } from './types.ts';
 
 export function parseTime(value: string | undefined): number | undefined {
   if (typeof value !== 'string') return undefined;

@@ -5,20 +5,13 @@
  * the machine may back off carries `jitter`, one uniform draw in [0, 1) for the delay.
  * See STATE-MACHINE.md next to this file.
  */
+
+import type { StreamConsumerOptions } from '../config/stream-options.ts';
+import type { StreamCheckpoint, StreamGap } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
 import type { OpenFailureKind } from './classify-open-failure.ts';
 import { type FrameList, NO_FRAMES } from './frame-list.ts';
 import { emptyStreamCounters } from './stream-counters.ts';
-import type {
-  CommitReason,
-  DataFrame,
-  SseFrame,
-  StreamCheckpoint,
-  StreamConsumerOptions,
-  StreamCounters,
-  StreamGap,
-  StreamState,
-  StreamVia,
-} from './types.ts';
+import type { CommitReason, DataFrame, SseFrame, StreamCounters, StreamState, StreamVia } from './types.ts';
 
 /** Why an open connection ends; the machine acts on it once the driver has closed it (`closed`). */
 export type ConnectionEnd =

@@ -3,10 +3,12 @@
  * back off, stop, hold frames whose commit failed, give a replay up and report a gap. Each mutates the
  * state copy it is given and appends the effects the driver performs, in order.
  */
+
+import type { StreamGap, UncleanEndReason } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
 import { holdDelay, reconnectDelay } from './backoff-delay.ts';
 import { flush, iso, openGap, platformTime, uncleanGap } from './consumer-checkpoint.ts';
 import type { Effect, LogLevel, MachineState, PassOutcome } from './consumer-machine.ts';
-import type { CommitReason, StreamGap, StreamState, UncleanEndReason } from './types.ts';
+import type { CommitReason, StreamState } from './types.ts';
 
 /** Counts a failed replay attempt; true once `replayAttempts` failed in a row. */
 export function replayFailed(s: MachineState): boolean {

@@ -4,11 +4,12 @@
  * then (run-reconcile-pass.ts) and resumes, within 7 days, where its last pass left off: each pass
  * re-delivers everything created since, so what the primary lost arrives again.
  */
+
+import type { OrganizationConfig } from '../config/schema.ts';
 import { UserFacingError } from '../errors/index.ts';
 import type { Logger } from '../log/logger.ts';
 import { redactedMessage } from '../redact/redact-secrets.ts';
-import type { OrgClients } from '../runtime/org-clients.ts';
-import type { StreamInfo } from '../validic/streams-client.ts';
+import type { StreamInfo, StreamsClient } from '../validic/streams-client.ts';
 
 /**
  * How far a gap's platform time may be off: before a connection's first poke it is estimated from the
@@ -40,7 +41,7 @@ export type ReconcileStreamLookup =
  * on without reconciliation, and `status` says why.
  */
 export async function findReconcileStream(
-  org: Pick<OrgClients, 'config' | 'streams'>,
+  org: { config: OrganizationConfig; streams: StreamsClient },
   signal: AbortSignal,
   log: Pick<Logger, 'warn'>,
 ): Promise<ReconcileStreamLookup> {

@@ -1,11 +1,12 @@
-/** The consumer's options as callers pass them (every field optional), merged with default-options.ts. */
-import { DEFAULT_STREAM_CONSUMER_OPTIONS } from './default-options.ts';
+/** The consumer's options as callers pass them (every field optional), merged with src/config/stream-options.ts. */
+
 import type {
   BackoffOptions,
   IdleHygieneOptions,
   MicroBatchOptions,
   StreamConsumerOptions,
-} from './types.ts';
+} from '../config/stream-options.ts';
+import { DEFAULT_STREAM_CONSUMER_OPTIONS } from '../config/stream-options.ts';
 
 /** Options as callers pass them: every field optional, nested groups merged with the defaults. */
 export type StreamConsumerOptionsInput = Partial<

@@ -16,15 +16,17 @@
  * See README.md next to this file.
  */
 
+import type { OrganizationConfig } from '../config/schema.ts';
 import { httpStatusOf, UserFacingError } from '../errors/index.ts';
+import type { HttpClient } from '../http/http-client-types.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { emptyCounts, type LoadResult } from '../pipeline/batch.ts';
 import { redactedMessage } from '../redact/redact-secrets.ts';
-import type { OrgClients } from '../runtime/org-clients.ts';
 import type { Clock } from '../time/clock.ts';
 import { MAX_STREAM_CONNECTIONS, STREAM_CHECKPOINT_RETENTION_DAYS } from '../validic/platform-limits.ts';
-import type { StreamInfo } from '../validic/streams-client.ts';
+import type { StreamInfo, StreamsClient } from '../validic/streams-client.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
+import type { StreamCheckpoint, StreamGap } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
 import { streamCheckpointCursor } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
 import { applyPreparedBatch, type PreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
@@ -45,14 +47,7 @@ import { StreamConsumer } from './stream-consumer.ts';
 import { emptyStreamCounters } from './stream-counters.ts';
 import { addLoadCounts, addStreamCounters, type OrgStreamSummary } from './stream-summary.ts';
 import { toRawItems } from './to-raw-items.ts';
-import type {
-  CommitMeta,
-  DataFrame,
-  ReplayClaim,
-  StreamCheckpoint,
-  StreamGap,
-  StreamState,
-} from './types.ts';
+import type { CommitMeta, DataFrame, ReplayClaim, StreamState } from './types.ts';
 
 /** A commit as seen by metrics: `committedAt − frame.createdAt` is the lag, `− frame.receivedAt` the latency. */
 export interface StreamCommitEvent {
@@ -85,7 +80,7 @@ export type EnqueueJob = (
 export interface OrgStreamOptions {
   warehouse: Warehouse;
   /** The org's clients (`runtime.org(orgId)`): streams client, HTTP client, org config. */
-  org: Pick<OrgClients, 'config' | 'http' | 'streams'>;
+  org: { config: OrganizationConfig; http: HttpClient; streams: StreamsClient };
   /** Stops every connection (each flushes its micro-batch and commits its checkpoint first). */
   signal: AbortSignal;
   consumerOptions?: StreamConsumerOptionsInput;

@@ -15,12 +15,15 @@
  * days apart re-delivers everything from the chain's start (the stream's creation). After a longer
  * pause the position is gone and a new chain starts at the pass's own start.
  */
+
+import type { OrganizationConfig } from '../config/schema.ts';
+import type { HttpClient } from '../http/http-client-types.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { emptyCounts, type LoadCounts } from '../pipeline/batch.ts';
 import { redactedMessage } from '../redact/redact-secrets.ts';
-import type { OrgClients } from '../runtime/org-clients.ts';
 import type { Clock } from '../time/clock.ts';
 import { MAX_STREAM_CONNECTIONS, STREAM_CHECKPOINT_RETENTION_DAYS } from '../validic/platform-limits.ts';
+import type { StreamsClient } from '../validic/streams-client.ts';
 import { absentVersions, type VersionKey } from '../warehouse/absent-versions.ts';
 import { readCursor } from '../warehouse/checkpoints.ts';
 import { streamCheckpointCursor } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
@@ -47,7 +50,7 @@ const DAY_MS = 86_400_000;
 
 export interface ReconcilePassOptions {
   warehouse: Warehouse;
-  org: Pick<OrgClients, 'config' | 'http' | 'streams'>;
+  org: { config: OrganizationConfig; http: HttpClient; streams: StreamsClient };
   /** Stops the pass (it commits what it read first; outcome `stopped`). */
   signal: AbortSignal;
   trigger: PassTrigger;

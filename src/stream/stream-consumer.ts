@@ -11,10 +11,12 @@
  * (401/403, `PermanentError`, a commit that keeps failing) ends it (then it rejects with that error).
  */
 
+import type { StreamConsumerOptions } from '../config/stream-options.ts';
 import { classifyFailure } from '../errors/index.ts';
 import { silentLogger } from '../log/logger.ts';
 import { redactedMessage } from '../redact/redact-secrets.ts';
 import { type Clock, systemClock } from '../time/clock.ts';
+import type { StreamCheckpoint } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
 import { classifyOpenFailure } from './classify-open-failure.ts';
 import { parseTime } from './consumer-checkpoint.ts';
 import {
@@ -36,9 +38,7 @@ import type {
   SseFrame,
   SseLog,
   SseSource,
-  StreamCheckpoint,
   StreamConsumerDeps,
-  StreamConsumerOptions,
   StreamCounters,
   StreamState,
 } from './types.ts';

@@ -66,3 +66,26 @@ export async function emptyRawBefore(
   }
   return result;
 }
+
+/** Rows changed in a never-analyzed table before it gets its first statistics (autovacuum's own 50 + 10 %, floored). */
+const FIRST_ANALYZE_ROWS = 1_000;
+
+/**
+ * ANALYZE of the warehouse's tables that have rows but no statistics yet: a fresh warehouse right
+ * after its first large load, before autovacuum's first autoanalyze (or on a server where autovacuum
+ * is off). Without statistics the planner guesses row counts, and the budget plan's counts became a
+ * nested loop over every record per user: 67 s per records.recent tick at 10,000 users
+ * (bench/population.ts, docs/scaling.md section 0). Only a table never analyzed, by anyone, is
+ * touched; from its first statistics on, autovacuum (or the operator) keeps them. The check reads
+ * pg_stat_user_tables alone, so a tick that finds nothing to do costs one small query.
+ */
+export async function analyzeNewTables(warehouse: Warehouse): Promise<string[]> {
+  const { rows } = await sql<{ name: string }>`
+    select format('%I.%I', schemaname, relname) as name from pg_stat_user_tables
+    where schemaname in ('validic', 'validic_sync', 'validic_partitions')
+      and last_analyze is null and last_autoanalyze is null
+      and n_mod_since_analyze >= ${FIRST_ANALYZE_ROWS}
+    order by n_mod_since_analyze desc`.execute(warehouse.db);
+  for (const { name } of rows) await sql`analyze ${sql.raw(name)}`.execute(warehouse.db);
+  return rows.map((r) => r.name);
+}

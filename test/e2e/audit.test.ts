@@ -8,13 +8,13 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { estimateCompleteness } from '../../src/audit/completeness-interval.ts';
-import { createInlineRunner } from '../../src/cli/run-jobs-inline.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { silentLogger } from '../../src/log/logger.ts';
-import { openRuntime } from '../../src/runtime/runtime.ts';
 import { type DateWindow, planDateWindows } from '../../src/validic/date-windows.ts';
 import { toV2Resource } from '../../src/validic/v2-resources.ts';
 import { readAudit } from '../../src/warehouse/audits.ts';
+import { createInlineRunner } from '../../src/worker/run-jobs-inline.ts';
+import { openRuntime } from '../../src/worker/runtime.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { compareWithTruth } from '../helpers/compare-with-truth.ts';
 import { useSandbox, useTempDir } from '../helpers/use-before-all.ts';

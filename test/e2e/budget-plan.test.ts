@@ -18,12 +18,12 @@
 import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import type { BudgetStatus } from '../../src/budget/budget-status.ts';
 import { configSchema } from '../../src/config/schema.ts';
 import { createLogger } from '../../src/log/logger.ts';
-import type { BudgetStatus } from '../../src/queue/budget-status.ts';
-import { startWorker } from '../../src/queue/start-worker.ts';
 import type { ResourceType } from '../../src/sandbox/types.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
+import { startWorker } from '../../src/worker/start-worker.ts';
 import { runCli } from '../helpers/cli.ts';
 import { day } from '../helpers/fixtures/index.ts';
 import { TEST_REDIS_URL } from '../helpers/redis.ts';

@@ -10,11 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createInlineRunner } from '../../src/cli/run-jobs-inline.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { silentLogger } from '../../src/log/logger.ts';
-import { openRuntime } from '../../src/runtime/runtime.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { createInlineRunner } from '../../src/worker/run-jobs-inline.ts';
+import { openRuntime } from '../../src/worker/runtime.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import {
   compareLegacyWithTruth,

@@ -11,13 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createInlineRunner } from '../../src/cli/run-jobs-inline.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { legacyDeleteCheckBudget } from '../../src/legacy/confirm-legacy-deletes.ts';
-import { LEGACY_OBJECTS } from '../../src/legacy/legacy-objects.ts';
 import { silentLogger } from '../../src/log/logger.ts';
-import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { LEGACY_OBJECTS } from '../../src/validic/legacy-objects.ts';
+import { createInlineRunner } from '../../src/worker/run-jobs-inline.ts';
+import { openRuntime, type Runtime } from '../../src/worker/runtime.ts';
 import { sandboxEnv } from '../helpers/cli.ts';
 import {
   compareLegacyWithTruth,

@@ -13,8 +13,8 @@ import { usersSync } from '../../jobs/users-sync.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { IncompleteListingError } from '../../src/errors/index.ts';
 import { silentLogger } from '../../src/log/logger.ts';
-import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { openRuntime, type Runtime } from '../../src/worker/runtime.ts';
 import { sandboxEnv } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { budgetKeyOf } from '../../src/http/budget-key.ts';
-import { createBudgetRegistry, createRequestBudget } from '../../src/http/request-budget.ts';
+import { budgetKeyOf } from '../../src/budget/budget-key.ts';
+import { createBudgetRegistry, createRequestBudget } from '../../src/budget/request-budget.ts';
 import { createTestRedis, type TestRedis } from '../helpers/redis.ts';
 
 let redis: TestRedis | undefined;

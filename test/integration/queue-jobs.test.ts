@@ -13,7 +13,7 @@ import type { JobContext } from '../../src/queue/job-context.ts';
 import { defineJob, type JobDefinition } from '../../src/queue/job-definition.ts';
 import { type JobQueue, openJobQueue } from '../../src/queue/job-queue.ts';
 import type { QueueWorker } from '../../src/queue/queue-worker.ts';
-import type { Runtime } from '../../src/runtime/runtime.ts';
+import type { Runtime } from '../../src/worker/runtime.ts';
 import { startTestQueueWorker } from '../helpers/queue-worker.ts';
 import { createTestRedis, type TestRedis } from '../helpers/redis.ts';
 

@@ -9,7 +9,7 @@ import { jobCatalog } from '../../jobs/index.ts';
 import { configSchema } from '../../src/config/schema.ts';
 import type { JobDefinition } from '../../src/queue/job-definition.ts';
 import { type JobQueue, openJobQueue } from '../../src/queue/job-queue.ts';
-import { applySchedules, planSchedules } from '../../src/queue/schedules.ts';
+import { applySchedules, planSchedules } from '../../src/worker/schedules.ts';
 import { createTestRedis, type TestRedis } from '../helpers/redis.ts';
 
 const catalog = jobCatalog as Record<string, JobDefinition>;

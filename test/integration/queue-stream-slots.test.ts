@@ -4,8 +4,8 @@
  * when its process dies) gives up its lease before the key lapses and another process takes it over.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createStreamSlots, streamSlotKey } from '../../src/queue/stream-slots.ts';
 import { MAX_STREAM_CONNECTIONS } from '../../src/validic/platform-limits.ts';
+import { createStreamSlots, streamSlotKey } from '../../src/worker/stream-slots.ts';
 import { createTestRedis, type TestRedis } from '../helpers/redis.ts';
 
 describe('stream slots', () => {

@@ -5,8 +5,8 @@
  */
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { readBudgetPlan } from '../../src/budget/read-budget-plan.ts';
 import { configSchema } from '../../src/config/schema.ts';
-import { readBudgetPlan } from '../../src/queue/read-budget-plan.ts';
 import { streamCheckpointCursor } from '../../src/warehouse/cursors/stream-checkpoint-cursor.ts';
 import { readStreamLastHeard } from '../../src/warehouse/stream-last-heard.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';

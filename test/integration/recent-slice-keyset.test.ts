@@ -6,9 +6,9 @@
  */
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { pickRecentPolls } from '../../src/budget/pick-recent-polls.ts';
+import { readBudgetPlan } from '../../src/budget/read-budget-plan.ts';
 import { configSchema } from '../../src/config/schema.ts';
-import { pickRecentPolls } from '../../src/queue/pick-recent-polls.ts';
-import { readBudgetPlan } from '../../src/queue/read-budget-plan.ts';
 import { countPollableUsers, selectUsersToPoll } from '../../src/warehouse/select-users-to-poll.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
 

@@ -11,12 +11,12 @@ import { configSchema } from '../../src/config/schema.ts';
 import { PermanentError, PermanentHttpError } from '../../src/errors/index.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { jobWarehouse } from '../../src/queue/job-warehouse.ts';
-import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { toV2Resource } from '../../src/validic/v2-resources.ts';
 import { applyBatch, MAX_KEY_LOCKS } from '../../src/warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
 import { listWindows, planWindows, recordsWindowKey, startRun } from '../../src/warehouse/window-ledger.ts';
+import { openRuntime, type Runtime } from '../../src/worker/runtime.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { sandboxOrganization } from '../helpers/sandbox-organization.ts';
 

@@ -10,16 +10,10 @@ import { PermanentError } from '../../src/errors/index.ts';
 import { utcDate } from '../../src/stream/plan-gap-fill.ts';
 import type { StreamConsumerOptionsInput } from '../../src/stream/resolve-consumer-options.ts';
 import { StreamConsumer } from '../../src/stream/stream-consumer.ts';
-import type {
-  CommitMeta,
-  DataFrame,
-  SseSource,
-  StreamCheckpoint,
-  StreamGap,
-  StreamState,
-} from '../../src/stream/types.ts';
+import type { CommitMeta, DataFrame, SseSource, StreamState } from '../../src/stream/types.ts';
 import type { Clock } from '../../src/time/clock.ts';
 import { systemClock } from '../../src/time/clock.ts';
+import type { StreamCheckpoint, StreamGap } from '../../src/warehouse/cursors/stream-checkpoint-cursor.ts';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;
 

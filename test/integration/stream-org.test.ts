@@ -11,18 +11,18 @@ import { organizationSchema } from '../../src/config/schema.ts';
 import { UserFacingError } from '../../src/errors/index.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { collectSyncStatus } from '../../src/metrics/sync-status.ts';
-import { createOrgClients, type OrgClients } from '../../src/runtime/org-clients.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import type { ConnectionSlot } from '../../src/stream/connection-slots.ts';
 import { type StreamCommitEvent, startOrgStream } from '../../src/stream/run-org-stream.ts';
-import type { StreamCheckpoint } from '../../src/stream/types.ts';
 import { listCursors, readCursor } from '../../src/warehouse/checkpoints.ts';
+import type { StreamCheckpoint } from '../../src/warehouse/cursors/stream-checkpoint-cursor.ts';
 import {
   streamCheckpointCursor,
   streamCheckpointPrefix,
 } from '../../src/warehouse/cursors/stream-checkpoint-cursor.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { type GapHandledBy, readOpenStreamGaps } from '../../src/warehouse/stream-gaps.ts';
+import { createOrgClients, type OrgClients } from '../../src/worker/org-clients.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { sandboxOrganization } from '../helpers/sandbox-organization.ts';
 

@@ -11,6 +11,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
+import { DEFAULT_STREAM_CONSUMER_OPTIONS } from '../../src/config/stream-options.ts';
 import {
   BodyTooLargeError,
   ConfigError,
@@ -24,7 +25,6 @@ import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../../src/http/retry-policy
 import { createLegacyClient } from '../../src/legacy/legacy-client.ts';
 import { extractPushItems } from '../../src/push/push-items.ts';
 import { classifyFrame } from '../../src/stream/classify-frame.ts';
-import { DEFAULT_STREAM_CONSUMER_OPTIONS } from '../../src/stream/default-options.ts';
 import { readSseFrames } from '../../src/stream/read-sse-frames.ts';
 import { buildUrl } from '../../src/validic/build-url.ts';
 import { createStreamsClient } from '../../src/validic/streams-client.ts';

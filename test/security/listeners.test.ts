@@ -18,7 +18,6 @@ import { configSchema } from '../../src/config/schema.ts';
 import { UserFacingError } from '../../src/errors/index.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { pushConfigured } from '../../src/push/push-configured.ts';
-import { startWorker } from '../../src/queue/start-worker.ts';
 import {
   type RunningServer,
   type ServerLimits,
@@ -26,6 +25,7 @@ import {
 } from '../../src/server/hardened-server.ts';
 import { startPushServer } from '../../src/server/push-server.ts';
 import { startWorkerServer } from '../../src/server/worker-server.ts';
+import { startWorker } from '../../src/worker/start-worker.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
 

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { escapeControlChars, terminalSafeJson } from '../../src/cli/terminal-safe.ts';
+import { escapeControlChars, terminalSafeJson } from '../../src/report/terminal-safe.ts';
 import { firstKeyword } from '../../src/warehouse/first-keyword.ts';
 import { migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { openWarehouse } from '../../src/warehouse/open-warehouse.ts';

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { createBudgetRegistry } from '../../src/budget/request-budget.ts';
 import {
   HttpError,
   PermanentError,
   RateLimitedError,
   StreamRebalancingError,
 } from '../../src/errors/index.ts';
-import { createBudgetRegistry } from '../../src/http/request-budget.ts';
 import { createManualClock } from '../../src/time/manual-clock.ts';
 import { useMockAgent } from '../helpers/mock-agent.ts';
 

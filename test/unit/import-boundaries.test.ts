@@ -146,7 +146,7 @@ function streamReachingIntoWarehouse(graph: ImportGraph): string[] {
 }
 
 /** The catalog is loaded by the worker and the inline runner; nothing else in src/ knows a job. */
-const JOB_CATALOG_USERS = new Set(['src/queue/start-worker.ts', 'src/cli/run-jobs-inline.ts']);
+const JOB_CATALOG_USERS = new Set(['src/worker/start-worker.ts', 'src/worker/run-jobs-inline.ts']);
 
 function srcImportingJobs(graph: ImportGraph): string[] {
   const problems: string[] = [];
@@ -162,6 +162,61 @@ function jobsImportingKysely(graph: ImportGraph): string[] {
   return [...graph]
     .filter(([file, { packages }]) => file.startsWith('jobs/') && packages.includes('kysely'))
     .map(([file]) => `${file} imports kysely`);
+}
+
+/**
+ * The floors of the house, lowest first (src/README.md, "The rooms"). A file imports from its own room
+ * or from a room on a lower floor, never from a room on its floor or above: type-only imports count.
+ * Rooms on one floor know nothing of each other.
+ */
+const FLOORS: readonly (readonly string[])[] = [
+  ['redact', 'time', 'pipeline'],
+  ['errors'],
+  ['log', 'runtime', 'sandbox'],
+  ['http', 'telemetry'],
+  ['validic'],
+  ['normalize'],
+  ['config'],
+  ['warehouse'],
+  ['budget', 'audit'],
+  ['legacy'],
+  ['push', 'stream'],
+  ['server', 'metrics'],
+  ['queue'],
+  ['jobs'],
+  ['worker'],
+  ['report', 'docs'],
+  ['demo'],
+  ['cli'],
+];
+
+/** The room of a file: `jobs`, or the first folder under src/. */
+function roomOf(file: string): string {
+  return file.startsWith('jobs/') ? 'jobs' : (file.split('/')[1] ?? '');
+}
+
+/** Every import that runs up a floor or sideways to another room of its floor, and every unplaced room. */
+function importsAgainstFloors(graph: ImportGraph, floors: readonly (readonly string[])[] = FLOORS): string[] {
+  const floorOf = new Map(floors.flatMap((rooms, floor) => rooms.map((room) => [room, floor] as const)));
+  const problems: string[] = [];
+  for (const [file, { files }] of graph) {
+    const room = roomOf(file);
+    const floor = floorOf.get(room);
+    if (floor === undefined) {
+      problems.push(`${file}: its room ${room} is on no floor`);
+      continue;
+    }
+    for (const target of files) {
+      const targetRoom = roomOf(target);
+      if (targetRoom === room || !graph.has(target)) continue;
+      const targetFloor = floorOf.get(targetRoom);
+      if (targetFloor === undefined || targetFloor >= floor)
+        problems.push(
+          `${file} (${room}, floor ${floor}) imports ${target} (${targetRoom}, floor ${targetFloor ?? '?'})`,
+        );
+    }
+  }
+  return problems;
 }
 
 const graph = readImportGraph(['src', 'jobs']);
@@ -186,6 +241,10 @@ describe('import boundaries of src/ and jobs/', () => {
       "const text = 'this is not from a module';",
     ].join('\n');
     expect(importSpecifiers(source)).toEqual(['./a.ts', '../b.ts', './d.ts', './side-effect.ts', './e.ts']);
+  });
+
+  it('imports only from its own room or a lower floor', () => {
+    expect(importsAgainstFloors(graph)).toEqual([]);
   });
 
   it('has no import cycle (type-only imports count)', () => {
@@ -214,6 +273,25 @@ describe('each rule fails on a graph that breaks it', () => {
     new Map(
       Object.entries(edges).map(([file, e]) => [file, { files: e.files ?? [], packages: e.packages ?? [] }]),
     );
+
+  it('finds an import up a floor and one sideways on a floor', () => {
+    const floors = [['time'], ['http', 'validic'], ['queue']];
+    const problems = importsAgainstFloors(
+      made({
+        'src/time/clock.ts': { files: ['src/queue/job.ts'] },
+        'src/http/client.ts': { files: ['src/validic/limits.ts', 'src/time/clock.ts'] },
+        'src/validic/limits.ts': {},
+        'src/queue/job.ts': { files: ['src/http/client.ts'] },
+        'src/extra/x.ts': {},
+      }),
+      floors,
+    );
+    expect(problems).toEqual([
+      'src/time/clock.ts (time, floor 0) imports src/queue/job.ts (queue, floor 2)',
+      'src/http/client.ts (http, floor 1) imports src/validic/limits.ts (validic, floor 1)',
+      'src/extra/x.ts: its room extra is on no floor',
+    ]);
+  });
 
   it('finds a cycle of three and a file importing itself', () => {
     const cycles = findCycles(
@@ -255,7 +333,7 @@ describe('each rule fails on a graph that breaks it', () => {
   it('finds src/ importing a job, and a job importing kysely', () => {
     const g = made({
       'src/cli/x.ts': { files: ['jobs/users-sync.ts'] },
-      'src/queue/start-worker.ts': { files: ['jobs/index.ts'] },
+      'src/worker/start-worker.ts': { files: ['jobs/index.ts'] },
       'jobs/users-sync.ts': { packages: ['kysely'] },
     });
     expect(srcImportingJobs(g)).toEqual(['src/cli/x.ts imports jobs/users-sync.ts']);

@@ -6,15 +6,13 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { coalescedDueAt, pushFetchOfItem, refusedMinuteFetches } from '../../src/push/push-fetch-of-item.ts';
 import {
-  coalescedDueAt,
   coalescePushFetches,
   mergePushFetch,
   mergeSources,
   type PushFetchInput,
-  pushFetchOfItem,
-  refusedMinuteFetches,
-} from '../../src/push/push-fetch-of-item.ts';
+} from '../../src/warehouse/push-fetch-store.ts';
 
 const NOW = Date.parse('2026-03-15T12:00:03Z');
 const timing = { now: NOW, coalesceMs: 10_000, updatedMarginMs: 600_000 };

@@ -3,10 +3,10 @@
  * settings and the values that would fit) when it does not; the lookback when the sweep outlasts it.
  */
 import { describe, expect, it } from 'vitest';
+import { budgetPlanInput } from '../../src/budget/budget-plan-input.ts';
+import { budgetWarnings } from '../../src/budget/budget-warnings.ts';
+import { planRequestBudget } from '../../src/budget/plan-request-budget.ts';
 import { configSchema } from '../../src/config/schema.ts';
-import { budgetPlanInput } from '../../src/queue/budget-plan-input.ts';
-import { budgetWarnings } from '../../src/queue/budget-warnings.ts';
-import { planRequestBudget } from '../../src/queue/plan-request-budget.ts';
 
 const config = configSchema.parse({ organizations: [{ orgId: 'o', token: 't' }] });
 const planFor = (activeUsers: number, dormantUsers = 0) =>

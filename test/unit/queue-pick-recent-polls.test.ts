@@ -5,8 +5,8 @@
  * dormant users within theirs, once the first sweep is through.
  */
 import { describe, expect, it } from 'vitest';
-import { pickRecentPolls, WINDOW_TICKS } from '../../src/queue/pick-recent-polls.ts';
-import { type BudgetPlanInput, HOUR_MS, planRequestBudget } from '../../src/queue/plan-request-budget.ts';
+import { pickRecentPolls, WINDOW_TICKS } from '../../src/budget/pick-recent-polls.ts';
+import { type BudgetPlanInput, HOUR_MS, planRequestBudget } from '../../src/budget/plan-request-budget.ts';
 import type { PollableUser } from '../../src/warehouse/select-users-to-poll.ts';
 
 const TICK = 60_000;

@@ -6,9 +6,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { budgetPlanInput, pushShare } from '../../src/budget/budget-plan-input.ts';
+import { type BudgetPlanInput, HOUR_MS, planRequestBudget } from '../../src/budget/plan-request-budget.ts';
 import { configSchema } from '../../src/config/schema.ts';
-import { budgetPlanInput, pushShare } from '../../src/queue/budget-plan-input.ts';
-import { type BudgetPlanInput, HOUR_MS, planRequestBudget } from '../../src/queue/plan-request-budget.ts';
 
 const input = fc.record({
   requestsPerHour: fc.integer({ min: 1, max: 100_000 }),

@@ -4,10 +4,10 @@
  * `budget.streamFallbackMinutes`, and stays on where the stream cannot carry freshness.
  */
 import { describe, expect, it } from 'vitest';
+import { budgetPlanInput } from '../../src/budget/budget-plan-input.ts';
+import { planRequestBudget } from '../../src/budget/plan-request-budget.ts';
+import { recentPollMode } from '../../src/budget/recent-poll-mode.ts';
 import { configSchema } from '../../src/config/schema.ts';
-import { budgetPlanInput } from '../../src/queue/budget-plan-input.ts';
-import { planRequestBudget } from '../../src/queue/plan-request-budget.ts';
-import { recentPollMode } from '../../src/queue/recent-poll-mode.ts';
 
 const NOW = Date.parse('2026-11-27T12:00:00Z');
 const MIN = 60_000;

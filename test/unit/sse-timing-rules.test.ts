@@ -10,8 +10,9 @@ import { reconnectDelay } from '../../src/stream/backoff-delay.ts';
 import { quietForMs } from '../../src/stream/quiet-for.ts';
 import type { StreamConsumerOptionsInput } from '../../src/stream/resolve-consumer-options.ts';
 import { StreamConsumer } from '../../src/stream/stream-consumer.ts';
-import type { DataFrame, StreamCheckpoint, StreamGap, StreamState } from '../../src/stream/types.ts';
+import type { DataFrame, StreamState } from '../../src/stream/types.ts';
 import type { Clock } from '../../src/time/clock.ts';
+import type { StreamCheckpoint, StreamGap } from '../../src/warehouse/cursors/stream-checkpoint-cursor.ts';
 import { rawRecord, sseFrame } from '../helpers/fixtures/index.ts';
 
 const START = Date.parse('2026-05-20T12:00:00.000Z');

@@ -22,7 +22,8 @@ import {
   resolveStreamConsumerOptions,
   type StreamConsumerOptionsInput,
 } from '../../src/stream/resolve-consumer-options.ts';
-import type { SseFrame, StreamCheckpoint } from '../../src/stream/types.ts';
+import type { SseFrame } from '../../src/stream/types.ts';
+import type { StreamCheckpoint } from '../../src/warehouse/cursors/stream-checkpoint-cursor.ts';
 
 const T0 = Date.parse('2026-05-20T12:00:00.000Z');
 const isoOf = (ms: number) => new Date(ms).toISOString();

@@ -38,7 +38,7 @@ export function registerLegacy(program: Command, run: CommandRunner): void {
             'give a --from earlier than --to',
           );
         }
-        const { toLegacyObject } = await import('../../legacy/legacy-objects.ts');
+        const { toLegacyObject } = await import('../../validic/legacy-objects.ts');
         const objects = parseList(options.objects)?.map(toLegacyObject);
         const orgs = selectOrganizations(config, options.org);
         return runInlineCommand(ctx, {

@@ -8,9 +8,9 @@
  */
 import type { Command } from 'commander';
 import { ConfigError, UsageError, UserFacingError } from '../../errors/index.ts';
-import { formatTable } from '../format-table.ts';
+import { formatTable } from '../../report/format-table.ts';
+import { escapeControlChars, terminalSafeJson } from '../../report/terminal-safe.ts';
 import type { CommandRunner } from '../run-command.ts';
-import { escapeControlChars, terminalSafeJson } from '../terminal-safe.ts';
 
 export const DEFAULT_SQL_TIMEOUT_SECONDS = 60;
 

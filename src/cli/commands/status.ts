@@ -8,14 +8,14 @@
  * failed jobs and schedules. Read-only; works on the embedded warehouse too.
  */
 import type { Command } from 'commander';
+import type { BudgetStatus } from '../../budget/budget-status.ts';
+import { formatPeriod } from '../../budget/format-period.ts';
 import { UserFacingError } from '../../errors/index.ts';
 import type { SyncStatus } from '../../metrics/sync-status.ts';
-import type { BudgetStatus } from '../../queue/budget-status.ts';
-import { formatPeriod } from '../../queue/format-period.ts';
+import { formatColumns } from '../../report/format-table.ts';
 import { reconcileStreamName } from '../../stream/reconcile-stream.ts';
 import { EXIT_OK } from '../exit-codes.ts';
 import { formatAuditStatus } from '../format-audit-status.ts';
-import { formatColumns } from '../format-table.ts';
 import type { CommandRunner } from '../run-command.ts';
 
 interface StatusOptions {
@@ -46,7 +46,7 @@ export function registerStatus(program: Command, run: CommandRunner): void {
           if (config.redisUrl) {
             const { connectRedis } = await import('../../runtime/connect-redis.ts');
             const { openJobQueue } = await import('../../queue/job-queue.ts');
-            const { createStreamSlots } = await import('../../queue/stream-slots.ts');
+            const { createStreamSlots } = await import('../../worker/stream-slots.ts');
             const redis = await connectRedis(config.redisUrl, { timeoutMs: 3000 }).catch((error: unknown) => {
               // The warehouse side is still worth showing when Redis is away.
               queueError = (error as Error).message;

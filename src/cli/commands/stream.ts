@@ -47,8 +47,8 @@ export function registerStream(program: Command, run: CommandRunner): void {
           );
         }
         const orgs = selectOrganizations(config, options.org);
-        const { openRuntime } = await import('../../runtime/runtime.ts');
-        const { createInlineRunner } = await import('../run-jobs-inline.ts');
+        const { openRuntime } = await import('../../worker/runtime.ts');
+        const { createInlineRunner } = await import('../../worker/run-jobs-inline.ts');
         const { startOrgStream } = await import('../../stream/run-org-stream.ts');
         const { consumerOptionsFromConfig } = await import('../../stream/consumer-options.ts');
         const { createPassScheduler } = await import('../../stream/pass-scheduler.ts');

@@ -46,7 +46,7 @@ export function registerWorker(program: Command, run: CommandRunner): void {
           schedules: { ...config.schedules, enabled: config.schedules.enabled && options.schedules },
         };
         requireOrganizations(config);
-        const { startWorker } = await import('../../queue/start-worker.ts');
+        const { startWorker } = await import('../../worker/start-worker.ts');
         const worker = await startWorker(effective, log, signal);
         // The push line first: a caller that waits for "worker listening" has both then.
         if (worker.pushServer) print(`push endpoint on ${worker.pushServer.url}${effective.http.pushPath}`);

@@ -2,7 +2,7 @@
  * Counts HTTP attempts for a command's closing summary (requests, retries, by status). The worker's
  * prom-client metrics hang off the same `onRequest` hook.
  */
-import type { RequestEvent } from '../http/http-client-types.ts';
+import type { RequestEvent } from './http-client-types.ts';
 
 export interface RequestStats {
   requests: number;

@@ -7,9 +7,9 @@
 import type { Queue } from 'bullmq';
 import type { Config } from '../config/schema.ts';
 import { pushConfigured } from '../push/push-configured.ts';
-import type { JobDefinition } from './job-definition.ts';
-import { jobKey } from './job-key.ts';
-import { jobOptions, type KeepJobs, toBullJobId } from './job-options.ts';
+import type { JobDefinition } from '../queue/job-definition.ts';
+import { jobKey } from '../queue/job-key.ts';
+import { jobOptions, type KeepJobs, toBullJobId } from '../queue/job-options.ts';
 
 export interface PlannedSchedule {
   /** Scheduler id: `<job>|<org>`. */

@@ -4,7 +4,7 @@
  */
 import type { Generated, Kysely } from 'kysely';
 import { redactKnownSecrets } from '../redact/redact-secrets.ts';
-import type { Database } from '../warehouse/database.ts';
+import type { Database } from './database.ts';
 
 export type PushNotificationStatus = 'received' | 'queued' | 'partial' | 'unrecognized' | 'failed';
 

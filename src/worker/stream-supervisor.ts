@@ -9,11 +9,11 @@
 
 import type { Logger } from '../log/logger.ts';
 import type { WorkerMetrics } from '../metrics/worker-metrics.ts';
-import type { Runtime } from '../runtime/runtime.ts';
+import type { JobQueue } from '../queue/job-queue.ts';
 import { consumerOptionsFromConfig } from '../stream/consumer-options.ts';
 import { runOrgStream } from '../stream/run-org-stream.ts';
 import { abortableSleep } from '../time/clock.ts';
-import type { JobQueue } from './job-queue.ts';
+import type { Runtime } from './runtime.ts';
 import type { StreamSlots } from './stream-slots.ts';
 
 export interface StreamSupervisorOptions {

@@ -2,12 +2,13 @@
  * The platform clients of one organization, sharing one HTTP client whose budget is that org's token
  * bucket (in Redis when the process has Redis, so a fleet shares it).
  */
+
+import { budgetKeyOf } from '../budget/budget-key.ts';
+import type { RedisEvalClient } from '../budget/redis-request-budget.ts';
+import { createRequestBudget } from '../budget/request-budget.ts';
 import type { OrganizationConfig } from '../config/schema.ts';
-import { budgetKeyOf } from '../http/budget-key.ts';
 import { createHttpClient } from '../http/http-client.ts';
 import type { HttpClient, RequestEvent } from '../http/http-client-types.ts';
-import type { RedisEvalClient } from '../http/redis-request-budget.ts';
-import { createRequestBudget } from '../http/request-budget.ts';
 import type { RequestBudget } from '../http/request-budget-types.ts';
 import { createLegacyClient, type LegacyClient } from '../legacy/legacy-client.ts';
 import type { Logger } from '../log/logger.ts';

@@ -3,8 +3,9 @@
  * refill-and-take is atomic across processes. The script reads Redis's own clock (TIME), so machines
  * with skewed clocks still agree. Only the (clock-independent) wait between tries uses the local clock.
  */
+
+import type { RequestBudget } from '../http/request-budget-types.ts';
 import type { Clock } from '../time/clock.ts';
-import type { RequestBudget } from './request-budget-types.ts';
 import { type BudgetRate, bucketParams } from './token-bucket.ts';
 
 /** The part of an ioredis client we use. */

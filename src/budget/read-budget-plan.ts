@@ -9,10 +9,10 @@
  */
 import { type Kysely, sql } from 'kysely';
 import type { Config, OrganizationConfig } from '../config/schema.ts';
-import { type PushBacklog, readPushBacklog } from '../push/push-fetch-store.ts';
 import type { Database } from '../warehouse/database.ts';
 import { countLegacyDeleteChecksAsked } from '../warehouse/legacy-delete-checks.ts';
 import { pollableUser } from '../warehouse/pollable-users.ts';
+import { type PushBacklog, readPushBacklog } from '../warehouse/push-fetch-store.ts';
 import {
   countPollableUsers,
   type PollableUserCounts,

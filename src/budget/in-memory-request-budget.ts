@@ -2,8 +2,9 @@
  * The request budget of one process (no Redis): a token bucket in memory. Taking a token is synchronous,
  * so concurrent callers in the process cannot both take the last one.
  */
+
+import type { RequestBudget } from '../http/request-budget-types.ts';
 import type { Clock } from '../time/clock.ts';
-import type { RequestBudget } from './request-budget-types.ts';
 import { type BucketState, type BudgetRate, bucketParams, refill, takeToken } from './token-bucket.ts';
 
 export interface InMemoryRequestBudgetOptions {

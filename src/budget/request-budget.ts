@@ -7,11 +7,11 @@
  * lives in this process. Buckets are keyed by a hash of the token, never the token itself.
  */
 
+import type { BudgetRegistry, RequestBudget } from '../http/request-budget-types.ts';
 import { type Clock, systemClock } from '../time/clock.ts';
 import { budgetKeyOf } from './budget-key.ts';
 import { createInMemoryRequestBudget } from './in-memory-request-budget.ts';
 import { createRedisRequestBudget, type RedisEvalClient } from './redis-request-budget.ts';
-import type { BudgetRegistry, RequestBudget } from './request-budget-types.ts';
 import type { BudgetRate } from './token-bucket.ts';
 
 export interface BudgetRegistryOptions {

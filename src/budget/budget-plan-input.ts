@@ -3,12 +3,12 @@
  * Why and how: README.md, "`budget-plan-input.ts`".
  */
 import type { Config, OrganizationConfig } from '../config/schema.ts';
-import { bucketParams } from '../http/token-bucket.ts';
 import { MAX_REQUEST_WINDOW_DAYS } from '../validic/platform-limits.ts';
 import { toV2Resource } from '../validic/v2-resources.ts';
 import { type BudgetPlanInput, HOUR_MS } from './plan-request-budget.ts';
 import type { RecentPollMode } from './recent-poll-mode.ts';
 import { recentPollWindows } from './recent-poll-windows.ts';
+import { bucketParams } from './token-bucket.ts';
 
 export interface BudgetCounts {
   activeUsers: number;

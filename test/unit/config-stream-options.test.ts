@@ -1,15 +1,15 @@
 /**
  * One source of the stream's defaults (STATE-MACHINE.md, I9): the config schema's `stream.*` defaults,
- * turned into consumer options, are exactly src/stream/default-options.ts.
+ * turned into consumer options, are exactly src/config/stream-options.ts.
  */
 import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
+import { DEFAULT_STREAM_CONSUMER_OPTIONS } from '../../src/config/stream-options.ts';
 import { consumerOptionsFromConfig } from '../../src/stream/consumer-options.ts';
-import { DEFAULT_STREAM_CONSUMER_OPTIONS } from '../../src/stream/default-options.ts';
 import { resolveStreamConsumerOptions } from '../../src/stream/resolve-consumer-options.ts';
 
 describe('stream defaults', () => {
-  it('the config schema takes its stream defaults from default-options.ts', () => {
+  it('the config schema takes its stream defaults from stream-options.ts', () => {
     const stream = configSchema.shape.stream.parse(undefined);
     expect(resolveStreamConsumerOptions(consumerOptionsFromConfig(stream))).toEqual(
       DEFAULT_STREAM_CONSUMER_OPTIONS,

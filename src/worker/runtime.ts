@@ -4,20 +4,20 @@
  * same way and hand jobs a `JobContext` cut from it.
  */
 import type { Redis } from 'ioredis';
+import { readBudgetPlan, readPushCap } from '../budget/read-budget-plan.ts';
 import type { Config } from '../config/schema.ts';
 import { ConfigError } from '../errors/index.ts';
+import { createRequestStats, type RequestStats } from '../http/request-stats.ts';
 import type { Logger } from '../log/logger.ts';
-import type { JobContext } from '../queue/job-context.ts';
+import type { JobContextSource } from '../queue/job-context.ts';
 import { type JobOrg, jobOrg } from '../queue/job-org.ts';
 import { jobSettings } from '../queue/job-settings.ts';
 import { jobCursors, jobWarehouse } from '../queue/job-warehouse.ts';
-import { readBudgetPlan, readPushCap } from '../queue/read-budget-plan.ts';
+import { connectRedis } from '../runtime/connect-redis.ts';
 import { consumerOptionsFromConfig } from '../stream/consumer-options.ts';
 import { migrateToLatest } from '../warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../warehouse/open-warehouse.ts';
-import { connectRedis } from './connect-redis.ts';
 import { createOrgClients, type OrgClients } from './org-clients.ts';
-import { createRequestStats, type RequestStats } from './request-stats.ts';
 
 export interface Runtime {
   config: Config;
@@ -27,12 +27,7 @@ export interface Runtime {
   requestStats: RequestStats;
   org(orgId: string): OrgClients;
   /** A job context for one job execution. */
-  jobContext(input: {
-    jobId: string;
-    attempt: number;
-    signal: AbortSignal;
-    enqueue: JobContext['enqueue'];
-  }): JobContext;
+  jobContext: JobContextSource['jobContext'];
   close(): Promise<void>;
 }
 

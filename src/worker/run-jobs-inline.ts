@@ -6,8 +6,8 @@ import { jobCatalog } from '../../jobs/index.ts';
 import type { JobPayloads } from '../../jobs/payloads.ts';
 import { InlineRunner } from '../queue/inline-runner.ts';
 import type { JobDefinition } from '../queue/job-definition.ts';
-import type { Runtime } from '../runtime/runtime.ts';
 import { jobAttributes, withSpan } from '../telemetry/tracer.ts';
+import type { Runtime } from './runtime.ts';
 
 /** An inline runner of this catalog: `enqueue(name, payload)` takes the payload type of the job it names. */
 export type CatalogRunner = InlineRunner<JobPayloads>;
