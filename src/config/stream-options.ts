@@ -9,7 +9,7 @@ import {
   STREAM_POKE_INTERVAL_MS,
 } from '../validic/platform-limits.ts';
 
-export interface BackoffOptions {
+export interface StreamBackoffSettings {
   /**
    * Every reconnect (after a drop, a stale connection, a 422, an error) waits at least this long, ms:
    * the platform rebalances after a disconnect and answers 422 inside that window. Default 2000.
@@ -55,7 +55,7 @@ export interface MicroBatchOptions {
 export interface StreamConsumerOptions {
   /** No frame at all (not even a poke) for this long: drop and reconnect. Default 15_000 (three missed 5 s pokes). */
   staleAfterMs: number;
-  backoff: BackoffOptions;
+  backoff: StreamBackoffSettings;
   idleHygiene: IdleHygieneOptions;
   /**
    * A disconnect longer than this (or a start-up this long after the last checkpoint) is filled by

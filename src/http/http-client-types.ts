@@ -4,10 +4,10 @@
  */
 import type { Dispatcher } from 'undici';
 import type { Logger } from '../log/logger.ts';
+import type { BackoffOptions } from '../time/backoff-delay.ts';
 import type { Clock } from '../time/clock.ts';
 import type { EndpointKind } from './endpoint-kind.ts';
 import type { BudgetRegistry, RequestBudget } from './request-budget-types.ts';
-import type { BackoffOptions } from './retry-policy.ts';
 
 /** What the `onRequest` hook sees for every attempt (metrics attach here). Never carries the URL. */
 export interface RequestEvent {
@@ -43,7 +43,7 @@ export interface HttpClientOptions {
   /** Tries per request including the first (default 6). */
   maxAttempts?: number;
   /** Back-off of retries without `Retry-After` (default base 500 ms, cap 60 s, full jitter). */
-  backoff?: BackoffOptions;
+  backoff?: Partial<BackoffOptions> & { random?: () => number };
   /**
    * Longest `Retry-After` waited in-process, ms (default 300,000). A longer ask is thrown at once as a
    * `RateLimitedError` carrying `retryAfterMs`, so the job queue reschedules instead of holding a worker.

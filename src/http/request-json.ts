@@ -24,7 +24,7 @@ import { asHttpFailure, type Exchange, type ReportRequest, requestErrorLabel } f
 import type { RequestOptions } from './http-client-types.ts';
 import type { RequestBudget } from './request-budget-types.ts';
 import { readBody } from './response-body.ts';
-import { type BackoffOptions, httpRetryDelayMs, isNotSentError } from './retry-policy.ts';
+import { httpRetryDelayMs, isNotSentError } from './retry-policy.ts';
 
 export interface JsonRequestDeps {
   exchange: Exchange;
@@ -36,7 +36,7 @@ export interface JsonRequestDeps {
   maxBodyBytes: number;
   bodyTimeout: number;
   userAgent: string;
-  backoff: BackoffOptions | undefined;
+  backoff: Parameters<typeof httpRetryDelayMs>[1] | undefined;
   budgetFor(key: string | undefined): RequestBudget | undefined;
 }
 

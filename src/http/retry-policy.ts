@@ -5,16 +5,10 @@
  * back-off formula of src/time/backoff-delay.ts.
  */
 import { hasErrorCode, NOT_SENT_CODES } from '../errors/index.ts';
-import { type BackoffOptions as Backoff, backoffDelay } from '../time/backoff-delay.ts';
+import { type BackoffOptions, backoffDelay } from '../time/backoff-delay.ts';
 
-export interface BackoffOptions {
-  /** First back-off step in ms (default 500). */
-  baseMs?: number;
-  /** Largest single wait in ms (default 60 s). */
-  capMs?: number;
-  /** Source of randomness in [0, 1) (injected by tests). */
-  random?: () => number;
-}
+/** The HTTP client's back-off when the caller sets none: base 500 ms, cap 60 s, full jitter. */
+export const HTTP_BACKOFF: BackoffOptions = { baseMs: 500, capMs: 60_000 };
 
 /**
  * The HTTP client's wait before retry `attempt` (1 for the first retry): the server's `Retry-After`
@@ -22,11 +16,11 @@ export interface BackoffOptions {
  */
 export function httpRetryDelayMs(
   attempt: number,
-  options: BackoffOptions = {},
+  options: Partial<BackoffOptions> & { random?: () => number } = {},
   retryAfterMs?: number,
 ): number {
-  const backoff: Backoff = { baseMs: options.baseMs ?? 500, capMs: options.capMs ?? 60_000 };
-  return backoffDelay(attempt, backoff, options.random, retryAfterMs);
+  const { random, ...backoff } = options;
+  return backoffDelay(attempt, { ...HTTP_BACKOFF, ...backoff }, random, retryAfterMs);
 }
 
 /**

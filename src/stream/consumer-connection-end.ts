@@ -5,7 +5,7 @@
  * to the reconciliation stream; a pass's end is the end of the pass. A commit that failed while reading
  * turns any of them into `holding`.
  */
-import { idleDelay } from './backoff-delay.ts';
+
 import { flush, iso, openGap } from './consumer-checkpoint.ts';
 import type { ConnectionEnd, ConnectionState, Effect, MachineState } from './consumer-machine.ts';
 import {
@@ -21,6 +21,7 @@ import {
   transition,
   uncleanEnd,
 } from './consumer-steps.ts';
+import { idleDelay } from './reconnect-delays.ts';
 
 export function liveEnded(s: MachineState, fx: Effect[], now: number, c: ConnectionState, jitter: number) {
   const end = c.ending as ConnectionEnd;

@@ -5,9 +5,9 @@
  */
 
 import type { StreamGap, UncleanEndReason } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
-import { holdDelay, reconnectDelay } from './backoff-delay.ts';
 import { flush, iso, openGap, platformTime, uncleanGap } from './consumer-checkpoint.ts';
 import type { Effect, LogLevel, MachineState, PassOutcome } from './consumer-machine.ts';
+import { holdDelay, reconnectDelay } from './reconnect-delays.ts';
 import type { CommitReason, StreamState } from './types.ts';
 
 /** Counts a failed replay attempt; true once `replayAttempts` failed in a row. */

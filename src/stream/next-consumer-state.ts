@@ -7,7 +7,7 @@
  * An event a state does not expect (e.g. `slept` while `live`) is ignored: the same state object
  * comes back with no effects.
  */
-import { rateLimitedDelay } from './backoff-delay.ts';
+
 import {
   flush,
   gapDescription,
@@ -34,6 +34,7 @@ import {
   transition,
   uncleanEnd,
 } from './consumer-steps.ts';
+import { rateLimitedDelay } from './reconnect-delays.ts';
 import { copyStreamCounters } from './stream-counters.ts';
 import type { StreamVia } from './types.ts';
 

@@ -1,9 +1,9 @@
 /** The consumer's options as callers pass them (every field optional), merged with src/config/stream-options.ts. */
 
 import type {
-  BackoffOptions,
   IdleHygieneOptions,
   MicroBatchOptions,
+  StreamBackoffSettings,
   StreamConsumerOptions,
 } from '../config/stream-options.ts';
 import { DEFAULT_STREAM_CONSUMER_OPTIONS } from '../config/stream-options.ts';
@@ -12,7 +12,7 @@ import { DEFAULT_STREAM_CONSUMER_OPTIONS } from '../config/stream-options.ts';
 export type StreamConsumerOptionsInput = Partial<
   Omit<StreamConsumerOptions, 'backoff' | 'idleHygiene' | 'microBatch'>
 > & {
-  backoff?: Partial<BackoffOptions>;
+  backoff?: Partial<StreamBackoffSettings>;
   idleHygiene?: Partial<IdleHygieneOptions>;
   microBatch?: Partial<MicroBatchOptions>;
 };

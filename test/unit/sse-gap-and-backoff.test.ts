@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { PermanentError } from '../../src/errors/index.ts';
-import { commitRetryDelay, idleDelay } from '../../src/stream/backoff-delay.ts';
 import { classifyOpenFailure } from '../../src/stream/classify-open-failure.ts';
 import { planGapFill, utcDate } from '../../src/stream/plan-gap-fill.ts';
+import { idleDelay } from '../../src/stream/reconnect-delays.ts';
 
 const DAY = 86_400_000;
 const limits = { replayMaxDays: 30, checkpointRetentionDays: 7 };
@@ -57,14 +57,7 @@ describe('planGapFill', () => {
   });
 });
 
-describe('commitRetryDelay', () => {
-  const options = { initialMs: 1000, maxMs: 60_000, factor: 2 };
-  it('uses full jitter under a growing cap', () => {
-    expect(commitRetryDelay(0, options, () => 0.999)).toBe(999);
-    expect(commitRetryDelay(3, options, () => 0.5)).toBe(4000);
-    expect(commitRetryDelay(20, options, () => 0.5)).toBe(30_000);
-    expect(commitRetryDelay(5, options, () => 0)).toBe(0);
-  });
+describe('idleDelay', () => {
   it('idle delays grow and the last repeats', () => {
     expect([0, 1, 2, 9].map((r) => idleDelay(r, [5, 10, 20]))).toEqual([5, 10, 20, 20]);
   });

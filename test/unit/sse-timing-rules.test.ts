@@ -6,8 +6,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { reconnectDelay } from '../../src/stream/backoff-delay.ts';
 import { quietForMs } from '../../src/stream/quiet-for.ts';
+import { reconnectDelay } from '../../src/stream/reconnect-delays.ts';
 import type { StreamConsumerOptionsInput } from '../../src/stream/resolve-consumer-options.ts';
 import { StreamConsumer } from '../../src/stream/stream-consumer.ts';
 import type { DataFrame, StreamState } from '../../src/stream/types.ts';

@@ -1,23 +1,10 @@
 /**
- * The SSE consumer's waits, in its own option names (`BackoffOptions` of types.ts), on top of the one
+ * The SSE consumer's waits, in its own option names (`StreamBackoffSettings` of types.ts), on top of the one
  * back-off formula of src/time/backoff-delay.ts.
  */
 
-import type { BackoffOptions } from '../config/stream-options.ts';
+import type { StreamBackoffSettings } from '../config/stream-options.ts';
 import { backoffDelay } from '../time/backoff-delay.ts';
-
-/** Delay before commit attempt `attempt + 1` (attempt 0 is the first retry). `random` is uniform in [0, 1). */
-export function commitRetryDelay(
-  attempt: number,
-  options: Pick<BackoffOptions, 'initialMs' | 'maxMs' | 'factor'>,
-  random: () => number,
-): number {
-  return backoffDelay(
-    attempt + 1,
-    { baseMs: options.initialMs, capMs: options.maxMs, factor: options.factor },
-    random,
-  );
-}
 
 /**
  * Delay before a reconnect: at least `minMs` (the platform answers 422 while it rebalances right after a
@@ -27,7 +14,7 @@ export function commitRetryDelay(
  */
 export function reconnectDelay(
   attempt: number,
-  options: Pick<BackoffOptions, 'minMs' | 'initialMs' | 'factor'>,
+  options: Pick<StreamBackoffSettings, 'minMs' | 'initialMs' | 'factor'>,
   capMs: number,
   random: () => number,
 ): number {
@@ -46,7 +33,7 @@ export function reconnectDelay(
  */
 export function rateLimitedDelay(
   attempt: number,
-  options: Pick<BackoffOptions, 'minMs' | 'factor' | 'rateLimitedInitialMs' | 'rateLimitedMaxMs'>,
+  options: Pick<StreamBackoffSettings, 'minMs' | 'factor' | 'rateLimitedInitialMs' | 'rateLimitedMaxMs'>,
   random: () => number,
   retryAfterMs: number | undefined,
 ): number {
@@ -70,7 +57,7 @@ export function rateLimitedDelay(
  */
 export function holdDelay(
   attempt: number,
-  options: Pick<BackoffOptions, 'initialMs' | 'factor'>,
+  options: Pick<StreamBackoffSettings, 'initialMs' | 'factor'>,
   commitRetryMaxMs: number,
   random: () => number,
 ): number {
