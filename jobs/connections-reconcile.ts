@@ -7,7 +7,7 @@ import { emptyCounts, type LoadCounts } from '../src/pipeline/batch.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { reconcileLastWrite } from '../src/warehouse/cursors/reconcile-last-cursor.ts';
+import { reconcileLastWrite } from '../src/warehouse/cursors.ts';
 import { defineJob } from './define-job.ts';
 import { connectionsReconcilePayload } from './payloads.ts';
 

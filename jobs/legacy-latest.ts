@@ -10,7 +10,7 @@ import type { LegacyPagesResult } from '../src/legacy/load-legacy-pages.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { type LegacyCursorValue, legacyLatestCursor } from '../src/warehouse/cursors/legacy-latest-cursor.ts';
+import { type LegacyCursorValue, legacyLatestCursor } from '../src/warehouse/cursors.ts';
 import { defineJob } from './define-job.ts';
 import { type LegacyLatestPayload, legacyLatestPayload } from './payloads.ts';
 
@@ -64,7 +64,7 @@ export const legacyLatest = defineJob({
         org.legacy.pageLatest(object, { startDate: window.start, endDate: window.end, signal: ctx.signal }),
         listed,
       ),
-      checkpoint: cursor ? { cursors: [latest.write(cursor)] } : {},
+      progress: cursor ? { cursors: [latest.write(cursor)] } : {},
       signal: ctx.signal,
       log: ctx.log,
     });

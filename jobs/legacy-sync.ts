@@ -13,7 +13,7 @@ import { planLegacyWindows } from '../src/legacy/legacy-windows.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import type { LegacyObject } from '../src/validic/legacy-objects.ts';
-import { legacyLatestCursor } from '../src/warehouse/cursors/legacy-latest-cursor.ts';
+import { legacyLatestCursor } from '../src/warehouse/cursors.ts';
 import { defineJob } from './define-job.ts';
 import { legacySyncPayload } from './payloads.ts';
 

@@ -23,7 +23,7 @@ import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { EDGE_DAYS, planDateWindows } from '../src/validic/date-windows.ts';
 import { toV2Resource, V2_RESOURCES } from '../src/validic/v2-resources.ts';
 import type { AuditCell, AuditTotals } from '../src/warehouse/audits.ts';
-import { auditRotationCursor } from '../src/warehouse/cursors/audit-rotation-cursor.ts';
+import { auditRotationCursor } from '../src/warehouse/cursors.ts';
 import { defineJob, type JobContext } from './define-job.ts';
 import { recordsAuditPayload } from './payloads.ts';
 

@@ -18,7 +18,7 @@ import type { LoadCounts } from '../src/pipeline/batch.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { usersFullSyncCursor } from '../src/warehouse/cursors/users-full-sync-cursor.ts';
+import { usersFullSyncCursor } from '../src/warehouse/cursors.ts';
 import type { JobContext } from './define-job.ts';
 import { defineJob } from './define-job.ts';
 import { usersSyncPayload } from './payloads.ts';

@@ -5,14 +5,14 @@
  * cut into batches of about 1,000 records in the order pages would bring them.
  */
 
-import type { Batch, Checkpoint, RawItem } from '../../src/pipeline/batch.ts';
+import type { Batch, BatchProgress, RawItem } from '../../src/pipeline/batch.ts';
 import { startSandbox } from '../../src/sandbox/index.ts';
 
 export const BATCH_SIZE = 1000;
 
 export interface LoaderInput {
   orgId: string;
-  batches: { batch: Batch; checkpoint: Checkpoint }[];
+  batches: { batch: Batch; checkpoint: BatchProgress }[];
   items: RawItem[];
   records: number;
   byType: Record<string, number>;

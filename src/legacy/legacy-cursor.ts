@@ -1,6 +1,6 @@
 /**
  * How the legacy latest cursor `legacy:latest:<object>` moves (its kind:
- * src/warehouse/cursors/legacy-latest-cursor.ts): the end of the last fully loaded `last_updated` window
+ * src/warehouse/cursors.ts): the end of the last fully loaded `last_updated` window
  * of that object. It is written by `applyBatch` together with the window's last page, so it never runs
  * ahead of committed data.
  *
@@ -9,7 +9,7 @@
  * drags the cursor back, and a window that is not contiguous (a gap before it) never jumps it forward
  * past data nobody loaded.
  */
-import type { LegacyCursorValue } from '../warehouse/cursors/legacy-latest-cursor.ts';
+import type { LegacyCursorValue } from '../warehouse/cursors.ts';
 import type { InstantWindow } from './legacy-windows.ts';
 
 /**

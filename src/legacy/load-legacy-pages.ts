@@ -1,13 +1,13 @@
 /**
  * Loads the pages of one legacy list (a latest window, a user's window, one record) page by page, each
- * page one `applyBatch` transaction. The checkpoint (the window's cursor) rides with the LAST page, so it
+ * page one `applyBatch` transaction. The progress (the window's cursor) rides with the LAST page, so it
  * moves only once every page of the window is committed: the pager is read one page ahead to know which
- * page is the last. An empty window still commits its checkpoint (an empty batch). When the pages end in
+ * page is the last. An empty window still commits its progress (an empty batch). When the pages end in
  * an error (a page that failed for good, an IncompleteListingError), every page read is loaded, none with
- * the checkpoint, and the error goes on to the job.
+ * the progress, and the error goes on to the job.
  */
 import type { Logger } from '../log/logger.ts';
-import { type ArrivedVia, type Checkpoint, emptyCounts, type LoadResult } from '../pipeline/batch.ts';
+import { type ArrivedVia, type BatchProgress, emptyCounts, type LoadResult } from '../pipeline/batch.ts';
 import { applyBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import type { SummaryPage } from './legacy-summary-pager.ts';
@@ -19,7 +19,7 @@ export interface LoadLegacyPagesInput {
   arrivedVia: Extract<ArrivedVia, 'legacy' | 'push'>;
   pages: AsyncIterable<SummaryPage>;
   /** Written with the last page (or alone when the list is empty). */
-  checkpoint?: Checkpoint;
+  progress?: BatchProgress;
   signal?: AbortSignal;
   log?: Logger;
 }
@@ -53,11 +53,11 @@ export function addLoadResult(into: LoadResult, more: LoadResult): void {
 export async function loadLegacyPages(input: LoadLegacyPagesInput): Promise<LegacyPagesResult> {
   const { warehouse, orgId, object, arrivedVia, signal, log } = input;
   const result = emptyLegacyPagesResult();
-  const load = async (page: SummaryPage | undefined, checkpoint: Checkpoint | undefined) => {
+  const load = async (page: SummaryPage | undefined, progress: BatchProgress | undefined) => {
     signal?.throwIfAborted();
     const elements: unknown[] = page ? [...page.items, ...page.rejected] : [];
     const items = elements.map((raw) => ({ kind: 'legacy' as const, object, raw }));
-    const loaded = await applyBatch(warehouse, { orgId, arrivedVia, items }, checkpoint, log ? { log } : {});
+    const loaded = await applyBatch(warehouse, { orgId, arrivedVia, items }, progress, log ? { log } : {});
     addLoadResult(result, loaded);
     if (page) {
       result.records += page.items.length;
@@ -72,7 +72,7 @@ export async function loadLegacyPages(input: LoadLegacyPagesInput): Promise<Lega
       next = await pages.next();
     } catch (error) {
       // The listing broke off (a page that failed for good) or proved incomplete: the page already read
-      // is real data, so it lands too, without the checkpoint, which only a complete listing may move.
+      // is real data, so it lands too, without the progress, which only a complete listing may move.
       if (pending) await load(pending, undefined);
       throw error;
     }
@@ -80,6 +80,6 @@ export async function loadLegacyPages(input: LoadLegacyPagesInput): Promise<Lega
     if (pending) await load(pending, undefined);
     pending = next.value;
   }
-  await load(pending, input.checkpoint);
+  await load(pending, input.progress);
   return result;
 }

@@ -9,14 +9,15 @@ import { type BudgetStatus, describeBudget } from '../budget/budget-status.ts';
 import { readBudgetPlan } from '../budget/read-budget-plan.ts';
 import type { Config } from '../config/schema.ts';
 import { V2_RESOURCES } from '../validic/v2-resources.ts';
-import { type CursorEntry, listCursors } from '../warehouse/checkpoints.ts';
-import { LEGACY_LATEST_CURSOR_PREFIX } from '../warehouse/cursors/legacy-latest-cursor.ts';
-import { reconcileLastCursor } from '../warehouse/cursors/reconcile-last-cursor.ts';
 import {
-  STREAM_CHECKPOINTS_PREFIX,
-  streamCheckpointPrefix,
-} from '../warehouse/cursors/stream-checkpoint-cursor.ts';
-import { usersFullSyncCursor } from '../warehouse/cursors/users-full-sync-cursor.ts';
+  type CursorEntry,
+  LEGACY_LATEST_CURSOR_PREFIX,
+  listCursors,
+  reconcileLastCursor,
+  STREAM_POSITIONS_PREFIX,
+  streamPositionPrefix,
+  usersFullSyncCursor,
+} from '../warehouse/cursors.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { countQuarantine, type QuarantineCount } from '../warehouse/quarantine.ts';
 import { countPollableUsers } from '../warehouse/select-users-to-poll.ts';
@@ -162,7 +163,7 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
       d == null ? null : Math.max(0, Math.round((now.getTime() - new Date(d).getTime()) / 1000));
 
     const streamName = options.streamNames?.[orgId] ?? null;
-    const checkpointPrefix = streamName ? streamCheckpointPrefix(streamName) : STREAM_CHECKPOINTS_PREFIX;
+    const checkpointPrefix = streamName ? streamPositionPrefix(streamName) : STREAM_POSITIONS_PREFIX;
     const byKey = new Map(cursors.map((c) => [c.key, c]));
     const used = new Set<string>();
     const take = (predicate: (key: string) => boolean) =>

@@ -1,6 +1,6 @@
 /**
  * The one shape every arrival path produces (the README's "How data flows"): a batch of raw items as
- * they came off the wire, plus the checkpoint the batch reaches. `applyBatch` (src/warehouse/loader/apply-batch.ts) writes
+ * they came off the wire, plus the progress it makes (`BatchProgress`: cursors replaced, ledger windows done). `applyBatch` (src/warehouse/loader/apply-batch.ts) writes
  * both in one transaction, so a cursor never moves past uncommitted data.
  */
 
@@ -42,7 +42,8 @@ export interface WindowDone {
   requests: number;
 }
 
-export interface Checkpoint {
+/** What a batch moves forward with its data, in its transaction: cursors replaced and ledger windows done. */
+export interface BatchProgress {
   cursors?: CursorWrite[];
   windows?: WindowDone[];
 }

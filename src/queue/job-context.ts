@@ -56,7 +56,7 @@ export interface JobContext<Payloads extends PayloadSchemas = any> {
   log: Logger;
   /** The loader's entry points and the named warehouse functions jobs use (job-warehouse.ts). */
   warehouse: JobWarehouse;
-  /** Cursors read through their kinds (src/warehouse/cursors/); written with a batch's checkpoint. */
+  /** Cursors read through their kinds (src/warehouse/cursors.ts); written with a batch's progress. */
   cursors: JobCursors;
   /** A configured organization's platform clients and the settings jobs read (job-org.ts); throws a ConfigError for an unknown org. */
   org(orgId: string): JobOrg;

@@ -17,8 +17,8 @@ import {
   recordAuditCell,
   startAudit,
 } from '../warehouse/audits.ts';
-import { readCursor } from '../warehouse/checkpoints.ts';
-import type { Cursor } from '../warehouse/cursors/define-cursor.ts';
+import type { Cursor } from '../warehouse/cursors.ts';
+import { readCursor } from '../warehouse/cursors.ts';
 import type { Database } from '../warehouse/database.ts';
 import { finishRunIfComplete } from '../warehouse/finish-run-if-complete.ts';
 import { applyBatch } from '../warehouse/loader/apply-batch.ts';
@@ -50,7 +50,7 @@ import {
   startRun,
 } from '../warehouse/window-ledger.ts';
 
-/** Cursors a job reads, each through its kind (src/warehouse/cursors/); jobs write them with a batch. */
+/** Cursors a job reads, each through its kind (src/warehouse/cursors.ts); jobs write them with a batch. */
 export interface JobCursors {
   /** The cursor's value parsed by its kind; undefined when never written or not of the kind's shape. */
   read<Value>(orgId: string, cursor: Cursor<Value, any>): Promise<Value | undefined>;
@@ -77,7 +77,7 @@ export function jobWarehouse(warehouse: Warehouse) {
     (input: Omit<Input, 'warehouse'>) =>
       action({ ...input, warehouse } as Input);
   return {
-    // The loader: a batch with its checkpoint (cursors, ledger windows) in one transaction.
+    // The loader: a batch with its progress (cursors, ledger windows) in one transaction.
     applyBatch: onWarehouse(applyBatch),
     loadLegacyPages: withWarehouse(loadLegacyPages),
     // Marks found outside a batch.

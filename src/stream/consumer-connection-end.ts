@@ -6,8 +6,8 @@
  * turns any of them into `holding`.
  */
 
-import { flush, iso, openGap } from './consumer-checkpoint.ts';
 import type { ConnectionEnd, ConnectionState, Effect, MachineState } from './consumer-machine.ts';
+import { flush, iso, openGap } from './consumer-position.ts';
 import {
   backOff,
   endPass,

@@ -5,8 +5,8 @@
  * kept (`keepFrame`): they were fully received and the platform counts them as delivered.
  */
 import { classifyFrame } from './classify-frame.ts';
-import { flush, notePlatformTime, parseTime, push } from './consumer-checkpoint.ts';
 import type { ConnectionEnd, ConnectionState, Effect, MachineState } from './consumer-machine.ts';
+import { flush, notePlatformTime, parseTime, push } from './consumer-position.ts';
 import type { ClassifiedFrame, DataFrame, SseFrame } from './types.ts';
 
 /** Decides that the open connection ends; the driver closes it and feeds `closed`. */

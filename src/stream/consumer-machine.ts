@@ -7,7 +7,7 @@
  */
 
 import type { StreamConsumerOptions } from '../config/stream-options.ts';
-import type { StreamCheckpoint, StreamGap } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
+import type { StreamGap, StreamPosition } from '../warehouse/cursors.ts';
 import type { OpenFailureKind } from './classify-open-failure.ts';
 import { type FrameList, NO_FRAMES } from './frame-list.ts';
 import { emptyStreamCounters } from './stream-counters.ts';
@@ -58,7 +58,7 @@ export interface PlannedReplay {
 /** A commit handed to the driver: what it writes, kept until it landed (or held after it failed). */
 export interface PendingCommit {
   frames: DataFrame[];
-  checkpoint: StreamCheckpoint;
+  checkpoint: StreamPosition;
   via: StreamVia;
   reason: CommitReason;
 }
@@ -71,7 +71,7 @@ export interface MachineState {
   phase: StreamState;
   counters: StreamCounters;
   /** The checkpoint as last committed (or loaded). */
-  checkpoint: StreamCheckpoint;
+  checkpoint: StreamPosition;
   /** Handed to `commit` and not yet confirmed (`committed`): at most one at a time. */
   committing: PendingCommit | undefined;
   /**
@@ -127,7 +127,7 @@ export interface MachineState {
 
 export type ConsumerEvent =
   /** The checkpoint was loaded: leave `stopped`. */
-  | { kind: 'start'; now: number; checkpoint: StreamCheckpoint | null }
+  | { kind: 'start'; now: number; checkpoint: StreamPosition | null }
   /** The run's signal aborted: flush and stop. */
   | { kind: 'stop'; now: number }
   /** A step boundary with nothing to wait for: `stale` backs off, `replaying` plans and opens a replay. */

@@ -4,9 +4,9 @@
  * state copy it is given and appends the effects the driver performs, in order.
  */
 
-import type { StreamGap, UncleanEndReason } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
-import { flush, iso, openGap, platformTime, uncleanGap } from './consumer-checkpoint.ts';
+import type { StreamGap, UncleanEndReason } from '../warehouse/cursors.ts';
 import type { Effect, LogLevel, MachineState, PassOutcome } from './consumer-machine.ts';
+import { flush, iso, openGap, platformTime, uncleanGap } from './consumer-position.ts';
 import { holdDelay, reconnectDelay } from './reconnect-delays.ts';
 import type { CommitReason, StreamState } from './types.ts';
 

@@ -8,18 +8,18 @@
  * comes back with no effects.
  */
 
+import { liveEnded, replayEnded } from './consumer-connection-end.ts';
+import { endConnection, keepFrame, readFrame } from './consumer-frames.ts';
+import type { ConnectionState, ConsumerEvent, Effect, MachineState, Transition } from './consumer-machine.ts';
 import {
   flush,
   gapDescription,
   gapNeedsReplay,
   iso,
   parseTime,
-  pickCheckpoint,
+  pickPosition,
   planReplay,
-} from './consumer-checkpoint.ts';
-import { liveEnded, replayEnded } from './consumer-connection-end.ts';
-import { endConnection, keepFrame, readFrame } from './consumer-frames.ts';
-import type { ConnectionState, ConsumerEvent, Effect, MachineState, Transition } from './consumer-machine.ts';
+} from './consumer-position.ts';
 import {
   backOff,
   giveUpReplay,
@@ -256,7 +256,7 @@ function start(
   now: number,
   loaded: NonNullable<MachineState['checkpoint']>,
 ): void {
-  s.checkpoint = pickCheckpoint(loaded);
+  s.checkpoint = pickPosition(loaded);
   s.committing = undefined;
   s.lastStreamFrameAt = parseTime(loaded.lastLiveAt);
   // Not live yet: the gap runs from the last disconnect, or from the last sign of life if the

@@ -11,7 +11,7 @@
  *   that, the stream will not resume at T, so the replay must run up to the present (catch-up at
  *   "now") instead of up to T.
  */
-import type { StreamGap } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
+import type { StreamGap } from '../warehouse/cursors.ts';
 
 const DAY_MS = 86_400_000;
 

@@ -4,7 +4,7 @@
  * each a `StreamConsumer` (src/stream) whose commits go through the loader with the connection's
  * checkpoint in the SAME transaction as the data.
  *
- * - Each connection has its own cursor (`stream:checkpoint:<name>:<slot>`, `streamCheckpointCursor` in src/warehouse/cursors/),
+ * - Each connection has its own cursor (`stream:checkpoint:<name>:<slot>`, `streamPositionCursor` in src/warehouse/cursors.ts),
  *   so one connection's disconnect (its gap) is never erased by another connection's commits.
  * - Under the worker, `acquireSlot` hands out fleet-wide lock slots (at most 3 per stream, the
  *   platform's limit); the slot number names the cursor, so two processes never share one.
@@ -25,9 +25,8 @@ import { redactedMessage } from '../redact/redact-secrets.ts';
 import type { Clock } from '../time/clock.ts';
 import { MAX_STREAM_CONNECTIONS, STREAM_CHECKPOINT_RETENTION_DAYS } from '../validic/platform-limits.ts';
 import type { StreamInfo, StreamsClient } from '../validic/streams-client.ts';
-import { readCursor } from '../warehouse/checkpoints.ts';
-import type { StreamCheckpoint, StreamGap } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
-import { streamCheckpointCursor } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
+import type { StreamGap, StreamPosition } from '../warehouse/cursors.ts';
+import { readCursor, streamPositionCursor } from '../warehouse/cursors.ts';
 import { applyPreparedBatch, type PreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { readLastReconcilePass } from '../warehouse/reconcile-passes.ts';
@@ -293,19 +292,19 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
 
   /** One connection on `slot` until `stop` aborts (it flushes and commits first) or a permanent error. */
   const runSlot = async (slot: number, stop: AbortSignal): Promise<void> => {
-    const cursor = streamCheckpointCursor(settings.name, slot);
+    const cursor = streamPositionCursor(settings.name, slot);
     const consumerLog = log.child({ slot });
     const writeBatch = async (
       prepared: PreparedBatch,
       frames: DataFrame[],
-      checkpoint: StreamCheckpoint,
+      checkpoint: StreamPosition,
       meta: CommitMeta,
     ) => {
       const started = now();
       const result = await applyPreparedBatch(
         warehouse,
         prepared,
-        // Extra fields (stream id, slot) are for `status`; loadCheckpoint's reader ignores them.
+        // Extra fields (stream id, slot) are for `status`; loadPosition's reader ignores them.
         { cursors: [cursor.write({ ...checkpoint, streamId: stream.id, slot })] },
         { log: consumerLog },
       );
@@ -354,7 +353,7 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
             checkpoint,
             meta,
           ),
-        loadCheckpoint: async () => (await readCursor(warehouse.db, orgId, cursor)) ?? null,
+        loadPosition: async () => (await readCursor(warehouse.db, orgId, cursor)) ?? null,
         onGap: (gap) => onGap(slot, gap),
         claimReplay: () => claimReplay(slot),
         releaseReplay: () => releaseReplay(slot),

@@ -25,8 +25,7 @@ import type { Clock } from '../time/clock.ts';
 import { MAX_STREAM_CONNECTIONS, STREAM_CHECKPOINT_RETENTION_DAYS } from '../validic/platform-limits.ts';
 import type { StreamsClient } from '../validic/streams-client.ts';
 import { absentVersions, type VersionKey } from '../warehouse/absent-versions.ts';
-import { readCursor } from '../warehouse/checkpoints.ts';
-import { streamCheckpointCursor } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
+import { readCursor, streamPositionCursor } from '../warehouse/cursors.ts';
 import { applyPreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import {
@@ -124,7 +123,7 @@ export async function runReconcilePass(options: ReconcilePassOptions): Promise<R
   const { stream, name } = lookup;
 
   // The platform's clock, from the primary stream's last pokes (its checkpoint): T is on it.
-  const primary = await readCursor(warehouse.db, orgId, streamCheckpointCursor(org.config.stream.name, 0));
+  const primary = await readCursor(warehouse.db, orgId, streamPositionCursor(org.config.stream.name, 0));
   const offsetMs = primary?.platformOffsetMs ?? 0;
   const startIso = new Date(started + offsetMs).toISOString();
 
@@ -208,7 +207,7 @@ export async function runReconcilePass(options: ReconcilePassOptions): Promise<R
             }
             await record();
           },
-          loadCheckpoint: async () =>
+          loadPosition: async () =>
             primary?.platformOffsetMs === undefined ? {} : { platformOffsetMs: offsetMs },
           onStateChange: (from, to, reason) =>
             log.debug({ slot, from, to, reason }, 'reconciliation pass state'),

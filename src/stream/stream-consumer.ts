@@ -16,9 +16,8 @@ import { classifyFailure } from '../errors/index.ts';
 import { silentLogger } from '../log/logger.ts';
 import { redactedMessage } from '../redact/redact-secrets.ts';
 import { type Clock, systemClock } from '../time/clock.ts';
-import type { StreamCheckpoint } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
+import type { StreamPosition } from '../warehouse/cursors.ts';
 import { classifyOpenFailure } from './classify-open-failure.ts';
-import { parseTime } from './consumer-checkpoint.ts';
 import {
   type ConsumerEvent,
   type Effect,
@@ -28,6 +27,7 @@ import {
   readTimers,
   WAITING_EFFECTS,
 } from './consumer-machine.ts';
+import { parseTime } from './consumer-position.ts';
 import { next } from './next-consumer-state.ts';
 import { quietForMs } from './quiet-for.ts';
 import { readSseFrameBatches } from './read-sse-frames.ts';
@@ -105,7 +105,7 @@ export class StreamConsumer {
   }
 
   /** The checkpoint as last committed (or loaded). */
-  checkpoint(): StreamCheckpoint {
+  checkpoint(): StreamPosition {
     return { ...this.#machine.checkpoint };
   }
 
@@ -149,7 +149,7 @@ export class StreamConsumer {
   async step(signal: AbortSignal): Promise<StreamState> {
     try {
       if (this.#announced === 'stopped' && this.#pending.length === 0) {
-        const checkpoint = await this.#deps.loadCheckpoint();
+        const checkpoint = await this.#deps.loadPosition();
         if (!signal.aborted) await this.#dispatch({ kind: 'start', now: this.#clock.now(), checkpoint });
         return this.#announced;
       }

@@ -6,7 +6,7 @@
 
 import type { Logger } from '../log/logger.ts';
 import type { Clock } from '../time/clock.ts';
-import type { StreamCheckpoint, StreamGap } from '../warehouse/cursors/stream-checkpoint-cursor.ts';
+import type { StreamGap, StreamPosition } from '../warehouse/cursors.ts';
 
 /** One dispatched SSE event. `event` is `message` when the server sent no `event:` field (SSE default). */
 export interface SseEventFrame {
@@ -106,8 +106,8 @@ export interface StreamConsumerDeps {
    */
   openReplay(date: string, signal: AbortSignal): Promise<SseSource>;
   /** Writes the frames and the checkpoint in one transaction. `frames` may be empty (checkpoint only). */
-  commit(frames: DataFrame[], checkpoint: StreamCheckpoint, meta: CommitMeta): Promise<void>;
-  loadCheckpoint(): Promise<StreamCheckpoint | null>;
+  commit(frames: DataFrame[], checkpoint: StreamPosition, meta: CommitMeta): Promise<void>;
+  loadPosition(): Promise<StreamPosition | null>;
   /**
    * Called once per gap: an unclean end of the stream, or a replay that could not fill its gap. The
    * caller records it and brings the next reconciliation pass forward (or plans a REST backfill for

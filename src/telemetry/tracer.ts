@@ -5,7 +5,7 @@
  *
  * Spans: `push.receive` (a push notification), `job <name>` (one job run, inline or on BullMQ; on BullMQ
  * it is a child of bullmq-otel's consume span, which continues the trace of whoever enqueued the job),
- * the undici instrumentation's HTTP spans, `warehouse.apply_batch` (one batch and its checkpoint) and
+ * the undici instrumentation's HTTP spans, `warehouse.apply_batch` (one batch and its progress) and
  * `warehouse.copy` (one COPY into a table).
  */
 import { type Attributes, type Span, SpanStatusCode, trace } from '@opentelemetry/api';

@@ -6,7 +6,7 @@
  */
 import { type Kysely, sql } from 'kysely';
 import { MAX_STREAM_CONNECTIONS } from '../validic/platform-limits.ts';
-import { streamCheckpointCursor } from './cursors/stream-checkpoint-cursor.ts';
+import { streamPositionCursor } from './cursors.ts';
 import type { Database } from './database.ts';
 
 export async function readStreamLastHeard(
@@ -17,7 +17,7 @@ export async function readStreamLastHeard(
   // Exact keys, not a prefix: the org's other cursors (one per user and resource) may be many.
   const keys = Array.from(
     { length: MAX_STREAM_CONNECTIONS },
-    (_, slot) => streamCheckpointCursor(streamName, slot).key,
+    (_, slot) => streamPositionCursor(streamName, slot).key,
   );
   const { rows } = await sql<{ last: string | null }>`
     select max(value->>'lastLiveAt') as last from validic_sync.checkpoints

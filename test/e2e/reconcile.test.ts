@@ -5,8 +5,7 @@
  */
 import { sql } from 'kysely';
 import { describe, expect, it, vi } from 'vitest';
-import { readCursor } from '../../src/warehouse/checkpoints.ts';
-import { reconcileLastCursor } from '../../src/warehouse/cursors/reconcile-last-cursor.ts';
+import { readCursor, reconcileLastCursor } from '../../src/warehouse/cursors.ts';
 import { runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { useSandbox, useTempDir } from '../helpers/use-before-all.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';

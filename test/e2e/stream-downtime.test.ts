@@ -6,8 +6,7 @@
  */
 import { sql } from 'kysely';
 import { describe, expect, it, vi } from 'vitest';
-import { readCursor } from '../../src/warehouse/checkpoints.ts';
-import { streamCheckpointCursor } from '../../src/warehouse/cursors/stream-checkpoint-cursor.ts';
+import { readCursor, streamPositionCursor } from '../../src/warehouse/cursors.ts';
 import { sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { useSandbox, useTempDir } from '../helpers/use-before-all.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
@@ -76,7 +75,7 @@ describe('stream downtime is filled by replay', () => {
     const checkpoint = await readCursor(
       db.warehouse.db,
       sandbox.orgId,
-      streamCheckpointCursor('validic-sync', 0),
+      streamPositionCursor('validic-sync', 0),
     );
     expect(checkpoint?.lastDisconnectAt).toEqual(expect.any(String));
     const before = await storedCount();

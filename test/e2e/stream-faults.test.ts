@@ -7,7 +7,7 @@
  */
 import { sql } from 'kysely';
 import { describe, expect, it, vi } from 'vitest';
-import { listCursors } from '../../src/warehouse/checkpoints.ts';
+import { listCursors } from '../../src/warehouse/cursors.ts';
 import { sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { useSandbox, useTempDir } from '../helpers/use-before-all.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import type { Batch, RawItem } from '../../src/pipeline/batch.ts';
-import { listCursors } from '../../src/warehouse/checkpoints.ts';
+import { listCursors } from '../../src/warehouse/cursors.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { metric, rawRecord } from '../helpers/fixtures/index.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';

@@ -7,7 +7,7 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { readBudgetPlan } from '../../src/budget/read-budget-plan.ts';
 import { configSchema } from '../../src/config/schema.ts';
-import { streamCheckpointCursor } from '../../src/warehouse/cursors/stream-checkpoint-cursor.ts';
+import { streamPositionCursor } from '../../src/warehouse/cursors.ts';
 import { readStreamLastHeard } from '../../src/warehouse/stream-last-heard.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
 
@@ -15,8 +15,8 @@ const ORG = 'org-fallback';
 const NOW = Date.parse('2026-11-27T12:00:00Z');
 const t = useTestDatabase();
 
-async function writeCheckpoint(streamName: string, slot: number, lastLiveAt: string) {
-  const key = streamCheckpointCursor(streamName, slot).key;
+async function writeProgress(streamName: string, slot: number, lastLiveAt: string) {
+  const key = streamPositionCursor(streamName, slot).key;
   await sql`
     insert into validic_sync.checkpoints (org_id, key, value) values (${ORG}, ${key}, ${JSON.stringify({ lastLiveAt })}::jsonb)
     on conflict (org_id, key) do update set value = excluded.value`.execute(t.warehouse.db);
@@ -28,17 +28,17 @@ describe('the recent poll falls back on the stream being unheard', () => {
 
   it('reads the newest lastLiveAt of the primary, not of the reconciliation stream', async () => {
     expect(await readStreamLastHeard(t.warehouse.db, ORG, 'validic-sync')).toBeUndefined();
-    await writeCheckpoint('validic-sync-reconcile', 0, '2026-11-27T11:59:00.000Z');
+    await writeProgress('validic-sync-reconcile', 0, '2026-11-27T11:59:00.000Z');
     expect(await readStreamLastHeard(t.warehouse.db, ORG, 'validic-sync')).toBeUndefined();
-    await writeCheckpoint('validic-sync', 0, '2026-11-27T10:00:00.000Z');
-    await writeCheckpoint('validic-sync', 2, '2026-11-27T11:30:00.000Z');
+    await writeProgress('validic-sync', 0, '2026-11-27T10:00:00.000Z');
+    await writeProgress('validic-sync', 2, '2026-11-27T11:30:00.000Z');
     expect(await readStreamLastHeard(t.warehouse.db, ORG, 'validic-sync')).toBe(
       Date.parse('2026-11-27T11:30:00Z'),
     );
   });
 
   it('plans no recent poll while the stream is heard, and the outage days once it is not', async () => {
-    await writeCheckpoint('validic-sync', 1, '2026-11-27T11:55:00.000Z');
+    await writeProgress('validic-sync', 1, '2026-11-27T11:55:00.000Z');
     const healthy = await readBudgetPlan(t.warehouse.db, config, org, NOW);
     expect(healthy.recentPoll).toMatchObject({ mode: 'fallback', polling: false });
     expect(healthy.plan.perHour.recent).toBe(0);

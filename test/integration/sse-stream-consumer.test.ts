@@ -13,7 +13,7 @@ import { StreamConsumer } from '../../src/stream/stream-consumer.ts';
 import type { CommitMeta, DataFrame, SseSource, StreamState } from '../../src/stream/types.ts';
 import type { Clock } from '../../src/time/clock.ts';
 import { systemClock } from '../../src/time/clock.ts';
-import type { StreamCheckpoint, StreamGap } from '../../src/warehouse/cursors/stream-checkpoint-cursor.ts';
+import type { StreamGap, StreamPosition } from '../../src/warehouse/cursors.ts';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;
 
@@ -121,7 +121,7 @@ async function openSse(url: string, signal: AbortSignal): Promise<SseSource> {
 
 interface Commit {
   frames: DataFrame[];
-  checkpoint: StreamCheckpoint;
+  checkpoint: StreamPosition;
   meta: CommitMeta;
 }
 
@@ -169,7 +169,7 @@ afterEach(async () => {
 
 function harness(
   options: StreamConsumerOptionsInput = {},
-  checkpoint: StreamCheckpoint | null = null,
+  checkpoint: StreamPosition | null = null,
   onState?: (to: StreamState, h: Harness) => void,
 ): Harness {
   let offset = 0;
@@ -193,7 +193,7 @@ function harness(
         }
         commits.push({ frames: [...frames], checkpoint: cp, meta });
       },
-      loadCheckpoint: async () => checkpoint,
+      loadPosition: async () => checkpoint,
       onGap: (gap) => {
         gaps.push(gap);
       },

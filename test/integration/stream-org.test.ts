@@ -14,12 +14,13 @@ import { collectSyncStatus } from '../../src/metrics/sync-status.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import type { ConnectionSlot } from '../../src/stream/connection-slots.ts';
 import { type StreamCommitEvent, startOrgStream } from '../../src/stream/run-org-stream.ts';
-import { listCursors, readCursor } from '../../src/warehouse/checkpoints.ts';
-import type { StreamCheckpoint } from '../../src/warehouse/cursors/stream-checkpoint-cursor.ts';
+import type { StreamPosition } from '../../src/warehouse/cursors.ts';
 import {
-  streamCheckpointCursor,
-  streamCheckpointPrefix,
-} from '../../src/warehouse/cursors/stream-checkpoint-cursor.ts';
+  listCursors,
+  readCursor,
+  streamPositionCursor,
+  streamPositionPrefix,
+} from '../../src/warehouse/cursors.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { type GapHandledBy, readOpenStreamGaps } from '../../src/warehouse/stream-gaps.ts';
 import { createOrgClients, type OrgClients } from '../../src/worker/org-clients.ts';
@@ -57,9 +58,9 @@ describe('startOrgStream', () => {
   });
 
   it('records a gap beyond replay, enqueues its REST backfill, and replays what replay serves', async () => {
-    const checkpoint = streamCheckpointCursor('old-stream', 0);
+    const checkpoint = streamPositionCursor('old-stream', 0);
     const disconnectedAt = new Date(Date.now() - 40 * DAY_MS).toISOString();
-    const seeded: StreamCheckpoint = { lastLiveAt: disconnectedAt, lastDisconnectAt: disconnectedAt };
+    const seeded: StreamPosition = { lastLiveAt: disconnectedAt, lastDisconnectAt: disconnectedAt };
     await applyBatch(
       db.warehouse,
       { orgId: sandbox.orgId, arrivedVia: 'stream', items: [] },
@@ -180,7 +181,7 @@ describe('startOrgStream', () => {
     stop.abort();
     await handle.done;
     expect(leases.map((l) => l.released)).toEqual([true, true]);
-    const keys = (await listCursors(db.warehouse.db, sandbox.orgId, streamCheckpointPrefix('slotted'))).map(
+    const keys = (await listCursors(db.warehouse.db, sandbox.orgId, streamPositionPrefix('slotted'))).map(
       (c) => c.key,
     );
     expect(keys).toEqual(['stream:checkpoint:slotted:1', 'stream:checkpoint:slotted:2']);

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listCursors } from '../../src/warehouse/checkpoints.ts';
+import { listCursors } from '../../src/warehouse/cursors.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { FolderMigrationProvider, migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/open-warehouse.ts';

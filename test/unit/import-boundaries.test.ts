@@ -125,8 +125,7 @@ function normalizeDoingIo(graph: ImportGraph): string[] {
 const WAREHOUSE_ENTRY_POINTS = [
   /^src\/warehouse\/open-warehouse\.ts$/,
   /^src\/warehouse\/loader\/apply-batch\.ts$/,
-  /^src\/warehouse\/checkpoints\.ts$/,
-  /^src\/warehouse\/cursors\//,
+  /^src\/warehouse\/cursors\.ts$/,
   /^src\/warehouse\/stream-gaps\.ts$/,
   /^src\/warehouse\/reconcile-passes\.ts$/,
   /^src\/warehouse\/absent-versions\.ts$/,

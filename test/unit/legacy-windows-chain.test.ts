@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { nextLegacyWindow } from '../../jobs/legacy-latest.ts';
 import { nextLegacyCursor } from '../../src/legacy/legacy-cursor.ts';
 import { planLegacyWindows } from '../../src/legacy/legacy-windows.ts';
-import { legacyLatestCursor } from '../../src/warehouse/cursors/legacy-latest-cursor.ts';
+import { legacyLatestCursor } from '../../src/warehouse/cursors.ts';
 
 const HOUR = 3_600_000;
 const at = (iso: string) => new Date(iso);

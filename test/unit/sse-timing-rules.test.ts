@@ -12,7 +12,7 @@ import type { StreamConsumerOptionsInput } from '../../src/stream/resolve-consum
 import { StreamConsumer } from '../../src/stream/stream-consumer.ts';
 import type { DataFrame, StreamState } from '../../src/stream/types.ts';
 import type { Clock } from '../../src/time/clock.ts';
-import type { StreamCheckpoint, StreamGap } from '../../src/warehouse/cursors/stream-checkpoint-cursor.ts';
+import type { StreamGap, StreamPosition } from '../../src/warehouse/cursors.ts';
 import { rawRecord, sseFrame } from '../helpers/fixtures/index.ts';
 
 const START = Date.parse('2026-05-20T12:00:00.000Z');
@@ -97,14 +97,14 @@ function harness(
     checkpoint = null,
     random = () => 0,
     connects = [],
-  }: { checkpoint?: StreamCheckpoint | null; random?: () => number; connects?: Script[] } = {},
+  }: { checkpoint?: StreamPosition | null; random?: () => number; connects?: Script[] } = {},
 ) {
   const clock = new ManualClock();
   const streams: Body[] = [];
   const replays: { date: string; body: Body }[] = [];
   const connectAttempts: number[] = [];
   const transitions: { from: StreamState; to: StreamState; reason: string; at: number }[] = [];
-  const commits: { frames: DataFrame[]; checkpoint: StreamCheckpoint }[] = [];
+  const commits: { frames: DataFrame[]; checkpoint: StreamPosition }[] = [];
   const gaps: StreamGap[] = [];
   const consumer = new StreamConsumer(
     {
@@ -123,7 +123,7 @@ function harness(
       commit: async (frames, cp) => {
         commits.push({ frames: [...frames], checkpoint: cp });
       },
-      loadCheckpoint: async () => checkpoint,
+      loadPosition: async () => checkpoint,
       onGap: (gap) => {
         gaps.push(gap);
       },

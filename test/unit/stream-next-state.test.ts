@@ -23,7 +23,7 @@ import {
   type StreamConsumerOptionsInput,
 } from '../../src/stream/resolve-consumer-options.ts';
 import type { SseFrame } from '../../src/stream/types.ts';
-import type { StreamCheckpoint } from '../../src/warehouse/cursors/stream-checkpoint-cursor.ts';
+import type { StreamPosition } from '../../src/warehouse/cursors.ts';
 
 const T0 = Date.parse('2026-05-20T12:00:00.000Z');
 const isoOf = (ms: number) => new Date(ms).toISOString();
@@ -63,7 +63,7 @@ class Machine {
   }
 
   /** Starts with `checkpoint`, opens the stream and starts reading at `now`. */
-  live(now = T0, checkpoint: StreamCheckpoint | null = null): this {
+  live(now = T0, checkpoint: StreamPosition | null = null): this {
     this.feed({ kind: 'start', now, checkpoint });
     this.feed({ kind: 'opened', now });
     this.feed({ kind: 'read-started', now });
@@ -166,7 +166,7 @@ describe('gap → replay (I5)', () => {
 
 describe('replay hand-off (I6)', () => {
   const T = T0 - 3_600_000;
-  const replaying = (checkpoint: StreamCheckpoint = { lastDisconnectAt: isoOf(T) }) => {
+  const replaying = (checkpoint: StreamPosition = { lastDisconnectAt: isoOf(T) }) => {
     const m = new Machine({ replayTimeoutMs: 600_000 });
     m.feed({ kind: 'start', now: T0, checkpoint });
     m.feed({ kind: 'continue', now: T0, jitter: 0 });

@@ -12,7 +12,7 @@ import { selectOrganizations } from '../../config/require-organizations.ts';
 import { UsageError } from '../../errors/index.ts';
 import type { ReconcilePassSummary } from '../../stream/run-reconcile-pass.ts';
 import { CONNECTION_EVENTS_SINCE } from '../../validic/platform-limits.ts';
-import { reconcileLastWrite } from '../../warehouse/cursors/reconcile-last-cursor.ts';
+import { reconcileLastWrite } from '../../warehouse/cursors.ts';
 import { parseDateRange } from '../parse-options.ts';
 import type { CommandRunner } from '../run-command.ts';
 import { runInlineCommand } from '../run-inline-command.ts';

@@ -1,5 +1,5 @@
 /**
- * The loader: applies one batch and its checkpoint in ONE transaction (the README's "How data flows").
+ * The loader: applies one batch and its progress in ONE transaction (the README's "How data flows").
  * Why and how: ../README.md, "`loader/apply-batch.ts`".
  */
 import { setImmediate } from 'node:timers/promises';
@@ -12,7 +12,7 @@ import type {
   QuarantineEntry,
   UserRow,
 } from '../../normalize/normalized-types.ts';
-import type { Batch, Checkpoint, LoadCounts, LoadResult } from '../../pipeline/batch.ts';
+import type { Batch, BatchProgress, LoadCounts, LoadResult } from '../../pipeline/batch.ts';
 import { withSpan } from '../../telemetry/tracer.ts';
 import type { EncodedCopyRow } from '../copy-text-format.ts';
 import type { Warehouse } from '../open-warehouse.ts';
@@ -25,7 +25,7 @@ import { type LoadLocks, loadTransaction } from './load-transaction.ts';
 import { loadUsers } from './load-users.ts';
 import { ensureMonthPartitions, forgetMonthPartitions, isMissingMonthPartition } from './month-partitions.ts';
 import { reportTransactionRetry, retryOnConflict } from './retry-on-conflict.ts';
-import { checkpointCtes, writeCheckpoint } from './write-checkpoint.ts';
+import { progressCtes, writeProgress } from './write-progress.ts';
 import { badPointsNote, writeQuarantine } from './write-quarantine.ts';
 
 export interface ApplyBatchOptions {
@@ -108,16 +108,16 @@ export async function prepareBatch(batch: Batch, options: PrepareOptions = {}): 
 export async function applyBatch(
   warehouse: Warehouse,
   batch: Batch,
-  checkpoint: Checkpoint = {},
+  progress: BatchProgress = {},
   options: ApplyBatchOptions = {},
 ): Promise<LoadResult> {
-  return await applyPreparedBatch(warehouse, await prepareBatch(batch), checkpoint, options);
+  return await applyPreparedBatch(warehouse, await prepareBatch(batch), progress, options);
 }
 
 export async function applyPreparedBatch(
   warehouse: Warehouse,
   prepared: PreparedBatch,
-  checkpoint: Checkpoint = {},
+  progress: BatchProgress = {},
   options: ApplyBatchOptions = {},
 ): Promise<LoadResult> {
   const attributes = {
@@ -126,14 +126,14 @@ export async function applyPreparedBatch(
     'validic.items': prepared.batch.items.length,
   };
   return await withSpan('warehouse.apply_batch', attributes, () =>
-    applyInTransaction(warehouse, prepared, checkpoint, options),
+    applyInTransaction(warehouse, prepared, progress, options),
   );
 }
 
 async function applyInTransaction(
   warehouse: Warehouse,
   prepared: PreparedBatch,
-  checkpoint: Checkpoint,
+  progress: BatchProgress,
   options: ApplyBatchOptions,
 ): Promise<LoadResult> {
   const log = options.log ?? silentLogger;
@@ -152,18 +152,18 @@ async function applyInTransaction(
       await loadUsers(tx, batch, sorted.users, result);
       await loadConnectionEvents(tx, batch, sorted.events, result);
       await loadLegacy(tx, batch, sorted.legacy, result);
-      // Last, so that the checkpoint can ride along with the records' statement (one round trip less).
-      const checkpointSql = checkpointCtes(batch.orgId, checkpoint);
+      // Last, so that the progress can ride along with the records' statement (one round trip less).
+      const progressSql = progressCtes(batch.orgId, progress);
       const { sentAlso } = await loadRecords(
         tx,
         batch,
         sorted.records,
         result,
-        checkpointSql,
+        progressSql,
         probed,
         prepared.encoded,
       );
-      if (!sentAlso && checkpointSql.length > 0) await writeCheckpoint(tx, batch.orgId, checkpoint);
+      if (!sentAlso && progressSql.length > 0) await writeProgress(tx, batch.orgId, progress);
     });
   let transactionRetries = 0;
   // A transaction rolled back for a deadlock or a serialization failure runs again from the start, the

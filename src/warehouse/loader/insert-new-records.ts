@@ -4,7 +4,7 @@
  * each row to its month), no staging:
  * - a small batch (under COPY_FROM_RECORDS) is ONE statement fed by `unnest` of column arrays passed
  *   as parameters: for ~30 records the cost is round trips, not bytes;
- * - a bigger batch is one COPY, then the checkpoint's statement: bound by bytes, and COPY text is the
+ * - a bigger batch is one COPY, then the progress's statement: bound by bytes, and COPY text is the
  *   cheapest encoding (about 15% faster than the statement on 500-frame stream batches).
  * No ON CONFLICT is needed: the caller holds the load locks of these ids and has just probed that none
  * of them exists, so a conflict would be a bug and must fail loudly.
@@ -86,7 +86,7 @@ export async function insertNewRecords(
   org: string,
   arrivedVia: string,
   inserts: readonly NormalizedRecord[],
-  /** More data-modifying CTEs (`name as (…)`) to run in the same statement (the checkpoint). */
+  /** More data-modifying CTEs (`name as (…)`) to run in the same statement (the batch's progress). */
   also: readonly RawBuilder<unknown>[] = [],
   /** COPY lines encoded ahead of the transaction (prepareBatch's `encodeAhead`), by record. */
   encoded?: ReadonlyMap<NormalizedRecord, EncodedCopyRow>,

@@ -1,7 +1,7 @@
 /**
  * The loader's transaction: BEGIN, its advisory locks and the records' keys-only probe in ONE round
  * trip (a small batch is bound by round trips, not by bytes), on the general `Warehouse.transaction`
- * with its `begin` statements. The other saving, the checkpoint riding in the new-records statement
+ * with its `begin` statements. The other saving, the progress riding in the new-records statement
  * (`also`), is in apply-batch.ts and insert-new-records.ts.
  */
 import type { Warehouse, WarehouseTransaction } from '../open-warehouse.ts';

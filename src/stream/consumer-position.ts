@@ -5,10 +5,10 @@
 
 import {
   REPLAY_GAP_REASONS,
-  type StreamCheckpoint,
   type StreamGap,
+  type StreamPosition,
   UNCLEAN_END_REASONS,
-} from '../warehouse/cursors/stream-checkpoint-cursor.ts';
+} from '../warehouse/cursors.ts';
 import type { Effect, MachineState } from './consumer-machine.ts';
 import { appendFrame, framesInOrder, NO_FRAMES } from './frame-list.ts';
 import { planGapFill } from './plan-gap-fill.ts';
@@ -25,8 +25,8 @@ export function iso(ms: number): string {
 }
 
 /** The fields of a stored checkpoint the consumer reads (the caller may store more). */
-export function pickCheckpoint(loaded: StreamCheckpoint): StreamCheckpoint {
-  const out: StreamCheckpoint = {};
+export function pickPosition(loaded: StreamPosition): StreamPosition {
+  const out: StreamPosition = {};
   if (typeof loaded.newestCreatedAt === 'string') out.newestCreatedAt = loaded.newestCreatedAt;
   if (typeof loaded.lastLiveAt === 'string') out.lastLiveAt = loaded.lastLiveAt;
   if (typeof loaded.lastDisconnectAt === 'string') out.lastDisconnectAt = loaded.lastDisconnectAt;
@@ -43,7 +43,7 @@ export function pickCheckpoint(loaded: StreamCheckpoint): StreamCheckpoint {
   return out;
 }
 
-function sameCheckpoint(a: StreamCheckpoint, b: StreamCheckpoint): boolean {
+function samePosition(a: StreamPosition, b: StreamPosition): boolean {
   return (
     a.newestCreatedAt === b.newestCreatedAt &&
     a.lastLiveAt === b.lastLiveAt &&
@@ -54,9 +54,9 @@ function sameCheckpoint(a: StreamCheckpoint, b: StreamCheckpoint): boolean {
   );
 }
 
-function nextCheckpoint(s: MachineState, frames: DataFrame[]): StreamCheckpoint {
+function nextPosition(s: MachineState, frames: DataFrame[]): StreamPosition {
   // A commit still in flight (the same transition flushed twice) is the base: it lands first.
-  const next: StreamCheckpoint = { ...(s.committing?.checkpoint ?? s.checkpoint) };
+  const next: StreamPosition = { ...(s.committing?.checkpoint ?? s.checkpoint) };
   let newestMs = parseTime(next.newestCreatedAt);
   for (const frame of frames) {
     if (frame.kind !== 'data') continue;
@@ -93,10 +93,10 @@ export function flush(
   // A new array for the commit (the buffer is a persistent list, frame-list.ts): what the commit carries
   // is never shared with the buffer that goes on filling, nor with the state `next` was given.
   const frames = held ? [...held.frames, ...framesInOrder(s.buffer)] : framesInOrder(s.buffer);
-  const next = nextCheckpoint(s, frames);
+  const next = nextPosition(s, frames);
   if (
     frames.length === 0 &&
-    (!checkpointOnly || sameCheckpoint(next, s.committing?.checkpoint ?? s.checkpoint))
+    (!checkpointOnly || samePosition(next, s.committing?.checkpoint ?? s.checkpoint))
   ) {
     s.lastCommitAt = now;
     return false;
