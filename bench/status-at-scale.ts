@@ -2,7 +2,7 @@
  * Status and the scheduler's reads at 100,000 users: `status` (collectSyncStatus with the config, as the
  * CLI runs it) must answer in under 2 s, and the records.recent tick's reads (readBudgetPlan, plus the
  * due users' slice when the recent poll is polling) must cost a fraction of reading every pollable user
- * once, the limit measured in the same run on the same data (selectUsersToPoll: the whole population
+ * once, the limit measured in the same run on the same data (readUserPollStates: the whole population
  * with its activity and poll times). The plans of the heavy queries are printed (EXPLAIN ANALYZE,
  * BUFFERS), so a reader sees which index each one uses.
  *
@@ -17,7 +17,7 @@ import { readBudgetPlan } from '../src/budget/read-budget-plan.ts';
 import { configSchema } from '../src/config/schema.ts';
 import { collectSyncStatus } from '../src/metrics/sync-status.ts';
 import type { Database } from '../src/warehouse/database.ts';
-import { selectUsersToPoll } from '../src/warehouse/select-users-to-poll.ts';
+import { readUserPollStates } from '../src/warehouse/recent-polls.ts';
 import { createTestDatabase } from '../test/helpers/pg.ts';
 import { printFigure, quick, round, secondsSince } from './helpers/report.ts';
 
@@ -120,7 +120,7 @@ try {
     on conflict do nothing`.execute(warehouse.db);
   const activeSince = new Date(now - heard.budget.activeDays * DAY_MS);
 
-  const fullRead = await time(3, () => selectUsersToPoll(warehouse.db, ORG, activeSince));
+  const fullRead = await time(3, () => readUserPollStates(warehouse.db, ORG, activeSince));
   const planOff = await time(3, () => readBudgetPlan(warehouse.db, heard, heard.organizations[0]!, now));
   const planOn = await time(3, () => readBudgetPlan(warehouse.db, always, always.organizations[0]!, now));
   const tickOn = await time(3, async () => {
@@ -164,8 +164,8 @@ try {
   // The plans: the whole-population read the tick did before (the limit), then every query of the
   // plan and of the tick's slice as they run now.
   captured = [];
-  await selectUsersToPoll(logged, ORG, activeSince);
-  await explain('limit: selectUsersToPoll (every pollable user)', captured[0]!);
+  await readUserPollStates(logged, ORG, activeSince);
+  await explain('limit: readUserPollStates (every pollable user)', captured[0]!);
   captured = [];
   await (await readBudgetPlan(logged, always, always.organizations[0]!, now)).readSlice({ tickMs: TICK_MS });
   for (const [i, q] of captured.entries()) {

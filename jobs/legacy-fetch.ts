@@ -4,7 +4,8 @@
  */
 import { toError } from '../src/errors/index.ts';
 import type { SummaryPage } from '../src/legacy/legacy-summary-pager.ts';
-import { addLoadResult, type LegacyPagesResult } from '../src/legacy/load-legacy-pages.ts';
+import type { LegacyPagesResult } from '../src/legacy/load-legacy-pages.ts';
+import { addLoadResult } from '../src/pipeline/batch.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';

@@ -58,7 +58,7 @@ export const recordsAudit = defineJob({
     const uniform = seededUniform(seed);
     let planned: { cells: AuditCell[]; population: number; from: string; to: string; sample: number };
     if (payload.from && payload.to) {
-      const users = await ctx.warehouse.pollableUsers(payload.orgId, payload.uids);
+      const users = await ctx.warehouse.listPollableUids(payload.orgId, payload.uids);
       const windows = planDateWindows(payload.from, payload.to);
       const sample = payload.sample ?? 1;
       planned = {

@@ -62,7 +62,7 @@ export const recordsBackfill = defineJob({
 
     // A complete listing first: it also marks the users gone from the platform removed.
     if (payload.listUsers) await syncUsers(ctx, orgId);
-    const uids = await store.pollableUsers(orgId, args.uids ?? undefined);
+    const uids = await store.listPollableUids(orgId, args.uids ?? undefined);
     const known = new Set(uids);
     const unknownUids = (args.uids ?? []).filter((uid) => !known.has(uid));
     if (unknownUids.length > 0) {

@@ -4,11 +4,11 @@
  */
 import { httpStatusOf, PermanentError } from '../src/errors/index.ts';
 import type { LoadResult, RawItem, WindowDone } from '../src/pipeline/batch.ts';
+import { addLoadResult, emptyLoadResult } from '../src/pipeline/batch.ts';
 import { jobKey } from '../src/queue/job-key.ts';
 import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
 import { JOB_RETRIES } from '../src/queue/job-retries.ts';
 import { MAX_KEY_LOCKS } from '../src/warehouse/loader/apply-batch.ts';
-import { addLoadResult, emptyLoadResult } from '../src/warehouse/loader/load-counts.ts';
 import { recordsWindowKey } from '../src/warehouse/window-ledger.ts';
 import { defineJob } from './define-job.ts';
 import { recordsPollPayload } from './payloads.ts';

@@ -6,7 +6,7 @@
 import { type Config, configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { emptyCounts, type LoadCounts } from '../../src/pipeline/batch.ts';
-import { createInlineRunner } from '../../src/worker/run-jobs-inline.ts';
+import { createInlineRunner } from '../../src/worker/catalog-inline-runner.ts';
 import { openRuntime } from '../../src/worker/runtime.ts';
 import type { SandboxInfo } from './sandbox-thread.ts';
 

@@ -2,7 +2,7 @@
  * Which users one records.recent tick enqueues (pure).
  * Why and how: README.md, "`pick-recent-polls.ts`".
  */
-import type { PollableUser } from '../warehouse/select-users-to-poll.ts';
+import type { UserPollState } from '../warehouse/recent-polls.ts';
 import { type BudgetPlan, HOUR_MS } from './plan-request-budget.ts';
 
 export const WINDOW_TICKS = 10;
@@ -44,7 +44,7 @@ export function recentPollTimes(plan: BudgetPlan, tickMs: number): RecentPollTim
  * What the gate needs of the recent polls (of pollable users): the slowest queue-to-completion time of
  * the polls completed within the horizon, the polls in flight, those queued in the window, the last
  * enqueue. `recentPollStats` computes it from a whole list; the tick reads it by aggregate
- * (select-users-to-poll.ts, `readRecentPollStats`, the same definitions in SQL).
+ * (recent-polls.ts, `readRecentPollStats`, the same definitions in SQL).
  */
 export interface RecentPollStats {
   slowestMs: number;
@@ -53,14 +53,14 @@ export interface RecentPollStats {
   lastEnqueueAt: number | undefined;
 }
 
-const isInFlight = (u: PollableUser, now: number, lostAfterMs: number) => {
+const isInFlight = (u: UserPollState, now: number, lostAfterMs: number) => {
   const queued = u.enqueuedAt?.getTime();
   const polled = u.polledAt?.getTime();
   return queued !== undefined && (polled === undefined || polled < queued) && now - queued < lostAfterMs;
 };
 
 export function recentPollStats(
-  users: readonly PollableUser[],
+  users: readonly UserPollState[],
   times: RecentPollTimes,
   now: number,
 ): RecentPollStats {
@@ -124,11 +124,11 @@ export function recentPollGate(
 /**
  * The slice of `users` to queue this tick. With `stats` (the tick, reading by aggregate and keyset),
  * `users` are the due candidates only, oldest first, at most `allowed` of each kind
- * (select-users-to-poll.ts, `selectDueUsers`), and `due` counts among them; without, `users` are every
+ * (recent-polls.ts, `readDueUsers`), and `due` counts among them; without, `users` are every
  * pollable user and the stats are computed from them.
  */
 export function pickRecentPolls(
-  users: readonly PollableUser[],
+  users: readonly UserPollState[],
   plan: BudgetPlan,
   options: { now: number; tickMs: number },
   stats?: RecentPollStats,
@@ -137,8 +137,8 @@ export function pickRecentPolls(
   const times = recentPollTimes(plan, options.tickMs);
   const s = stats ?? recentPollStats(users, times, now);
   const gate = recentPollGate(s, plan, times, options);
-  const activeDue: PollableUser[] = [];
-  const dormantDue: PollableUser[] = [];
+  const activeDue: UserPollState[] = [];
+  const dormantDue: UserPollState[] = [];
   for (const u of users) {
     if (isInFlight(u, now, times.lostAfterMs)) continue;
     const polled = u.polledAt?.getTime();
@@ -147,7 +147,7 @@ export function pickRecentPolls(
       if (age >= gate.activeDueAgeMs) activeDue.push(u);
     } else if (age >= gate.dormantDueAgeMs) dormantDue.push(u);
   }
-  const oldestFirst = (a: PollableUser, b: PollableUser) =>
+  const oldestFirst = (a: UserPollState, b: UserPollState) =>
     (a.polledAt?.getTime() ?? -1) - (b.polledAt?.getTime() ?? -1) ||
     (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0);
   activeDue.sort(oldestFirst);

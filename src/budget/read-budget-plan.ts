@@ -11,14 +11,14 @@ import { type Kysely, sql } from 'kysely';
 import type { Config, OrganizationConfig } from '../config/schema.ts';
 import type { Database } from '../warehouse/database.ts';
 import { countLegacyDeleteChecksAsked } from '../warehouse/legacy-delete-checks.ts';
-import { pollableUser } from '../warehouse/pollable-users.ts';
 import { type PushBacklog, readPushBacklog } from '../warehouse/push-fetch-store.ts';
 import {
   countPollableUsers,
+  isPollable,
   type PollableUserCounts,
+  readDueUsers,
   readRecentPollStats,
-  selectDueUsers,
-} from '../warehouse/select-users-to-poll.ts';
+} from '../warehouse/recent-polls.ts';
 import { readStreamLastHeard } from '../warehouse/stream-last-heard.ts';
 import { budgetPlanInput, type PushShare, pushShare } from './budget-plan-input.ts';
 import { pickRecentPolls, type RecentSlice, recentPollGate, recentPollTimes } from './pick-recent-polls.ts';
@@ -88,14 +88,14 @@ export async function readRecentSlice(
   const gate = recentPollGate(stats, plan, times, options);
   const lostBefore = new Date(now - times.lostAfterMs);
   const polledBefore = (ageMs: number) => (Number.isFinite(ageMs) ? new Date(now - ageMs) : null);
-  const active = await selectDueUsers(db, orgId, {
+  const active = await readDueUsers(db, orgId, {
     activeSince,
     active: true,
     polledBefore: polledBefore(gate.activeDueAgeMs),
     lostBefore,
     limit: gate.allowed,
   });
-  const dormant = await selectDueUsers(db, orgId, {
+  const dormant = await readDueUsers(db, orgId, {
     activeSince,
     active: false,
     polledBefore: polledBefore(gate.dormantDueAgeMs),
@@ -116,7 +116,7 @@ export async function readPushCap(
   org: OrganizationConfig,
 ): Promise<number> {
   const users = await sql<{ n: number }>`
-    select count(*)::int as n from validic.users u where u.org_id = ${org.orgId} and ${pollableUser('u')}`.execute(
+    select count(*)::int as n from validic.users u where u.org_id = ${org.orgId} and ${isPollable('u')}`.execute(
     db,
   );
   const counts = { activeUsers: users.rows[0]?.n ?? 0, dormantUsers: 0, pushFetchesLastHour: 0 };

@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { loadEnvFile } from '../runtime/load-env-file.ts';
 import { VERSION } from '../runtime/version.ts';
 import type { GlobalOptions } from './command-context.ts';
+import { createCommandRunner } from './command-runner.ts';
 import { registerAudit } from './commands/audit.ts';
 import { registerBackfill } from './commands/backfill.ts';
 import { registerDemo } from './commands/demo.ts';
@@ -20,7 +21,6 @@ import { registerStatus } from './commands/status.ts';
 import { registerStream } from './commands/stream.ts';
 import { registerWorker } from './commands/worker.ts';
 import { EXIT_USAGE } from './exit-codes.ts';
-import { createRunner } from './run-command.ts';
 
 loadEnvFile();
 
@@ -31,7 +31,7 @@ const program = new Command('validic-sync')
   .showHelpAfterError('(run validic-sync --help for usage)')
   .exitOverride();
 
-const run = createRunner(() => program.opts<GlobalOptions>());
+const run = createCommandRunner(() => program.opts<GlobalOptions>());
 registerMigrate(program, run);
 registerBackfill(program, run);
 registerLegacy(program, run);

@@ -17,7 +17,7 @@ import { formatTable } from '../report/format-table.ts';
 import { type Sandbox, startSandbox } from '../sandbox/index.ts';
 import { consumerOptionsFromConfig } from '../stream/consumer-options.ts';
 import { startOrgStream } from '../stream/run-org-stream.ts';
-import { createInlineRunner } from '../worker/run-jobs-inline.ts';
+import { createInlineRunner } from '../worker/catalog-inline-runner.ts';
 import { openRuntime, type Runtime } from '../worker/runtime.ts';
 
 export interface DemoOptions {

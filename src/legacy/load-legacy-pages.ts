@@ -7,7 +7,13 @@
  * the progress, and the error goes on to the job.
  */
 import type { Logger } from '../log/logger.ts';
-import { type ArrivedVia, type BatchProgress, emptyCounts, type LoadResult } from '../pipeline/batch.ts';
+import {
+  type ArrivedVia,
+  addLoadResult,
+  type BatchProgress,
+  emptyCounts,
+  type LoadResult,
+} from '../pipeline/batch.ts';
 import { applyBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import type { SummaryPage } from './legacy-summary-pager.ts';
@@ -32,22 +38,6 @@ export interface LegacyPagesResult extends LoadResult {
 
 export function emptyLegacyPagesResult(): LegacyPagesResult {
   return { ...emptyCounts(), byType: {}, newestCreatedAt: null, transactionRetries: 0, records: 0, pages: 0 };
-}
-
-/** Adds the counts of `more` to `into` (totals, per type, transaction retries). */
-export function addLoadResult(into: LoadResult, more: LoadResult): void {
-  for (const key of ['inserted', 'updated', 'unchanged', 'stale', 'quarantined'] as const) {
-    into[key] += more[key];
-  }
-  into.transactionRetries += more.transactionRetries;
-  for (const [type, counts] of Object.entries(more.byType)) {
-    const target = into.byType[type] ?? emptyCounts();
-    into.byType[type] = target;
-    for (const key of Object.keys(counts) as (keyof typeof counts)[]) target[key] += counts[key];
-  }
-  if (more.newestCreatedAt && (!into.newestCreatedAt || more.newestCreatedAt > into.newestCreatedAt)) {
-    into.newestCreatedAt = more.newestCreatedAt;
-  }
 }
 
 export async function loadLegacyPages(input: LoadLegacyPagesInput): Promise<LegacyPagesResult> {

@@ -20,7 +20,7 @@ import {
 } from '../warehouse/cursors.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { countQuarantine, type QuarantineCount } from '../warehouse/quarantine.ts';
-import { countPollableUsers } from '../warehouse/select-users-to-poll.ts';
+import { countPollableUsers } from '../warehouse/recent-polls.ts';
 import { type LedgerSummary, summarizeLedger } from '../warehouse/window-ledger.ts';
 import { type AuditStatus, auditPopulation, readAuditStatus } from './audit-status.ts';
 import {

@@ -1,10 +1,9 @@
 /**
  * The push-notification endpoint (v1 enterprise push), framework-free: `handlePush`, a function of
- * {method, url, headers, body} → {status, headers, body}, and `handlePushRequest`, the node:http adapter
- * the worker's push listener mounts at `http.pushPath`.
+ * {method, url, headers, body} → {status, headers, body}. The node:http adapter the worker's push
+ * listener mounts at `http.pushPath` is `handlePushRequest` in src/server/push-server.ts.
  * Why and how: README.md, "`handle-push.ts`".
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Kysely } from 'kysely';
 import { toError } from '../errors/index.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
@@ -101,7 +100,12 @@ export interface PushDeps {
   path?: string;
 }
 
-const reply = (status: number, body: Record<string, unknown>, headers: Record<string, string> = {}) => ({
+/** A JSON answer of the push endpoint. */
+export const pushReply = (
+  status: number,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+) => ({
   status,
   headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers },
   body,
@@ -128,7 +132,7 @@ export interface AdmittedPush {
 
 function unauthorized(deps: PushDeps, request: PushRequest, reason: string, fix?: string): PushResponse {
   (deps.log ?? silentLogger).warn({ url: redactUrl(request.url), reason }, 'push request refused');
-  return reply(
+  return pushReply(
     401,
     { error: 'unauthorized', reason, ...(fix ? { fix } : {}) },
     { 'www-authenticate': 'X-Validic-Signature' },
@@ -138,15 +142,15 @@ function unauthorized(deps: PushDeps, request: PushRequest, reason: string, fix?
 /** Everything decided from the request line and headers: path, method, authentication. */
 export function gatePushRequest(request: PushRequest, deps: PushDeps): PushResponse | AdmittedPush {
   if (deps.path !== undefined && !isPushPath(request.url, deps.path))
-    return reply(404, { error: 'not found' });
+    return pushReply(404, { error: 'not found' });
   const signingOrgs = deps.signingOrgs ?? [];
   if (!deps.secret && signingOrgs.length === 0) {
-    return reply(404, {
+    return pushReply(404, {
       error: 'push endpoint is disabled',
       fix: 'set VALIDIC_APPLICATION_SECRET (organizations[].applicationSecret) or PUSH_SECRET (http.pushSecret)',
     });
   }
-  if (request.method !== 'POST') return reply(405, { error: 'method not allowed' }, { allow: 'POST' });
+  if (request.method !== 'POST') return pushReply(405, { error: 'method not allowed' }, { allow: 'POST' });
   registerSecret(deps.secret);
   if (secretInQuery(request.url)) {
     // Refused whatever its value: proxies and access logs keep query strings.
@@ -181,7 +185,8 @@ export function gatePushRequest(request: PushRequest, deps: PushDeps): PushRespo
   return unauthorized(deps, request, 'no valid X-Validic-Signature or X-Validic-Sync-Secret header');
 }
 
-const isResponse = (value: PushResponse | AdmittedPush): value is PushResponse => 'status' in value;
+export const isPushResponse = (value: PushResponse | AdmittedPush): value is PushResponse =>
+  'status' in value;
 
 /** The gate, then the per-org rate (429). */
 export async function admitPushRequest(
@@ -189,7 +194,7 @@ export async function admitPushRequest(
   deps: PushDeps,
 ): Promise<PushResponse | AdmittedPush> {
   const gate = gatePushRequest(request, deps);
-  if (isResponse(gate) || !deps.rateLimit) return gate;
+  if (isPushResponse(gate) || !deps.rateLimit) return gate;
   // A shared-secret push names its org only in its items: count it against the only org, if one.
   const key = gate.orgId ?? deps.resolveOrg(undefined) ?? '(shared secret)';
   let take: { allowed: boolean; refused: number };
@@ -203,7 +208,7 @@ export async function admitPushRequest(
   }
   if (take.allowed) return gate;
   await noteRefusal(deps, key, take.refused);
-  return reply(
+  return pushReply(
     429,
     {
       error: `more push notifications for ${key} this minute than push.ratePerMinute allows`,
@@ -284,11 +289,11 @@ export async function handlePush(
   admitted?: AdmittedPush,
 ): Promise<PushResponse> {
   const admission = admitted ?? (await admitPushRequest(request, deps));
-  if (isResponse(admission)) return admission;
+  if (isPushResponse(admission)) return admission;
   const log = deps.log ?? silentLogger;
   const raw = request.body ?? '';
   const max = deps.maxBodyBytes ?? DEFAULT_PUSH_MAX_BODY_BYTES;
-  if (Buffer.byteLength(raw, 'utf8') > max) return tooLarge(max);
+  if (Buffer.byteLength(raw, 'utf8') > max) return pushTooLarge(max);
 
   let parsed: unknown;
   let parseError: string | undefined;
@@ -320,7 +325,7 @@ export async function handlePush(
     );
   } catch (error) {
     log.error({ err: error }, 'could not store a push notification');
-    return reply(503, { error: 'could not store the notification, retry later' }, { 'retry-after': '5' });
+    return pushReply(503, { error: 'could not store the notification, retry later' }, { 'retry-after': '5' });
   }
   const { id, processed } = received;
   if (!processed) {
@@ -329,14 +334,14 @@ export async function handlePush(
       { err: received.error, notification: id },
       'push notification stored, its items not yet; push.drain resumes it',
     );
-    return reply(202, { accepted: true, id: String(id), status: 'received', items: items.length });
+    return pushReply(202, { accepted: true, id: String(id), status: 'received', items: items.length });
   }
   await kickDrains(deps, processed.orgs, coalescedDueAt(now, coalesceMs), now);
   log.info(
     { notification: id, status: processed.status, items: items.length, enqueued: processed.stored },
     'push notification received',
   );
-  return reply(202, {
+  return pushReply(202, {
     accepted: true,
     id: String(id),
     status: processed.status,
@@ -345,8 +350,9 @@ export async function handlePush(
   });
 }
 
-function tooLarge(max: number): PushResponse {
-  return reply(
+/** The 413 of a body over `max` bytes (the listener answers it before reading on). */
+export function pushTooLarge(max: number): PushResponse {
+  return pushReply(
     413,
     {
       error: `body larger than ${max} bytes: nothing was stored`,
@@ -354,72 +360,4 @@ function tooLarge(max: number): PushResponse {
     },
     { connection: 'close' },
   );
-}
-
-function send(res: ServerResponse, response: PushResponse): void {
-  const body = JSON.stringify(response.body);
-  res.writeHead(response.status, { ...response.headers, 'content-length': String(Buffer.byteLength(body)) });
-  res.end(body);
-}
-
-/** Reads the body up to `max` bytes; undefined when it is larger (reading stops there). */
-function readBody(req: IncomingMessage, max: number): Promise<Buffer | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const cleanup = () => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > max) {
-        cleanup();
-        req.pause();
-        resolve(undefined);
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = () => {
-      cleanup();
-      resolve(Buffer.concat(chunks));
-    };
-    const onError = (error: Error) => {
-      cleanup();
-      reject(error);
-    };
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-  });
-}
-
-/** node:http adapter: mount it at `http.pushPath` (POST). */
-export async function handlePushRequest(
-  req: IncomingMessage,
-  res: ServerResponse,
-  deps: PushDeps,
-): Promise<void> {
-  const request: PushRequest = { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers };
-  const admission = await admitPushRequest(request, deps);
-  if (isResponse(admission)) {
-    // The body of a rejected request is never read: drop it with the connection.
-    admission.headers.connection = 'close';
-    return send(res, admission);
-  }
-  const max = deps.maxBodyBytes ?? DEFAULT_PUSH_MAX_BODY_BYTES;
-  const declared = Number(first(req.headers['content-length']));
-  if (Number.isFinite(declared) && declared > max) return send(res, tooLarge(max));
-  let body: Buffer | undefined;
-  try {
-    body = await readBody(req, max);
-  } catch (error) {
-    (deps.log ?? silentLogger).warn({ err: error }, 'push request body could not be read');
-    if (!res.headersSent) send(res, reply(400, { error: 'body could not be read' }, { connection: 'close' }));
-    return;
-  }
-  if (body === undefined) return send(res, tooLarge(max));
-  send(res, await handlePush({ ...request, body: body.toString('utf8') }, deps, admission));
 }

@@ -54,7 +54,7 @@ export interface InlineRunnerOptions {
   clock?: Clock;
 }
 
-/** `Payloads`: the catalog `enqueue` is typed by (run-jobs-inline.ts passes the real one). */
+/** `Payloads`: the catalog `enqueue` is typed by (catalog-inline-runner.ts passes the real one). */
 export class InlineRunner<Payloads extends PayloadSchemas = any> extends EventEmitter<InlineRunnerEvents> {
   readonly #options: InlineRunnerOptions;
   readonly #pending: InlineJob[] = [];

@@ -24,7 +24,6 @@ import { finishRunIfComplete } from '../warehouse/finish-run-if-complete.ts';
 import { applyBatch } from '../warehouse/loader/apply-batch.ts';
 import { markLegacyDeleted } from '../warehouse/mark-legacy-deleted.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
-import { pollableUsers } from '../warehouse/pollable-users.ts';
 import {
   claimPushFetches,
   failPushFetch,
@@ -32,7 +31,7 @@ import {
   prunePushFetches,
 } from '../warehouse/push-fetch-store.ts';
 import { prunePushNotifications } from '../warehouse/push-notification-store.ts';
-import { markRecentPollDone, markRecentPollsEnqueued } from '../warehouse/recent-polls.ts';
+import { listPollableUids, markRecentPollDone, markRecentPollsEnqueued } from '../warehouse/recent-polls.ts';
 import {
   firstListedUsers,
   forgetListing,
@@ -89,7 +88,7 @@ export function jobWarehouse(warehouse: Warehouse) {
     firstListedUsers: onDb(firstListedUsers),
     markLegacyDeleted: onDb(markLegacyDeleted),
     // Users to poll and the recent poll's schedule.
-    pollableUsers: onDb(pollableUsers),
+    listPollableUids: onDb(listPollableUids),
     markRecentPollsEnqueued: onDb(markRecentPollsEnqueued),
     markRecentPollDone: onDb(markRecentPollDone),
     // The backfill ledger.

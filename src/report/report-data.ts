@@ -4,7 +4,7 @@ import type { Config } from '../config/schema.ts';
 import { type AuditStatus, auditPopulation, readAuditStatus } from '../metrics/audit-status.ts';
 import { V2_RESOURCES } from '../validic/v2-resources.ts';
 import type { Database } from '../warehouse/database.ts';
-import { pollableUser } from '../warehouse/pollable-users.ts';
+import { isPollable } from '../warehouse/recent-polls.ts';
 
 export interface ReportData {
   generatedAt: string;
@@ -100,7 +100,7 @@ async function readAudits(
 ): Promise<ReportData['audits']> {
   const found = await sql<{ org_id: string; pollable: number }>`
     select o.org_id, (select count(*)::int from validic.users u
-                      where u.org_id = o.org_id and ${pollableUser('u')}) as pollable
+                      where u.org_id = o.org_id and ${isPollable('u')}) as pollable
     from (select org_id from validic.users union select org_id from validic_sync.audits) o`.execute(db);
   const pollable = new Map(found.rows.map((r) => [r.org_id, r.pollable]));
   const orgIds = [

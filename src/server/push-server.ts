@@ -7,10 +7,21 @@
  * push is configured (`src/push/push-configured.ts`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Logger } from '../log/logger.ts';
-import { isPushPath } from '../push/handle-push.ts';
+import { type Logger, silentLogger } from '../log/logger.ts';
+import {
+  admitPushRequest,
+  DEFAULT_PUSH_MAX_BODY_BYTES,
+  handlePush,
+  isPushPath,
+  isPushResponse,
+  type PushDeps,
+  type PushRequest,
+  type PushResponse,
+  pushReply,
+  pushTooLarge,
+} from '../push/handle-push.ts';
 import { type RunningServer, type ServerLimits, startHardenedServer } from './hardened-server.ts';
-import { sendJson } from './respond.ts';
+import { readBody, sendJson } from './respond.ts';
 
 export interface PushServerOptions {
   host: string;
@@ -35,4 +46,41 @@ export function startPushServer(options: PushServerOptions): Promise<RunningServ
       await push.handle(req, res);
     },
   });
+}
+
+const sendPush = (res: ServerResponse, response: PushResponse): void =>
+  sendJson(res, response.status, response.body, response.headers);
+
+const first = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
+
+/**
+ * The node:http adapter of the push endpoint (src/push/handle-push.ts): admits the request before its
+ * body is read (a refused request's body is dropped with the connection), reads at most the body limit,
+ * then answers what `handlePush` decides.
+ */
+export async function handlePushRequest(
+  req: IncomingMessage,
+  res: ServerResponse,
+  deps: PushDeps,
+): Promise<void> {
+  const request: PushRequest = { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers };
+  const admission = await admitPushRequest(request, deps);
+  if (isPushResponse(admission)) {
+    admission.headers.connection = 'close';
+    return sendPush(res, admission);
+  }
+  const max = deps.maxBodyBytes ?? DEFAULT_PUSH_MAX_BODY_BYTES;
+  const declared = Number(first(req.headers['content-length']));
+  if (Number.isFinite(declared) && declared > max) return sendPush(res, pushTooLarge(max));
+  let body: Buffer | undefined;
+  try {
+    body = await readBody(req, max);
+  } catch (error) {
+    (deps.log ?? silentLogger).warn({ err: error }, 'push request body could not be read');
+    if (!res.headersSent)
+      sendPush(res, pushReply(400, { error: 'body could not be read' }, { connection: 'close' }));
+    return;
+  }
+  if (body === undefined) return sendPush(res, pushTooLarge(max));
+  sendPush(res, await handlePush({ ...request, body: body.toString('utf8') }, deps, admission));
 }

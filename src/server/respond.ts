@@ -1,5 +1,5 @@
 /** The small response helpers of the worker's listeners (node:http, no framework). */
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export function send(
   res: ServerResponse,
@@ -8,7 +8,12 @@ export function send(
   type = 'application/json; charset=utf-8',
   headers: Record<string, string> = {},
 ): void {
-  res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', ...headers });
+  res.writeHead(status, {
+    'content-type': type,
+    'cache-control': 'no-store',
+    'content-length': String(Buffer.byteLength(body)),
+    ...headers,
+  });
   res.end(body);
 }
 
@@ -28,4 +33,38 @@ export function requestPath(url: string | undefined): string {
   } catch {
     return '/';
   }
+}
+
+/** Reads a request body up to `max` bytes; undefined when it is larger (reading stops there). */
+export function readBody(req: IncomingMessage, max: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) {
+        cleanup();
+        req.pause();
+        resolve(undefined);
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(Buffer.concat(chunks));
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(error);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+  });
 }

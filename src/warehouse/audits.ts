@@ -7,7 +7,7 @@
  */
 import { type Kysely, sql } from 'kysely';
 import type { Database } from './database.ts';
-import { pollableUser } from './pollable-users.ts';
+import { isPollable } from './recent-polls.ts';
 
 export type AuditKind = 'command' | 'schedule';
 
@@ -198,7 +198,7 @@ export async function nextUsersInRotation(
   const read = async (after: string | undefined, n: number) => {
     const { rows } = await sql<{ uid: string }>`
       select uid from validic.users u
-      where org_id = ${orgId} and ${pollableUser('u')}
+      where org_id = ${orgId} and ${isPollable('u')}
         ${after === undefined ? sql`` : sql`and uid collate "C" > ${after}`}
       order by uid collate "C" limit ${n}`.execute(db);
     return rows.map((r) => r.uid);

@@ -18,7 +18,7 @@ import { createWorkerMetrics } from '../../src/metrics/worker-metrics.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { recordTypeOf, toV2Resource } from '../../src/validic/v2-resources.ts';
 import { auditRotationCursor, readCursor } from '../../src/warehouse/cursors.ts';
-import { createInlineRunner } from '../../src/worker/run-jobs-inline.ts';
+import { createInlineRunner } from '../../src/worker/catalog-inline-runner.ts';
 import { openRuntime, type Runtime } from '../../src/worker/runtime.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';

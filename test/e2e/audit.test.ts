@@ -13,7 +13,7 @@ import { silentLogger } from '../../src/log/logger.ts';
 import { type DateWindow, planDateWindows } from '../../src/validic/date-windows.ts';
 import { toV2Resource } from '../../src/validic/v2-resources.ts';
 import { readAudit } from '../../src/warehouse/audits.ts';
-import { createInlineRunner } from '../../src/worker/run-jobs-inline.ts';
+import { createInlineRunner } from '../../src/worker/catalog-inline-runner.ts';
 import { openRuntime } from '../../src/worker/runtime.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { compareWithTruth } from '../helpers/compare-with-truth.ts';

@@ -16,7 +16,7 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import type { InlineRunner } from '../../src/queue/inline-runner.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { createInlineRunner } from '../../src/worker/run-jobs-inline.ts';
+import { createInlineRunner } from '../../src/worker/catalog-inline-runner.ts';
 import { openRuntime, type Runtime } from '../../src/worker/runtime.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { compareLegacyWithTruth, NO_LEGACY_DIFFERENCES } from '../helpers/compare-legacy-with-truth.ts';

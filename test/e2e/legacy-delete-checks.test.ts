@@ -16,7 +16,7 @@ import { legacyDeleteCheckBudget } from '../../src/legacy/confirm-legacy-deletes
 import { silentLogger } from '../../src/log/logger.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { LEGACY_OBJECTS } from '../../src/validic/legacy-objects.ts';
-import { createInlineRunner } from '../../src/worker/run-jobs-inline.ts';
+import { createInlineRunner } from '../../src/worker/catalog-inline-runner.ts';
 import { openRuntime, type Runtime } from '../../src/worker/runtime.ts';
 import { sandboxEnv } from '../helpers/cli.ts';
 import {

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { createInlineRunner } from '../../src/worker/run-jobs-inline.ts';
+import { createInlineRunner } from '../../src/worker/catalog-inline-runner.ts';
 import { openRuntime, type Runtime } from '../../src/worker/runtime.ts';
 import { sandboxEnv } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';

@@ -31,16 +31,15 @@ import { type OrgBudget, readBudgetPlan, readPushCap } from '../../src/budget/re
 import { formatBudget } from '../../src/cli/commands/status.ts';
 import { type Config, configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/log/logger.ts';
-import { handlePushRequest } from '../../src/push/handle-push.ts';
 import { pushDepsFromConfig } from '../../src/push/push-deps.ts';
 import type { JobContext } from '../../src/queue/job-context.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import { startSandbox } from '../../src/sandbox/index.ts';
 import { type RunningServer, serverLimits } from '../../src/server/hardened-server.ts';
-import { startPushServer } from '../../src/server/push-server.ts';
+import { handlePushRequest, startPushServer } from '../../src/server/push-server.ts';
 import type { LegacyObject } from '../../src/validic/legacy-objects.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/open-warehouse.ts';
-import { createInlineRunner } from '../../src/worker/run-jobs-inline.ts';
+import { createInlineRunner } from '../../src/worker/catalog-inline-runner.ts';
 import { openRuntime, type Runtime } from '../../src/worker/runtime.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';

@@ -17,7 +17,7 @@ import type { JobContext } from '../../src/queue/job-context.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { storePushFetches } from '../../src/warehouse/push-fetch-store.ts';
 import { storePushNotification } from '../../src/warehouse/push-notification-store.ts';
-import { createInlineRunner } from '../../src/worker/run-jobs-inline.ts';
+import { createInlineRunner } from '../../src/worker/catalog-inline-runner.ts';
 import { openRuntime, type Runtime } from '../../src/worker/runtime.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { sandboxOrganization } from '../helpers/sandbox-organization.ts';

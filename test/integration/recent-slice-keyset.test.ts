@@ -1,6 +1,6 @@
 /**
  * The tick's reads by aggregate and keyset (readRecentSlice, countPollableUsers) choose exactly what the
- * pure picker chooses over every pollable user (selectUsersToPoll): the same users in the same order,
+ * pure picker chooses over every pollable user (readUserPollStates): the same users in the same order,
  * the same gate, over a population in every state (active or dormant, never polled, polled long ago or
  * just now, in flight, lost, removed) and at several moments and budgets.
  */
@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { pickRecentPolls } from '../../src/budget/pick-recent-polls.ts';
 import { readBudgetPlan } from '../../src/budget/read-budget-plan.ts';
 import { configSchema } from '../../src/config/schema.ts';
-import { countPollableUsers, selectUsersToPoll } from '../../src/warehouse/select-users-to-poll.ts';
+import { countPollableUsers, readUserPollStates } from '../../src/warehouse/recent-polls.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
 
 const ORG = 'org-keyset';
@@ -66,7 +66,7 @@ describe('the tick reads by aggregate and keyset what the picker would choose fr
         for (const now of [NOW, NOW + 7 * MIN, NOW + 600 * MIN]) {
           const budget = await readBudgetPlan(t.warehouse.db, config, org, now);
           const activeSince = new Date(now - config.budget.activeDays * 86_400_000);
-          const everyone = await selectUsersToPoll(t.warehouse.db, ORG, activeSince);
+          const everyone = await readUserPollStates(t.warehouse.db, ORG, activeSince);
           const active = everyone.filter((u) => u.active);
           expect(budget.users).toEqual(await countPollableUsers(t.warehouse.db, ORG, activeSince));
           expect(budget.users.pollable).toBe(everyone.length);

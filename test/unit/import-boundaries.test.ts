@@ -145,7 +145,7 @@ function streamReachingIntoWarehouse(graph: ImportGraph): string[] {
 }
 
 /** The catalog is loaded by the worker and the inline runner; nothing else in src/ knows a job. */
-const JOB_CATALOG_USERS = new Set(['src/worker/start-worker.ts', 'src/worker/run-jobs-inline.ts']);
+const JOB_CATALOG_USERS = new Set(['src/worker/start-worker.ts', 'src/worker/catalog-inline-runner.ts']);
 
 function srcImportingJobs(graph: ImportGraph): string[] {
   const problems: string[] = [];

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { pickRecentPolls, WINDOW_TICKS } from '../../src/budget/pick-recent-polls.ts';
 import { type BudgetPlanInput, HOUR_MS, planRequestBudget } from '../../src/budget/plan-request-budget.ts';
-import type { PollableUser } from '../../src/warehouse/select-users-to-poll.ts';
+import type { UserPollState } from '../../src/warehouse/recent-polls.ts';
 
 const TICK = 60_000;
 
@@ -27,7 +27,7 @@ const planOf = (
   });
 
 function simulate(active: number, dormant: number, hours: number) {
-  const users: PollableUser[] = Array.from({ length: active + dormant }, (_, i) => ({
+  const users: UserPollState[] = Array.from({ length: active + dormant }, (_, i) => ({
     uid: `u${String(i).padStart(5, '0')}`,
     active: i < active,
     enqueuedAt: null,
@@ -39,7 +39,7 @@ function simulate(active: number, dormant: number, hours: number) {
   );
   const polls = new Map<string, number[]>(users.map((u) => [u.uid, []]));
   const enqueuedAt: number[] = [];
-  let pending: PollableUser[] = [];
+  let pending: UserPollState[] = [];
   const start = Date.UTC(2026, 0, 1);
   for (let now = start; now < start + hours * HOUR_MS; now += TICK) {
     for (const u of pending) {
@@ -96,7 +96,7 @@ describe('pickRecentPolls', () => {
     const plan = planOf({ activeUsers: 1, dormantUsers: 1 });
     const now = Date.UTC(2026, 0, 2);
     const at = (ago: number) => new Date(now - ago);
-    const users: PollableUser[] = [
+    const users: UserPollState[] = [
       { uid: 'a', active: true, enqueuedAt: at(2 * HOUR_MS), polledAt: at(2 * HOUR_MS - 1000) },
       { uid: 'd', active: false, enqueuedAt: at(2 * HOUR_MS), polledAt: at(2 * HOUR_MS - 1000) },
       // In flight (queued after its last completion): not queued again.
@@ -132,7 +132,7 @@ describe('pickRecentPolls', () => {
       { activeUsers: 1, dormantUsers: 0 },
       { requestsPerHour: 100, usablePerHour: 90, streamPerHour: 200 },
     );
-    const users: PollableUser[] = [{ uid: 'a', active: true, enqueuedAt: null, polledAt: null }];
+    const users: UserPollState[] = [{ uid: 'a', active: true, enqueuedAt: null, polledAt: null }];
     expect(pickRecentPolls(users, plan, { now: Date.now(), tickMs: TICK }).active).toEqual([]);
     expect(plan.recent.activePeriodMs).toBeNull();
   });

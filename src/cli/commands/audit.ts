@@ -9,10 +9,10 @@
 import type { Command } from 'commander';
 import { formatShare } from '../../audit/completeness-interval.ts';
 import { selectOrganizations } from '../../config/require-organizations.ts';
+import type { CommandRunner } from '../command-runner.ts';
 import { EXIT_FAILED } from '../exit-codes.ts';
+import { runInlineCommand } from '../inline-command.ts';
 import { parseDateRange, parseList, parseShare } from '../parse-options.ts';
-import type { CommandRunner } from '../run-command.ts';
-import { runInlineCommand } from '../run-inline-command.ts';
 
 interface AuditOptions {
   from: string;

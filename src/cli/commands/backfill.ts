@@ -5,10 +5,10 @@
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
 import { emptyCounts, type LoadCounts } from '../../pipeline/batch.ts';
+import type { CommandRunner } from '../command-runner.ts';
+import { runInlineCommand } from '../inline-command.ts';
 import { parseDateRange, parseList } from '../parse-options.ts';
 import { createProgress } from '../progress.ts';
-import type { CommandRunner } from '../run-command.ts';
-import { runInlineCommand } from '../run-inline-command.ts';
 
 interface BackfillOptions {
   from: string;

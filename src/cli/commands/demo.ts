@@ -1,6 +1,6 @@
 /** `validic-sync demo`: sandbox + warehouse + a full sync + a summary (see src/demo/run-demo.ts). */
 import type { Command } from 'commander';
-import type { CommandRunner } from '../run-command.ts';
+import type { CommandRunner } from '../command-runner.ts';
 
 export function registerDemo(program: Command, run: CommandRunner): void {
   program

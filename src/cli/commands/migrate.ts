@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createPartitionsAhead } from '../../warehouse/warehouse-upkeep.ts';
-import type { CommandRunner } from '../run-command.ts';
+import type { CommandRunner } from '../command-runner.ts';
 import { withWarehouse } from '../with-warehouse.ts';
 
 export function registerMigrate(program: Command, run: CommandRunner): void {

@@ -13,9 +13,9 @@ import { UsageError } from '../../errors/index.ts';
 import type { ReconcilePassSummary } from '../../stream/run-reconcile-pass.ts';
 import { CONNECTION_EVENTS_SINCE } from '../../validic/platform-limits.ts';
 import { reconcileLastWrite } from '../../warehouse/cursors.ts';
+import type { CommandRunner } from '../command-runner.ts';
+import { runInlineCommand } from '../inline-command.ts';
 import { parseDateRange } from '../parse-options.ts';
-import type { CommandRunner } from '../run-command.ts';
-import { runInlineCommand } from '../run-inline-command.ts';
 import { printPass } from './stream.ts';
 
 interface ReconcileOptions {

@@ -2,7 +2,7 @@
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import type { CommandRunner } from '../run-command.ts';
+import type { CommandRunner } from '../command-runner.ts';
 import { withWarehouse } from '../with-warehouse.ts';
 
 export function registerReport(program: Command, run: CommandRunner): void {

@@ -4,8 +4,8 @@
  * the worker at it; it runs until stopped.
  */
 import type { Command } from 'commander';
+import type { CommandRunner } from '../command-runner.ts';
 import { parsePositiveInt } from '../parse-options.ts';
-import type { CommandRunner } from '../run-command.ts';
 
 interface SandboxCommandOptions {
   port: string;

@@ -10,7 +10,7 @@ import type { Command } from 'commander';
 import { ConfigError, UsageError, UserFacingError } from '../../errors/index.ts';
 import { formatTable } from '../../report/format-table.ts';
 import { escapeControlChars, terminalSafeJson } from '../../report/terminal-safe.ts';
-import type { CommandRunner } from '../run-command.ts';
+import type { CommandRunner } from '../command-runner.ts';
 
 export const DEFAULT_SQL_TIMEOUT_SECONDS = 60;
 

@@ -13,9 +13,9 @@ import { UsageError } from '../../errors/index.ts';
 import type { ReconcilePassSummary } from '../../stream/run-reconcile-pass.ts';
 import type { OrgStreamSummary } from '../../stream/stream-summary.ts';
 import { STREAM_POKE_INTERVAL_MS } from '../../validic/platform-limits.ts';
+import type { CommandRunner } from '../command-runner.ts';
 import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
 import { parsePositiveInt } from '../parse-options.ts';
-import type { CommandRunner } from '../run-command.ts';
 
 interface StreamOptions {
   exitWhenIdle?: string;
@@ -48,7 +48,7 @@ export function registerStream(program: Command, run: CommandRunner): void {
         }
         const orgs = selectOrganizations(config, options.org);
         const { openRuntime } = await import('../../worker/runtime.ts');
-        const { createInlineRunner } = await import('../../worker/run-jobs-inline.ts');
+        const { createInlineRunner } = await import('../../worker/catalog-inline-runner.ts');
         const { startOrgStream } = await import('../../stream/run-org-stream.ts');
         const { consumerOptionsFromConfig } = await import('../../stream/consumer-options.ts');
         const { createPassScheduler } = await import('../../stream/pass-scheduler.ts');

@@ -9,8 +9,8 @@
 import type { Command } from 'commander';
 import { requireOrganizations } from '../../config/require-organizations.ts';
 import { UsageError } from '../../errors/index.ts';
+import type { CommandRunner } from '../command-runner.ts';
 import { EXIT_OK } from '../exit-codes.ts';
-import type { CommandRunner } from '../run-command.ts';
 
 interface WorkerOptions {
   schedules: boolean;

@@ -13,12 +13,12 @@ import type {
   UserRow,
 } from '../../normalize/normalized-types.ts';
 import type { Batch, BatchProgress, LoadCounts, LoadResult } from '../../pipeline/batch.ts';
+import { emptyLoadResult } from '../../pipeline/batch.ts';
 import { withSpan } from '../../telemetry/tracer.ts';
 import type { EncodedCopyRow } from '../copy-text-format.ts';
 import type { Warehouse } from '../open-warehouse.ts';
 import { COPY_FROM_RECORDS, encodeNewRecord } from './insert-new-records.ts';
 import { loadConnectionEvents } from './load-connection-events.ts';
-import { emptyLoadResult } from './load-counts.ts';
 import { loadLegacy } from './load-legacy-records.ts';
 import { loadRecords, probeStatement } from './load-records.ts';
 import { type LoadLocks, loadTransaction } from './load-transaction.ts';

@@ -6,8 +6,8 @@
 import { sql } from 'kysely';
 import type { LegacyRecordRow } from '../../normalize/normalized-types.ts';
 import type { Batch, LoadResult } from '../../pipeline/batch.ts';
+import { bump } from '../../pipeline/batch.ts';
 import type { WarehouseTransaction } from '../open-warehouse.ts';
-import { bump } from './load-counts.ts';
 import { STAGE, stageRows } from './staging-tables.ts';
 import { columnList, columnsOf, LEGACY_RECORDS, setList } from './table-columns.ts';
 

@@ -10,11 +10,11 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { NormalizedRecord } from '../../normalize/normalized-types.ts';
 import type { Batch, LoadResult } from '../../pipeline/batch.ts';
+import { bump } from '../../pipeline/batch.ts';
 import type { EncodedCopyRow } from '../copy-text-format.ts';
 import type { WarehouseTransaction } from '../open-warehouse.ts';
 import { decideVersions, type StoredVersion, versionKey } from './decide-versions.ts';
 import { insertNewRecords } from './insert-new-records.ts';
-import { bump } from './load-counts.ts';
 import { sqlLiteral } from './load-transaction.ts';
 import { RECORDS } from './record-row.ts';
 import { STAGE, stageRows } from './staging-tables.ts';

@@ -6,8 +6,8 @@
 import { sql } from 'kysely';
 import type { UserRow } from '../../normalize/normalized-types.ts';
 import type { Batch, LoadResult } from '../../pipeline/batch.ts';
+import { bump } from '../../pipeline/batch.ts';
 import type { WarehouseTransaction } from '../open-warehouse.ts';
-import { bump } from './load-counts.ts';
 import { STAGE, stageRows } from './staging-tables.ts';
 import { columnList, columnsOf, setList, USERS, valueRow } from './table-columns.ts';
 

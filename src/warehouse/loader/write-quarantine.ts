@@ -7,8 +7,8 @@ import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import type { NormalizedRecord, QuarantineEntry } from '../../normalize/normalized-types.ts';
 import type { Batch, LoadResult } from '../../pipeline/batch.ts';
+import { bump } from '../../pipeline/batch.ts';
 import type { WarehouseTransaction } from '../open-warehouse.ts';
-import { bump } from './load-counts.ts';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 

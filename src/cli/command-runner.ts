@@ -11,7 +11,7 @@ import { describeError } from './report-error.ts';
 export type CommandBody = (ctx: CommandContext) => Promise<number | undefined>;
 export type CommandRunner = (body: CommandBody) => Promise<void>;
 
-export function createRunner(globals: () => GlobalOptions): CommandRunner {
+export function createCommandRunner(globals: () => GlobalOptions): CommandRunner {
   return async (body) => {
     let ctx: CommandContext | undefined;
     let tracing: Tracing | undefined;

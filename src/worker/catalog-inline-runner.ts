@@ -10,14 +10,14 @@ import { jobAttributes, withSpan } from '../telemetry/tracer.ts';
 import type { Runtime } from './runtime.ts';
 
 /** An inline runner of this catalog: `enqueue(name, payload)` takes the payload type of the job it names. */
-export type CatalogRunner = InlineRunner<JobPayloads>;
+export type CatalogInlineRunner = InlineRunner<JobPayloads>;
 
 export function createInlineRunner(
   runtime: Runtime,
   signal: AbortSignal,
   concurrency: number,
-): CatalogRunner {
-  const runner: CatalogRunner = new InlineRunner<JobPayloads>({
+): CatalogInlineRunner {
+  const runner: CatalogInlineRunner = new InlineRunner<JobPayloads>({
     catalog: jobCatalog as Record<string, JobDefinition>,
     concurrency,
     signal,

@@ -8,7 +8,7 @@
 import type { OrganizationConfig } from '../config/schema.ts';
 import { UserFacingError } from '../errors/index.ts';
 import type { InlineJob } from '../queue/inline-runner.ts';
-import type { CatalogRunner } from '../worker/run-jobs-inline.ts';
+import type { CatalogInlineRunner } from '../worker/catalog-inline-runner.ts';
 import type { Runtime } from '../worker/runtime.ts';
 import type { CommandContext } from './command-context.ts';
 import { EXIT_FAILED, EXIT_OK } from './exit-codes.ts';
@@ -37,7 +37,7 @@ export interface InlineCommand {
    */
   startOrg(input: {
     org: OrganizationConfig;
-    runner: CatalogRunner;
+    runner: CatalogInlineRunner;
     runtime: Runtime;
   }): (end: InlineRunEnd) => void | Promise<void>;
 }
@@ -47,7 +47,7 @@ export async function runInlineCommand(
   command: InlineCommand,
 ): Promise<number> {
   const { openRuntime } = await import('../worker/runtime.ts');
-  const { createInlineRunner } = await import('../worker/run-jobs-inline.ts');
+  const { createInlineRunner } = await import('../worker/catalog-inline-runner.ts');
   const runtime = await openRuntime(config, log);
   let failed = false;
   try {
