@@ -4,18 +4,24 @@
  * before the date the platform keeps events from; what the stream delivered is a no-op, what it missed
  * is inserted and counted in the `reconcile:last` cursor.
  */
-import { jobKey } from '../src/queue/job-key.ts';
-import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
-import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+
+import { z } from 'zod';
+import { defineJob } from '../src/queue/job-catalog.ts';
+import { jobKey } from '../src/queue/job-definition.ts';
 import { formatUtcDate, planDateWindows } from '../src/validic/date-windows.ts';
-import { CONNECTION_EVENTS_SINCE } from '../src/validic/platform-limits.ts';
-import { defineJob } from './define-job.ts';
-import { connectionsRecentPayload } from './payloads.ts';
+import { CONNECTION_EVENTS_SINCE, MAX_REQUEST_WINDOW_DAYS } from '../src/validic/platform-limits.ts';
+
+/** The payload: what one run of this job is given. */
+export const connectionsRecentPayload = z.object({
+  orgId: z.string().min(1),
+  days: z.number().int().min(1).max(MAX_REQUEST_WINDOW_DAYS).optional(),
+});
 
 export const connectionsRecent = defineJob({
   name: 'connections.recent',
   payload: connectionsRecentPayload,
-  options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['connections.recent'] },
+  priority: 8,
+  retry: 'plan',
   jobId: (p) => jobKey('connections.recent', p.orgId),
   async run(ctx, payload): Promise<{ from: string; to: string; enqueued: number }> {
     const days = payload.days ?? ctx.settings.reconcileDays;
@@ -32,3 +38,12 @@ export const connectionsRecent = defineJob({
     return { from, to, enqueued };
   },
 });
+
+declare module '../src/queue/job-catalog.ts' {
+  interface JobPayloads {
+    'connections.recent': typeof connectionsRecentPayload;
+  }
+  interface JobResults {
+    'connections.recent': Awaited<ReturnType<(typeof connectionsRecent)['run']>>;
+  }
+}

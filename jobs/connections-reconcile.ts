@@ -3,13 +3,21 @@
  * Events are immutable and keyed by id, so what the stream already delivered is a no-op; what it
  * missed is inserted and counted (`inserted` = events the stream missed).
  */
+
+import { z } from 'zod';
 import { emptyCounts, type LoadCounts } from '../src/pipeline/batch.ts';
-import { jobKey } from '../src/queue/job-key.ts';
-import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
-import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { defineJob } from '../src/queue/job-catalog.ts';
+import { isoDate, jobKey } from '../src/queue/job-definition.ts';
 import { reconcileLastWrite } from '../src/warehouse/cursors.ts';
-import { defineJob } from './define-job.ts';
-import { connectionsReconcilePayload } from './payloads.ts';
+
+/** The payload: what one run of this job is given. */
+export const connectionsReconcilePayload = z.object({
+  orgId: z.string().min(1),
+  startDate: isoDate,
+  endDate: isoDate,
+  runId: z.string().optional(),
+  windowKey: z.string().optional(),
+});
 
 export interface ConnectionsReconcileResult extends LoadCounts {
   events: number;
@@ -19,7 +27,9 @@ export interface ConnectionsReconcileResult extends LoadCounts {
 export const connectionsReconcile = defineJob({
   name: 'connections.reconcile',
   payload: connectionsReconcilePayload,
-  options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['connections.reconcile'] },
+  /** Reconciliation goes before backfill work. */
+  priority: 10,
+  retry: 'fetch',
   jobId: (p) => jobKey('connections.reconcile', p.orgId, p.startDate, p.endDate, p.runId),
   async run(ctx, payload): Promise<ConnectionsReconcileResult> {
     const { v2 } = ctx.org(payload.orgId);
@@ -80,3 +90,12 @@ export const connectionsReconcile = defineJob({
     return result;
   },
 });
+
+declare module '../src/queue/job-catalog.ts' {
+  interface JobPayloads {
+    'connections.reconcile': typeof connectionsReconcilePayload;
+  }
+  interface JobResults {
+    'connections.reconcile': Awaited<ReturnType<(typeof connectionsReconcile)['run']>>;
+  }
+}

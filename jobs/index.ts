@@ -1,41 +1,48 @@
 /**
- * The job catalog: every job module by name. The worker registers these with BullMQ; one-shot commands
- * run them through the inline runner.
+ * The job catalog: every job module of this folder, found by reading the folder (as Graphile Worker reads
+ * its task directory), so adding a job is adding its file. A job file exports its `defineJob(…)` and
+ * adds its payload and result to the catalog's types (src/queue/job-catalog.ts). The worker registers
+ * these with BullMQ; one-shot commands run them through the inline runner.
  */
-
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { JobCatalog } from '../src/queue/job-catalog.ts';
 import type { JobDefinition } from '../src/queue/job-definition.ts';
-import { connectionsRecent } from './connections-recent.ts';
-import { connectionsReconcile } from './connections-reconcile.ts';
-import { legacyFetch } from './legacy-fetch.ts';
-import { legacyLatest } from './legacy-latest.ts';
-import { legacySync } from './legacy-sync.ts';
-import type { JobPayloads } from './payloads.ts';
-import { pushDrain } from './push-drain.ts';
-import { pushPrune } from './push-prune.ts';
-import { recordsAudit } from './records-audit.ts';
-import { recordsBackfill } from './records-backfill.ts';
-import { recordsPoll } from './records-poll.ts';
-import { recordsRecent } from './records-recent.ts';
-import { streamsReconcile } from './streams-reconcile.ts';
-import { usersSync } from './users-sync.ts';
-import { warehouseMaintain } from './warehouse-maintain.ts';
 
-export const jobCatalog = {
-  [usersSync.name]: usersSync,
-  [recordsPoll.name]: recordsPoll,
-  [recordsBackfill.name]: recordsBackfill,
-  [streamsReconcile.name]: streamsReconcile,
-  [connectionsReconcile.name]: connectionsReconcile,
-  [connectionsRecent.name]: connectionsRecent,
-  [recordsRecent.name]: recordsRecent,
-  [legacySync.name]: legacySync,
-  [legacyLatest.name]: legacyLatest,
-  [legacyFetch.name]: legacyFetch,
-  [recordsAudit.name]: recordsAudit,
-  [pushDrain.name]: pushDrain,
-  [pushPrune.name]: pushPrune,
-  [warehouseMaintain.name]: warehouseMaintain,
-  // Exactly the jobs of JobPayloads (payloads.ts, what ctx.enqueue is typed by), each with its schema.
-} satisfies {
-  [Name in keyof JobPayloads]: JobDefinition<JobPayloads[Name], any, JobPayloads> & { name: Name };
-};
+/** A module's export is a job definition when it has the definition's shape. */
+function isJobDefinition(value: unknown): value is JobDefinition {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Partial<JobDefinition>;
+  return (
+    typeof v.name === 'string' &&
+    typeof v.run === 'function' &&
+    typeof v.priority === 'number' &&
+    v.payload !== undefined
+  );
+}
+
+/** Every job definition exported by the modules of `dir` (this file's own extension: .ts from source, .js built). */
+export async function loadJobCatalog(dir: string, extension: string): Promise<Record<string, JobDefinition>> {
+  const catalog: Record<string, JobDefinition> = {};
+  const files = readdirSync(dir)
+    .filter(
+      (name) => name.endsWith(extension) && !name.endsWith(`.d${extension}`) && name !== `index${extension}`,
+    )
+    .sort();
+  for (const file of files) {
+    const module: Record<string, unknown> = await import(pathToFileURL(path.join(dir, file)).href);
+    for (const value of Object.values(module)) {
+      if (!isJobDefinition(value)) continue;
+      const other = catalog[value.name];
+      if (other && other !== value)
+        throw new Error(`two jobs are named ${value.name} (jobs/${file} and another file)`);
+      catalog[value.name] = value;
+    }
+  }
+  return catalog;
+}
+
+const here = import.meta.filename;
+
+export const jobCatalog = (await loadJobCatalog(path.dirname(here), path.extname(here))) as JobCatalog;

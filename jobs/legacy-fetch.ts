@@ -2,16 +2,50 @@
  * legacy.fetch: the targeted retrieval a push notification announced, loaded with arrived_via `push`.
  * Why and how: README.md, "`legacy-fetch.ts`".
  */
+
+import { z } from 'zod';
 import { toError } from '../src/errors/index.ts';
 import type { SummaryPage } from '../src/legacy/legacy-summary-pager.ts';
 import type { LegacyPagesResult } from '../src/legacy/load-legacy-pages.ts';
 import { addLoadResult } from '../src/pipeline/batch.ts';
-import { jobKey } from '../src/queue/job-key.ts';
-import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
-import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { type CatalogJobContext, defineJob } from '../src/queue/job-catalog.ts';
+import { isoInstant, jobKey, retryOptionsOf } from '../src/queue/job-definition.ts';
 import { jobRetryDecision } from '../src/queue/job-retry-decision.ts';
-import { defineJob, type JobContext } from './define-job.ts';
-import { type LegacyFetchPayload, legacyFetchPayload } from './payloads.ts';
+import { LEGACY_OBJECTS } from '../src/validic/legacy-objects.ts';
+
+/** The payload: what one run of this job is given. */
+export const legacyFetchPayload = z.object({
+  orgId: z.string().min(1),
+  object: z.enum(LEGACY_OBJECTS),
+  /** The record's `_id`. */
+  recordId: z.string().min(1).optional(),
+  /** The service user `_id` the record belongs to. */
+  userId: z.string().min(1).optional(),
+  /** The announced `last_updated` (ISO instant). */
+  lastUpdated: isoInstant.optional(),
+  /** Row of validic_sync.push_notifications that announced it (tells apart repeats without last_updated). */
+  notificationId: z.string().optional(),
+  /** The documented item's `activity_date` (ISO instant): the measurement set's timestamp. */
+  activityDate: isoInstant.optional(),
+  /** The documented item's `source` (the app's short name): filters the retrieval. */
+  source: z.string().min(1).optional(),
+  /** Coalescing window the announcement fell in (jobs queued before the durable push queue). */
+  window: z.string().optional(),
+  /**
+   * The row of validic_sync.push_fetches this job carries out (queued by push.drain): marked done with
+   * the requests it took, or failed with the reason.
+   */
+  fetchId: z.string().min(1).optional(),
+  /** Earliest and latest announced `activity_date` (ISO instants): the user's object list around them. */
+  activityFrom: isoInstant.optional(),
+  activityTo: isoInstant.optional(),
+  /** A latest window by `last_updated` (ISO instants), read exactly. */
+  updatedFrom: isoInstant.optional(),
+  updatedTo: isoInstant.optional(),
+  /** Sources announced: the retrieval is filtered by one; several (or none) read every source. */
+  sources: z.array(z.string().min(1)).optional(),
+});
+export type LegacyFetchPayload = z.infer<typeof legacyFetchPayload>;
 
 export interface LegacyFetchResult extends LegacyPagesResult {
   mode: 'record' | 'activity' | 'user-window' | 'org-window';
@@ -63,7 +97,10 @@ function spans(start: number, end: number, span: number): [number, number][] {
   return out;
 }
 
-async function fetchAnnounced(ctx: JobContext, payload: LegacyFetchPayload): Promise<LegacyFetchResult> {
+async function fetchAnnounced(
+  ctx: CatalogJobContext,
+  payload: LegacyFetchPayload,
+): Promise<LegacyFetchResult> {
   const { orgId, object, recordId, userId, lastUpdated, source } = payload;
   const org = ctx.org(orgId);
   const common = {
@@ -134,7 +171,12 @@ async function fetchAnnounced(ctx: JobContext, payload: LegacyFetchPayload): Pro
 export const legacyFetch = defineJob({
   name: 'legacy.fetch',
   payload: legacyFetchPayload,
-  options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['legacy.fetch'] },
+  /**
+   * Push is about latency: before the recent poll and backfills. push.drain queues these only within
+   * push's share of the request budget, so this priority cannot starve the kinds below it.
+   */
+  priority: 10,
+  retry: 'fetch',
   jobId: legacyFetchJobId,
   async run(ctx, payload): Promise<LegacyFetchResult> {
     const { fetchId } = payload;
@@ -147,7 +189,7 @@ export const legacyFetch = defineJob({
       const decision = jobRetryDecision(error);
       const last =
         decision.action === 'fail' ||
-        (decision.action === 'retry' && ctx.attempt >= JOB_RETRIES.fetch.attempts);
+        (decision.action === 'retry' && ctx.attempt >= retryOptionsOf(legacyFetch).attempts);
       if (last && !ctx.signal.aborted) await ctx.warehouse.failPushFetch(fetchId, toError(error).message);
       throw error;
     }
@@ -156,3 +198,12 @@ export const legacyFetch = defineJob({
     return result;
   },
 });
+
+declare module '../src/queue/job-catalog.ts' {
+  interface JobPayloads {
+    'legacy.fetch': typeof legacyFetchPayload;
+  }
+  interface JobResults {
+    'legacy.fetch': Awaited<ReturnType<(typeof legacyFetch)['run']>>;
+  }
+}

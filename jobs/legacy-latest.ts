@@ -3,16 +3,32 @@
  * endpoint.
  * Why and how: README.md, "`legacy-latest.ts`".
  */
+
+import { z } from 'zod';
 import { collectListedIds } from '../src/legacy/confirm-legacy-deletes.ts';
 import { nextLegacyCursor } from '../src/legacy/legacy-cursor.ts';
 import { type InstantWindow, planLegacyWindows } from '../src/legacy/legacy-windows.ts';
 import type { LegacyPagesResult } from '../src/legacy/load-legacy-pages.ts';
-import { jobKey } from '../src/queue/job-key.ts';
-import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
-import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { defineJob } from '../src/queue/job-catalog.ts';
+import { isoInstant, jobKey } from '../src/queue/job-definition.ts';
+import { LEGACY_OBJECTS } from '../src/validic/legacy-objects.ts';
 import { type LegacyCursorValue, legacyLatestCursor } from '../src/warehouse/cursors.ts';
-import { defineJob } from './define-job.ts';
-import { type LegacyLatestPayload, legacyLatestPayload } from './payloads.ts';
+
+/** The payload: what one run of this job is given. */
+export const legacyLatestPayload = z
+  .object({
+    orgId: z.string().min(1),
+    object: z.enum(LEGACY_OBJECTS),
+    startDate: isoInstant,
+    endDate: isoInstant,
+    /** End of the whole range: the next window (if any) is enqueued after this one commits. */
+    until: isoInstant.optional(),
+  })
+  .refine((p) => Date.parse(p.startDate) < Date.parse(p.endDate), {
+    message: 'startDate must be before endDate',
+    path: ['startDate'],
+  });
+export type LegacyLatestPayload = z.infer<typeof legacyLatestPayload>;
 
 export interface LegacyLatestResult extends LegacyPagesResult {
   object: string;
@@ -46,7 +62,8 @@ export function nextLegacyWindow(
 export const legacyLatest = defineJob({
   name: 'legacy.latest',
   payload: legacyLatestPayload,
-  options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['legacy.latest'] },
+  priority: 20,
+  retry: 'fetch',
   jobId: legacyLatestJobId,
   async run(ctx, payload): Promise<LegacyLatestResult> {
     const { orgId, object } = payload;
@@ -106,3 +123,12 @@ export const legacyLatest = defineJob({
     };
   },
 });
+
+declare module '../src/queue/job-catalog.ts' {
+  interface JobPayloads {
+    'legacy.latest': typeof legacyLatestPayload;
+  }
+  interface JobResults {
+    'legacy.latest': Awaited<ReturnType<(typeof legacyLatest)['run']>>;
+  }
+}

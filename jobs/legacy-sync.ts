@@ -9,13 +9,29 @@
  *   cursors only ever move forward (legacy-cursor.ts).
  */
 
+import { z } from 'zod';
 import { planLegacyWindows } from '../src/legacy/legacy-windows.ts';
-import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
-import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { defineJob } from '../src/queue/job-catalog.ts';
+import { isoInstant } from '../src/queue/job-definition.ts';
 import type { LegacyObject } from '../src/validic/legacy-objects.ts';
+import { LEGACY_OBJECTS } from '../src/validic/legacy-objects.ts';
 import { legacyLatestCursor } from '../src/warehouse/cursors.ts';
-import { defineJob } from './define-job.ts';
-import { legacySyncPayload } from './payloads.ts';
+
+/** The payload: what one run of this job is given. */
+export const legacySyncPayload = z
+  .object({
+    orgId: z.string().min(1),
+    /** Legacy objects; default: the org's `legacy.objects`. */
+    objects: z.array(z.enum(LEGACY_OBJECTS)).min(1).optional(),
+    /** Backfill range start; absent: continue from each object's cursor. */
+    from: isoInstant.optional(),
+    /** Range end; default: now. */
+    to: isoInstant.optional(),
+  })
+  .refine((p) => !p.from || !p.to || Date.parse(p.from) < Date.parse(p.to), {
+    message: 'from must be before to',
+    path: ['from'],
+  });
 
 export interface LegacySyncPlan {
   object: LegacyObject;
@@ -34,7 +50,8 @@ export interface LegacySyncResult {
 export const legacySync = defineJob({
   name: 'legacy.sync',
   payload: legacySyncPayload,
-  options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['legacy.sync'] },
+  priority: 25,
+  retry: 'plan',
   async run(ctx, payload): Promise<LegacySyncResult> {
     const { orgId } = payload;
     const org = ctx.org(orgId);
@@ -79,3 +96,12 @@ export const legacySync = defineJob({
     return { objects: plans, windows: plans.reduce((sum, p) => sum + p.windows, 0) };
   },
 });
+
+declare module '../src/queue/job-catalog.ts' {
+  interface JobPayloads {
+    'legacy.sync': typeof legacySyncPayload;
+  }
+  interface JobResults {
+    'legacy.sync': Awaited<ReturnType<(typeof legacySync)['run']>>;
+  }
+}

@@ -4,14 +4,20 @@
  * Why and how: README.md, "`push-drain.ts`".
  */
 
+import { z } from 'zod';
 import { WINDOW_TICKS } from '../src/budget/pick-recent-polls.ts';
 import { pushDrainAllowance, pushDrainWindow } from '../src/push/push-drain-gate.ts';
 import { pushOrgResolver } from '../src/push/resolve-push-org.ts';
-import { jobKey } from '../src/queue/job-key.ts';
-import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
-import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { defineJob, type JobContext } from './define-job.ts';
-import { type LegacyFetchPayload, pushDrainPayload } from './payloads.ts';
+import { type CatalogJobContext, defineJob } from '../src/queue/job-catalog.ts';
+import { isoInstant, jobKey } from '../src/queue/job-definition.ts';
+import { type LegacyFetchPayload, legacyFetch } from './legacy-fetch.ts';
+
+/** The payload: what one run of this job is given. */
+export const pushDrainPayload = z.object({
+  orgId: z.string().min(1),
+  /** A kick: the instant the items it was queued for fall due (part of its job id); absent on the tick. */
+  due: isoInstant.optional(),
+});
 
 /** A queued fetch not finished after this long is taken as lost and queued again (same job id). */
 export const PUSH_FETCH_LOST_AFTER_MS = 3_600_000;
@@ -39,7 +45,7 @@ const iso = (d: Date | null) => (d ? d.toISOString() : undefined);
 
 /** The drain at `now` (the job passes the clock's time; tests drive it with a simulated one). */
 export async function drainPushFetches(
-  ctx: JobContext,
+  ctx: CatalogJobContext,
   orgId: string,
   now: number,
 ): Promise<PushDrainResult> {
@@ -86,7 +92,7 @@ export async function drainPushFetches(
     };
     // Its own priority, not this job's more urgent one: push fetches go before the recent poll only
     // because this gate keeps them within push's share.
-    if (await ctx.enqueue('legacy.fetch', payload, { priority: JOB_PRIORITIES['legacy.fetch'] })) enqueued++;
+    if (await ctx.enqueue('legacy.fetch', payload, { priority: legacyFetch.priority })) enqueued++;
   }
   const result: PushDrainResult = {
     resumed: resumed.filter((r) => r.result).length,
@@ -108,8 +114,19 @@ export async function drainPushFetches(
 export const pushDrain = defineJob({
   name: 'push.drain',
   payload: pushDrainPayload,
-  options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['push.drain'] },
+  /** Like the recent tick: a few statements that queue push fetches within push's share. */
+  priority: 7,
+  retry: 'plan',
   // A kick names the instant its items fall due: one drain per org and second, however many pushes.
   jobId: (p) => jobKey('push.drain', p.orgId, p.due),
   run: (ctx, payload) => drainPushFetches(ctx, payload.orgId, Date.now()),
 });
+
+declare module '../src/queue/job-catalog.ts' {
+  interface JobPayloads {
+    'push.drain': typeof pushDrainPayload;
+  }
+  interface JobResults {
+    'push.drain': Awaited<ReturnType<(typeof pushDrain)['run']>>;
+  }
+}

@@ -5,16 +5,19 @@
  * They are kept for inspection only; the records they announced live in the warehouse tables. Pending
  * and queued fetches are never pruned.
  */
-import { jobKey } from '../src/queue/job-key.ts';
-import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
-import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { defineJob } from './define-job.ts';
-import { pushPrunePayload } from './payloads.ts';
+
+import { z } from 'zod';
+import { defineJob } from '../src/queue/job-catalog.ts';
+import { jobKey } from '../src/queue/job-definition.ts';
+
+/** The payload: what one run of this job is given. */
+export const pushPrunePayload = z.object({});
 
 export const pushPrune = defineJob({
   name: 'push.prune',
   payload: pushPrunePayload,
-  options: { ...JOB_RETRIES.housekeeping, priority: JOB_PRIORITIES['push.prune'] },
+  priority: 50,
+  retry: 'housekeeping',
   jobId: () => jobKey('push.prune'),
   async run(ctx): Promise<{ deleted: number; fetches: number; before: string }> {
     const before = new Date(Date.now() - ctx.settings.pushRetentionDays * 86_400_000);
@@ -24,3 +27,12 @@ export const pushPrune = defineJob({
     return { deleted, fetches, before: before.toISOString() };
   },
 });
+
+declare module '../src/queue/job-catalog.ts' {
+  interface JobPayloads {
+    'push.prune': typeof pushPrunePayload;
+  }
+  interface JobResults {
+    'push.prune': Awaited<ReturnType<(typeof pushPrune)['run']>>;
+  }
+}

@@ -9,6 +9,8 @@
  * - a run's cells (`auditId` and `cells`): each fetched, compared and repaired (src/audit/audit-cell.ts),
  *   and recorded with its outcome; a retried job skips the cells it recorded before.
  */
+
+import { z } from 'zod';
 import { auditCell } from '../src/audit/audit-cell.ts';
 import {
   auditStrata,
@@ -17,15 +19,50 @@ import {
   populationSize,
   seededUniform,
 } from '../src/audit/sample-cells.ts';
-import { jobKey } from '../src/queue/job-key.ts';
-import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
-import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { type CatalogJobContext, defineJob } from '../src/queue/job-catalog.ts';
+import { isoDate, jobKey } from '../src/queue/job-definition.ts';
 import { EDGE_DAYS, planDateWindows } from '../src/validic/date-windows.ts';
 import { toV2Resource, V2_RESOURCES } from '../src/validic/v2-resources.ts';
 import type { AuditCell, AuditTotals } from '../src/warehouse/audits.ts';
 import { auditRotationCursor } from '../src/warehouse/cursors.ts';
-import { defineJob, type JobContext } from './define-job.ts';
-import { recordsAuditPayload } from './payloads.ts';
+
+/** One cell of the completeness audit (src/audit/sample-cells.ts). */
+const auditCellPayload = z.object({
+  uid: z.string().min(1),
+  resource: z.string().min(1),
+  startDate: isoDate,
+  endDate: isoDate,
+  stratum: z.enum(['all', 'recent', 'history']),
+});
+/**
+ * The payload. With `auditId` and `cells`: audit those cells of that run.
+ * Without: plan a run, a command's (`from`/`to`, `sample`, `uids`, `seed`) or, with none of them, a
+ * scheduled tick's, and fan its cells out.
+ */
+export const recordsAuditPayload = z
+  .object({
+    orgId: z.string().min(1),
+    auditId: z.number().int().positive().optional(),
+    cells: z.array(auditCellPayload).optional(),
+    from: isoDate.optional(),
+    to: isoDate.optional(),
+    /** Share of the range's cells to draw, (0, 1]. */
+    sample: z.number().gt(0).max(1).optional(),
+    uids: z.array(z.string().min(1)).optional(),
+    /** Seed of the random draw; default: a new one (the run's row keeps it). */
+    seed: z.string().min(1).optional(),
+    /** Load what is missing or stale (false: report only). */
+    repair: z.boolean().default(true),
+  })
+  .refine((p) => (p.from === undefined) === (p.to === undefined), {
+    message: 'give both from and to, or neither',
+    path: ['from'],
+  })
+  .refine((p) => !p.from || !p.to || p.from <= p.to, { message: 'from must not be after to', path: ['from'] })
+  .refine((p) => (p.auditId === undefined) === (p.cells === undefined), {
+    message: 'cells belong to an audit run: give auditId and cells together',
+    path: ['cells'],
+  });
 
 export interface RecordsAuditResult {
   auditId: number | null;
@@ -45,7 +82,12 @@ export interface RecordsAuditResult {
 export const recordsAudit = defineJob({
   name: 'records.audit',
   payload: recordsAuditPayload,
-  options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['records.audit'] },
+  /**
+   * The completeness audit: last of the platform work (a tick audits only its planned share of the hour;
+   * a command run's cells wait behind everything that keeps the warehouse fresh).
+   */
+  priority: 40,
+  retry: 'fetch',
   jobId: (p) =>
     p.auditId === undefined || p.cells === undefined
       ? undefined
@@ -115,7 +157,7 @@ function orderedResources(configured: readonly string[]): string[] {
  * rotation; the rotation's cursor moves past them.
  */
 async function planTick(
-  ctx: JobContext,
+  ctx: CatalogJobContext,
   orgId: string,
   resources: string[],
   uniform: ReturnType<typeof seededUniform>,
@@ -151,7 +193,7 @@ async function planTick(
 
 /** A run's cells: each audited and recorded; the ones recorded by an earlier attempt are skipped. */
 async function auditCells(
-  ctx: JobContext,
+  ctx: CatalogJobContext,
   orgId: string,
   auditId: number,
   cells: AuditCell[],
@@ -195,4 +237,13 @@ async function auditCells(
       );
   }
   return { auditId, cells: audited, enqueued: 0, totals };
+}
+
+declare module '../src/queue/job-catalog.ts' {
+  interface JobPayloads {
+    'records.audit': typeof recordsAuditPayload;
+  }
+  interface JobResults {
+    'records.audit': Awaited<ReturnType<(typeof recordsAudit)['run']>>;
+  }
 }

@@ -5,16 +5,46 @@
  * arguments (only pending windows are fetched); a finished run is not resumed: the same command then
  * starts a new run, because fetching the range again is what the user asked for.
  */
-import { jobKey } from '../src/queue/job-key.ts';
-import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
-import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+
+import { z } from 'zod';
+import { defineJob } from '../src/queue/job-catalog.ts';
+import { isoDate, isoInstant, jobKey } from '../src/queue/job-definition.ts';
 import { planDateWindows, planRecordWindows } from '../src/validic/date-windows.ts';
 import { CONNECTION_EVENTS_SINCE } from '../src/validic/platform-limits.ts';
 import { toV2Resource, V2_RESOURCES } from '../src/validic/v2-resources.ts';
 import { type PlannedWindow, recordsWindowKey } from '../src/warehouse/window-ledger.ts';
-import { defineJob } from './define-job.ts';
-import { recordsBackfillPayload } from './payloads.ts';
 import { syncUsers } from './users-sync.ts';
+
+/** The payload: what one run of this job is given. */
+export const recordsBackfillPayload = z
+  .object({
+    orgId: z.string().min(1),
+    from: isoDate,
+    to: isoDate,
+    /** v2 resource names; default: the org's configured resources. */
+    resources: z.array(z.string().min(1)).optional(),
+    /** Limit to these uids; default: every user of the org. */
+    uids: z.array(z.string().min(1)).optional(),
+    /** Start a new run even if an unfinished one with the same arguments exists. */
+    restart: z.boolean().default(false),
+    /** Also fetch connection events for the range. */
+    connections: z.boolean().default(true),
+    /**
+     * The stream gap (validic_sync.stream_gaps) this backfill fills, when no stream can re-deliver it:
+     * it keys the job, so a gap gets one backfill however often it is reported.
+     */
+    gapId: z.number().int().positive().optional(),
+    /** Queue the newest windows first (the history of users new to the listing: oldest last). */
+    newestFirst: z.boolean().default(false),
+    /** List the users first (false: the caller has just listed them, as users.sync has). */
+    listUsers: z.boolean().default(true),
+    /**
+     * Users new since this full listing (ISO instant) that this backfill brings the history of: with
+     * the uids, its job id, so a retried users.sync queues it once.
+     */
+    newUsersSince: isoInstant.optional(),
+  })
+  .refine((p) => p.from <= p.to, { message: 'from must not be after to', path: ['from'] });
 
 export interface RecordsBackfillResult {
   runId: string;
@@ -29,7 +59,8 @@ export interface RecordsBackfillResult {
 export const recordsBackfill = defineJob({
   name: 'records.backfill',
   payload: recordsBackfillPayload,
-  options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['records.backfill'] },
+  priority: 30,
+  retry: 'plan',
   // One backfill per stream gap, one per batch of users new since a listing; a backfill asked for by a
   // person is never deduplicated.
   jobId: (p) =>
@@ -145,3 +176,12 @@ export const recordsBackfill = defineJob({
     };
   },
 });
+
+declare module '../src/queue/job-catalog.ts' {
+  interface JobPayloads {
+    'records.backfill': typeof recordsBackfillPayload;
+  }
+  interface JobResults {
+    'records.backfill': Awaited<ReturnType<(typeof recordsBackfill)['run']>>;
+  }
+}

@@ -2,16 +2,38 @@
  * records.poll: one user × one window (≤ 30 days) × one or more resources.
  * Why and how: README.md, "`records-poll.ts`".
  */
+
+import { z } from 'zod';
 import { httpStatusOf, PermanentError } from '../src/errors/index.ts';
 import type { LoadResult, RawItem, WindowDone } from '../src/pipeline/batch.ts';
 import { addLoadResult, emptyLoadResult } from '../src/pipeline/batch.ts';
-import { jobKey } from '../src/queue/job-key.ts';
-import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
-import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { defineJob } from '../src/queue/job-catalog.ts';
+import { isoDate, jobKey } from '../src/queue/job-definition.ts';
 import { MAX_KEY_LOCKS } from '../src/warehouse/loader/apply-batch.ts';
 import { recordsWindowKey } from '../src/warehouse/window-ledger.ts';
-import { defineJob } from './define-job.ts';
-import { recordsPollPayload } from './payloads.ts';
+
+/** The payload: what one run of this job is given. */
+export const recordsPollPayload = z.preprocess(
+  // Jobs queued by an earlier version carry one `resource` (and its `windowKey`, which was the same
+  // recordsWindowKey): read them as a job of that one resource, so an upgrade mid-backfill loses none.
+  (value) => {
+    if (typeof value !== 'object' || value === null || 'resources' in value) return value;
+    const { resource, windowKey: _windowKey, ...rest } = value as Record<string, unknown>;
+    return resource === undefined ? value : { ...rest, resources: [resource] };
+  },
+  z.object({
+    orgId: z.string().min(1),
+    uid: z.string().min(1),
+    /** v2 resource names, fetched in this order. */
+    resources: z.array(z.string().min(1)).min(1),
+    startDate: isoDate,
+    endDate: isoDate,
+    /** The backfill run whose ledger windows (recordsWindowKey of each resource) this poll completes. */
+    runId: z.string().optional(),
+    /** Queued by the records.recent tick: its completion is written to validic_sync.recent_polls. */
+    recent: z.boolean().optional(),
+  }),
+);
 
 export interface RecordsPollResult extends LoadResult {
   records: number;
@@ -22,7 +44,8 @@ export interface RecordsPollResult extends LoadResult {
 export const recordsPoll = defineJob({
   name: 'records.poll',
   payload: recordsPollPayload,
-  options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['records.poll'] },
+  priority: 20,
+  retry: 'fetch',
   jobId: (p) =>
     jobKey('records.poll', p.orgId, p.uid, p.resources.join(','), p.startDate, p.endDate, p.runId),
   async run(ctx, payload): Promise<RecordsPollResult> {
@@ -111,5 +134,14 @@ async function userIsGone(
   } catch (error) {
     if (httpStatusOf(error) === 404) return true;
     throw error;
+  }
+}
+
+declare module '../src/queue/job-catalog.ts' {
+  interface JobPayloads {
+    'records.poll': typeof recordsPollPayload;
+  }
+  interface JobResults {
+    'records.poll': Awaited<ReturnType<(typeof recordsPoll)['run']>>;
   }
 }

@@ -2,15 +2,31 @@
  * records.recent: the tick of the scheduled recent poll (every `budget.tickSeconds`).
  * Why and how: README.md, "`records-recent.ts`".
  */
+
+import { z } from 'zod';
 import { budgetWarnings } from '../src/budget/budget-warnings.ts';
 import { recentPollWindows } from '../src/budget/recent-poll-windows.ts';
-import { jobKey } from '../src/queue/job-key.ts';
-import { FANOUT_PRIORITIES, JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
-import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { defineJob } from '../src/queue/job-catalog.ts';
+import { jobKey } from '../src/queue/job-definition.ts';
+import { MAX_REQUEST_WINDOW_DAYS } from '../src/validic/platform-limits.ts';
 import { toV2Resource } from '../src/validic/v2-resources.ts';
-import { defineJob } from './define-job.ts';
-import { recordsRecentPayload } from './payloads.ts';
 import { syncUsers } from './users-sync.ts';
+
+/** The payload: what one run of this job is given. */
+export const recordsRecentPayload = z.object({
+  orgId: z.string().min(1),
+  /** Days back from today; default: what the recent poll's mode asks for (src/budget/recent-poll-mode.ts). */
+  lookbackDays: z.number().int().min(0).max(MAX_REQUEST_WINDOW_DAYS).optional(),
+});
+
+/**
+ * Priorities the tick sets on its fan-out (`ctx.enqueue(name, payload, { priority })`): active users'
+ * polls before dormant users', and both before backfill polls (records.poll, 20).
+ */
+export const FANOUT_PRIORITIES = {
+  activeRecentPoll: 11,
+  dormantRecentPoll: 12,
+} as const satisfies Record<string, number>;
 
 export interface RecordsRecentResult {
   /** Whether this tick polled, and why (stream-first: only while the stream is down). */
@@ -32,7 +48,9 @@ const lastMode = new Map<string, string>();
 export const recordsRecent = defineJob({
   name: 'records.recent',
   payload: recordsRecentPayload,
-  options: { ...JOB_RETRIES.plan, priority: JOB_PRIORITIES['records.recent'] },
+  /** The tick is one read of the warehouse: it goes before the polls it queues, so it runs on time. */
+  priority: 7,
+  retry: 'plan',
   jobId: (p) => jobKey('records.recent', p.orgId),
   async run(ctx, payload): Promise<RecordsRecentResult> {
     const org = ctx.org(payload.orgId);
@@ -110,3 +128,12 @@ export const recordsRecent = defineJob({
     };
   },
 });
+
+declare module '../src/queue/job-catalog.ts' {
+  interface JobPayloads {
+    'records.recent': typeof recordsRecentPayload;
+  }
+  interface JobResults {
+    'records.recent': Awaited<ReturnType<(typeof recordsRecent)['run']>>;
+  }
+}

@@ -5,18 +5,26 @@
  * A pass that could not reach the stream fails the job (retried); one that timed out is done: the next
  * pass goes on from where it stopped.
  */
+
+import { z } from 'zod';
 import { UserFacingError } from '../src/errors/index.ts';
-import { jobKey } from '../src/queue/job-key.ts';
-import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
-import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import { defineJob } from '../src/queue/job-catalog.ts';
+import { jobKey } from '../src/queue/job-definition.ts';
 import type { ReconcilePassSummary } from '../src/stream/run-reconcile-pass.ts';
-import { defineJob } from './define-job.ts';
-import { streamsReconcilePayload } from './payloads.ts';
+
+/** The payload: what one run of this job is given. */
+export const streamsReconcilePayload = z.object({
+  orgId: z.string().min(1),
+  /** What asked for the pass: its schedule, a gap of the primary stream (brought forward), or `reconcile`. */
+  trigger: z.enum(['schedule', 'gap', 'command']).default('schedule'),
+});
 
 export const streamsReconcile = defineJob({
   name: 'streams.reconcile',
   payload: streamsReconcilePayload,
-  options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['streams.reconcile'] },
+  /** A pass of the reconciliation stream: one request, and what it finds is data the stream lost. */
+  priority: 6,
+  retry: 'fetch',
   jobId: (p) => jobKey('streams.reconcile', p.orgId, p.trigger),
   async run(ctx, payload): Promise<ReconcilePassSummary> {
     const summary = await ctx
@@ -31,3 +39,12 @@ export const streamsReconcile = defineJob({
     return summary;
   },
 });
+
+declare module '../src/queue/job-catalog.ts' {
+  interface JobPayloads {
+    'streams.reconcile': typeof streamsReconcilePayload;
+  }
+  interface JobResults {
+    'streams.reconcile': Awaited<ReturnType<(typeof streamsReconcile)['run']>>;
+  }
+}

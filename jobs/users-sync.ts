@@ -13,15 +13,16 @@
  * while it reads; such a user is un-removed by the next listing.
  */
 import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
 import { IncompleteListingError } from '../src/errors/index.ts';
 import type { LoadCounts } from '../src/pipeline/batch.ts';
-import { jobKey } from '../src/queue/job-key.ts';
-import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
-import { JOB_RETRIES } from '../src/queue/job-retries.ts';
+import type { CatalogJobContext } from '../src/queue/job-catalog.ts';
+import { defineJob } from '../src/queue/job-catalog.ts';
+import { jobKey } from '../src/queue/job-definition.ts';
 import { usersFullSyncCursor } from '../src/warehouse/cursors.ts';
-import type { JobContext } from './define-job.ts';
-import { defineJob } from './define-job.ts';
-import { usersSyncPayload } from './payloads.ts';
+
+/** The payload: what one run of this job is given. */
+export const usersSyncPayload = z.object({ orgId: z.string().min(1) });
 
 /**
  * A listing without `meta.total` that would mark more than this share of the known users removed marks
@@ -50,7 +51,7 @@ export interface UsersSyncResult extends LoadCounts {
  * population would return every uid).
  */
 export async function syncUsers(
-  ctx: JobContext,
+  ctx: CatalogJobContext,
   orgId: string,
   options: { firstListed?: boolean } = {},
 ): Promise<UsersSyncResult & { firstListed?: string[] }> {
@@ -80,7 +81,7 @@ export async function syncUsers(
 }
 
 async function readListing(
-  ctx: JobContext,
+  ctx: CatalogJobContext,
   orgId: string,
   listingId: string,
   iterator: AsyncIterator<{ users: unknown[]; rejected: unknown[]; meta?: { total?: number } }>,
@@ -165,7 +166,8 @@ export const NEW_USERS_PER_BACKFILL = 500;
 export const usersSync = defineJob({
   name: 'users.sync',
   payload: usersSyncPayload,
-  options: { ...JOB_RETRIES.fetch, priority: JOB_PRIORITIES['users.sync'] },
+  priority: 5,
+  retry: 'fetch',
   jobId: (p) => jobKey('users.sync', p.orgId),
   async run(ctx, payload): Promise<UsersSyncResult & { newUsers: number }> {
     const listedBefore = await ctx.cursors.read(payload.orgId, usersFullSyncCursor());
@@ -189,7 +191,7 @@ export const usersSync = defineJob({
  * history cells.
  */
 async function backfillNewUsers(
-  ctx: JobContext,
+  ctx: CatalogJobContext,
   orgId: string,
   uids: readonly string[],
   since: string,
@@ -217,4 +219,13 @@ async function backfillNewUsers(
       'backfilling the history of users new to the listing',
     );
   return uids.length;
+}
+
+declare module '../src/queue/job-catalog.ts' {
+  interface JobPayloads {
+    'users.sync': typeof usersSyncPayload;
+  }
+  interface JobResults {
+    'users.sync': Awaited<ReturnType<(typeof usersSync)['run']>>;
+  }
 }

@@ -4,16 +4,19 @@
  * `warehouse.rawRetentionMonths` is set, empties `raw` of older months. Scheduled by the worker every
  * `warehouse.maintainMinutes` (default daily); idempotent, so a retry or a second replica's run is harmless.
  */
-import { jobKey } from '../src/queue/job-key.ts';
-import { JOB_PRIORITIES } from '../src/queue/job-priorities.ts';
-import { JOB_RETRIES } from '../src/queue/job-retries.ts';
-import { defineJob } from './define-job.ts';
-import { warehouseMaintainPayload } from './payloads.ts';
+
+import { z } from 'zod';
+import { defineJob } from '../src/queue/job-catalog.ts';
+import { jobKey } from '../src/queue/job-definition.ts';
+
+/** The payload: what one run of this job is given. */
+export const warehouseMaintainPayload = z.object({});
 
 export const warehouseMaintain = defineJob({
   name: 'warehouse.maintain',
   payload: warehouseMaintainPayload,
-  options: { ...JOB_RETRIES.housekeeping, priority: JOB_PRIORITIES['warehouse.maintain'] },
+  priority: 50,
+  retry: 'housekeeping',
   jobId: () => jobKey('warehouse.maintain'),
   async run(ctx): Promise<{ partitionsCreated: number; rawEmptied: number; months: string[] }> {
     const now = new Date();
@@ -30,3 +33,12 @@ export const warehouseMaintain = defineJob({
     return { partitionsCreated, rawEmptied, months };
   },
 });
+
+declare module '../src/queue/job-catalog.ts' {
+  interface JobPayloads {
+    'warehouse.maintain': typeof warehouseMaintainPayload;
+  }
+  interface JobResults {
+    'warehouse.maintain': Awaited<ReturnType<(typeof warehouseMaintain)['run']>>;
+  }
+}

@@ -8,7 +8,7 @@ import { type BudgetPlan, HOUR_MS } from './plan-request-budget.ts';
 export const WINDOW_TICKS = 10;
 
 export interface RecentSlice {
-  /** Active users to enqueue (queued at FANOUT_PRIORITIES.activeRecentPoll, job-priorities.ts, before the dormant ones). */
+  /** Active users to enqueue (queued at FANOUT_PRIORITIES.activeRecentPoll, jobs/records-recent.ts, before the dormant ones). */
   active: string[];
   dormant: string[];
   due: { active: number; dormant: number };

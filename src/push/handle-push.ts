@@ -70,7 +70,12 @@ export interface PushDeps {
    * when its deterministic id was queued already. A failure only delays the items to the drain's
    * scheduled tick.
    */
-  enqueue: (name: string, payload: unknown, extra?: { delayMs?: number }) => Promise<boolean> | boolean;
+  /** Queues a push.drain kick (the worker passes its typed job queue's enqueue). */
+  enqueue: (
+    name: 'push.drain',
+    payload: { orgId: string; due?: string },
+    extra?: { delayMs?: number },
+  ) => Promise<boolean> | boolean;
   resolveOrg: ResolvePushOrg;
   log?: Logger;
   /** Default 1 MiB; larger bodies get 413. */

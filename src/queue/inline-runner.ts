@@ -14,7 +14,7 @@ import { PermanentError, toError } from '../errors/index.ts';
 import { backoffDelay } from '../time/backoff-delay.ts';
 import { type Clock, systemClock } from '../time/clock.ts';
 import type { EnqueuePayload, PayloadSchemas } from './job-context.ts';
-import type { JobDefinition } from './job-definition.ts';
+import { type JobDefinition, retryOptionsOf } from './job-definition.ts';
 import { type JobWaits, jobRetryDecision } from './job-retry-decision.ts';
 
 export interface InlineJob {
@@ -146,7 +146,7 @@ export class InlineRunner<Payloads extends PayloadSchemas = any> extends EventEm
         if (decision.action === 'wait' && waitedMs + decision.delayMs > maxFreeWaitMs) {
           decision = { action: 'retry' };
         }
-        const lastAttempt = job.attempt >= definition.options.attempts;
+        const lastAttempt = job.attempt >= retryOptionsOf(definition).attempts;
         if (decision.action === 'fail' || (decision.action === 'retry' && lastAttempt) || signal.aborted) {
           this.#fail(job, error);
           return;
@@ -159,7 +159,7 @@ export class InlineRunner<Payloads extends PayloadSchemas = any> extends EventEm
         } else {
           // BullMQ's `exponential` back-off (no jitter), capped for a one-shot command.
           delayMs = backoffDelay(job.attempt, {
-            baseMs: definition.options.backoff.delay,
+            baseMs: retryOptionsOf(definition).backoff.delay,
             capMs: maxBackoffMs,
             jitter: 0,
           });

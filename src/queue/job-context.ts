@@ -13,8 +13,9 @@ import type { JobSettings } from './job-settings.ts';
 import type { JobCursors, JobWarehouse } from './job-warehouse.ts';
 
 /**
- * Job name → payload schema: what `enqueue` needs to know of the catalog. jobs/define-job.ts declares the
- * real one (`JobPayloads`) and passes it as the type parameter, so src/queue never imports jobs/.
+ * Job name → payload schema: what `enqueue` needs to know of the catalog. job-catalog.ts gathers the real
+ * one from the job files (`CatalogPayloads`) and passes it as the type parameter, so src/queue never
+ * imports jobs/.
  */
 export type PayloadSchemas = Record<string, z.ZodType>;
 

@@ -5,7 +5,7 @@
  * schedule tick must be able to queue the same window again.
  */
 import type { JobsOptions } from 'bullmq';
-import type { JobDefinition } from './job-definition.ts';
+import { type JobDefinition, retryOptionsOf } from './job-definition.ts';
 
 export interface KeepJobs {
   /** Completed jobs without a deterministic id kept for inspection. */
@@ -29,12 +29,13 @@ export function jobOptions(
 ): JobsOptions {
   const key = definition.jobId?.(payload);
   const id = key === undefined ? undefined : toBullJobId(key);
-  const priority = extra.priority ?? definition.options.priority;
+  const priority = extra.priority ?? definition.priority;
+  const retry = retryOptionsOf(definition);
   return {
     ...(id ? { jobId: id } : {}),
-    attempts: definition.options.attempts,
-    backoff: definition.options.backoff,
-    ...(priority !== undefined ? { priority } : {}),
+    attempts: retry.attempts,
+    backoff: retry.backoff,
+    priority,
     ...(extra.delayMs ? { delay: extra.delayMs } : {}),
     removeOnComplete: id ? true : { count: keep.keepCompleted, age: DAY_S },
     removeOnFail: { count: keep.keepFailed, age: 7 * DAY_S },

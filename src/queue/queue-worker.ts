@@ -156,7 +156,7 @@ export function inheritedPriority(
   parent: number | undefined,
   child: JobDefinition | undefined,
 ): { priority?: number } {
-  const own = child?.options.priority;
+  const own = child?.priority;
   if (parent === undefined || parent <= 0) return {};
   return { priority: own === undefined ? parent : Math.min(parent, own) };
 }

@@ -71,7 +71,7 @@ export interface OrgStreamHooks {
  * Queues a REST backfill of whole UTC days `from..to` (inclusive) for one recorded gap (its id keys the
  * job: one backfill per gap); the CLI runs it inline, the worker in BullMQ.
  */
-export type EnqueueJob = (
+export type EnqueueGapBackfill = (
   name: 'records.backfill',
   payload: { orgId: string; from: string; to: string; gapId: number },
 ) => Promise<boolean> | boolean;
@@ -90,7 +90,7 @@ export interface OrgStreamOptions {
    * For gaps the reconciliation stream cannot reach (older than its chain of passes, or no such
    * stream). Without it, they are recorded as `planned` and the log says to run `backfill` for them.
    */
-  enqueue?: EnqueueJob;
+  enqueue?: EnqueueGapBackfill;
   /**
    * Asks for a pass of the reconciliation stream soon: a gap was recorded that the next pass covers.
    * The CLI runs one in process, the worker queues `streams.reconcile`. Without it, the next scheduled

@@ -3,21 +3,33 @@
  * from the runtime, and whose fan-out (`ctx.enqueue`) lands in the same runner.
  */
 import { jobCatalog } from '../../jobs/index.ts';
-import type { JobPayloads } from '../../jobs/payloads.ts';
-import { InlineRunner } from '../queue/inline-runner.ts';
+import { type InlineJob, InlineRunner } from '../queue/inline-runner.ts';
+import type { CatalogPayloads, JobName, ResultOf } from '../queue/job-catalog.ts';
 import type { JobDefinition } from '../queue/job-definition.ts';
 import { jobAttributes, withSpan } from '../telemetry/tracer.ts';
 import type { Runtime } from './runtime.ts';
 
 /** An inline runner of this catalog: `enqueue(name, payload)` takes the payload type of the job it names. */
-export type CatalogInlineRunner = InlineRunner<JobPayloads>;
+export type CatalogInlineRunner = InlineRunner<CatalogPayloads>;
+
+/**
+ * A completed job's result typed by the catalog when the job is `name` (its file's `JobResults` entry),
+ * else undefined: what a command's `completed` listener reads a result through.
+ */
+export function resultOf<Name extends JobName>(
+  name: Name,
+  job: InlineJob,
+  result: unknown,
+): ResultOf<Name> | undefined {
+  return job.name === name ? (result as ResultOf<Name>) : undefined;
+}
 
 export function createInlineRunner(
   runtime: Runtime,
   signal: AbortSignal,
   concurrency: number,
 ): CatalogInlineRunner {
-  const runner: CatalogInlineRunner = new InlineRunner<JobPayloads>({
+  const runner: CatalogInlineRunner = new InlineRunner<CatalogPayloads>({
     catalog: jobCatalog as Record<string, JobDefinition>,
     concurrency,
     signal,

@@ -8,7 +8,7 @@ import type { Queue } from 'bullmq';
 import type { Config } from '../config/schema.ts';
 import { pushConfigured } from '../push/push-configured.ts';
 import type { JobDefinition } from '../queue/job-definition.ts';
-import { jobKey } from '../queue/job-key.ts';
+import { jobKey } from '../queue/job-definition.ts';
 import { jobOptions, type KeepJobs, toBullJobId } from '../queue/job-options.ts';
 
 export interface PlannedSchedule {

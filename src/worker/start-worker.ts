@@ -12,7 +12,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { jobCatalog } from '../../jobs/index.ts';
-import type { JobPayloads } from '../../jobs/payloads.ts';
 import { describeBudget } from '../budget/budget-status.ts';
 import { readBudgetPlan } from '../budget/read-budget-plan.ts';
 import type { Config } from '../config/schema.ts';
@@ -23,6 +22,7 @@ import { readReconciliationStatus, readStreamGapsStatus } from '../metrics/recon
 import { createWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics.ts';
 import { pushConfigured } from '../push/push-configured.ts';
 import { pushDepsFromConfig } from '../push/push-deps.ts';
+import type { CatalogPayloads } from '../queue/job-catalog.ts';
 import type { JobDefinition } from '../queue/job-definition.ts';
 import type { KeepJobs } from '../queue/job-options.ts';
 import { type JobQueue, openJobQueue } from '../queue/job-queue.ts';
@@ -49,7 +49,7 @@ const FLEET_REPORTER_LEASE_MS = 120_000;
 export interface WorkerProcess {
   runtime: Runtime;
   /** Typed by the job catalog: `enqueue(name, payload)` takes the payload type of the job it names. */
-  jobQueue: JobQueue<JobPayloads>;
+  jobQueue: JobQueue<CatalogPayloads>;
   queueWorker: QueueWorker;
   slots: StreamSlots;
   streams: StreamSupervisor | undefined;
@@ -106,9 +106,8 @@ export async function startWorker(
   const prefix = config.redisPrefix;
   const reporterId = randomUUID();
   const keep: KeepJobs = { keepCompleted: config.worker.keepCompleted, keepFailed: config.worker.keepFailed };
-  const jobQueue = openJobQueue<JobPayloads>({ redis, prefix, catalog, keep });
+  const jobQueue = openJobQueue<CatalogPayloads>({ redis, prefix, catalog, keep });
   // The framework's view (push, streams): it queues names it only knows at run time; still validated.
-  const anyJobQueue: JobQueue = jobQueue;
   const db = runtime.warehouse.db;
 
   let streams: StreamSupervisor | undefined;
@@ -220,7 +219,7 @@ export async function startWorker(
       const pushDeps = pushDepsFromConfig({
         config,
         warehouse: runtime.warehouse,
-        enqueue: (name, payload, extra) => anyJobQueue.enqueue(name, payload, extra),
+        enqueue: (name, payload, extra) => jobQueue.enqueue(name, payload, extra),
         redis,
         log,
       });
@@ -253,7 +252,7 @@ export async function startWorker(
     });
     const slots = createStreamSlots({ redis, prefix, ttlMs: config.worker.streamSlotTtlMs, log });
     if (config.worker.streams && config.organizations.length > 0) {
-      streams = superviseStreams({ runtime, slots, jobQueue: anyJobQueue, signal, metrics, log });
+      streams = superviseStreams({ runtime, slots, jobQueue, signal, metrics, log });
     }
 
     let stopping: Promise<void> | undefined;

@@ -9,6 +9,7 @@
 
 import type { Logger } from '../log/logger.ts';
 import type { WorkerMetrics } from '../metrics/worker-metrics.ts';
+import type { CatalogPayloads } from '../queue/job-catalog.ts';
 import type { JobQueue } from '../queue/job-queue.ts';
 import { consumerOptionsFromConfig } from '../stream/consumer-options.ts';
 import { runOrgStream } from '../stream/run-org-stream.ts';
@@ -19,7 +20,7 @@ import type { StreamSlots } from './stream-slots.ts';
 export interface StreamSupervisorOptions {
   runtime: Pick<Runtime, 'config' | 'warehouse' | 'org'>;
   slots: StreamSlots;
-  jobQueue: Pick<JobQueue, 'enqueue'>;
+  jobQueue: Pick<JobQueue<CatalogPayloads>, 'enqueue'>;
   signal: AbortSignal;
   metrics?: WorkerMetrics;
   log: Logger;

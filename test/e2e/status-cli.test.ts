@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { jobCatalog } from '../../jobs/index.ts';
-import type { JobPayloads } from '../../jobs/payloads.ts';
 import type { SyncStatus } from '../../src/metrics/sync-status.ts';
+import type { CatalogPayloads } from '../../src/queue/job-catalog.ts';
 import type { JobDefinition } from '../../src/queue/job-definition.ts';
 import { openJobQueue } from '../../src/queue/job-queue.ts';
 import { createStreamSlots } from '../../src/worker/stream-slots.ts';
@@ -55,7 +55,7 @@ describe('status', () => {
   it('adds queue depths, failed jobs and stream slot holders with Redis', async () => {
     const prefix = testRedis.prefix.slice(0, -1);
     const redis = testRedis.connect();
-    const jobQueue = openJobQueue<JobPayloads>({
+    const jobQueue = openJobQueue<CatalogPayloads>({
       redis,
       prefix,
       catalog: jobCatalog as Record<string, JobDefinition>,

@@ -12,7 +12,7 @@ import { PermanentError, RateLimitedError } from '../../src/errors/index.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { InlineRunner } from '../../src/queue/inline-runner.ts';
 import type { JobContext } from '../../src/queue/job-context.ts';
-import { defineJob, type JobDefinition } from '../../src/queue/job-definition.ts';
+import { defineUncatalogedJob, type JobDefinition } from '../../src/queue/job-definition.ts';
 import { type JobQueue, openJobQueue } from '../../src/queue/job-queue.ts';
 import type { QueueWorker } from '../../src/queue/queue-worker.ts';
 import { createManualClock } from '../../src/time/manual-clock.ts';
@@ -52,10 +52,11 @@ interface Outcome {
 }
 
 function catalogFor(runs: Record<string, number[]>): Record<string, JobDefinition> {
-  const once = defineJob({
+  const once = defineUncatalogedJob({
     name: 'test.once',
     payload: z.object({ key: z.string() }),
-    options: { attempts: 1, backoff: { type: 'exponential', delay: 10 } },
+    priority: 0,
+    retry: { attempts: 1, backoff: { type: 'exponential', delay: 10 } },
     jobId: (p) => `test.once|${p.key}`,
     async run(ctx, payload) {
       const attempts = runs[payload.key] ?? [];

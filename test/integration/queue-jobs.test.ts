@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { PermanentError, RateLimitedError } from '../../src/errors/index.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import type { JobContext } from '../../src/queue/job-context.ts';
-import { defineJob, type JobDefinition } from '../../src/queue/job-definition.ts';
+import { defineUncatalogedJob, type JobDefinition } from '../../src/queue/job-definition.ts';
 import { type JobQueue, openJobQueue } from '../../src/queue/job-queue.ts';
 import type { QueueWorker } from '../../src/queue/queue-worker.ts';
 import type { Runtime } from '../../src/worker/runtime.ts';
@@ -26,20 +26,22 @@ interface Behaviour {
 }
 
 function catalogFor(behaviour: Behaviour): Record<string, JobDefinition> {
-  const echo = defineJob({
+  const echo = defineUncatalogedJob({
     name: 'test.echo',
     payload: z.object({ key: z.string().min(1), n: z.number().int().default(1) }),
-    options: { attempts: 3, backoff: { type: 'exponential', delay: 50 }, priority: 7 },
+    priority: 7,
+    retry: { attempts: 3, backoff: { type: 'exponential', delay: 50 } },
     jobId: (p) => `test.echo|${p.key}:x`,
     async run(ctx, payload) {
       behaviour.runs.push({ key: payload.key, attempt: ctx.attempt, jobId: ctx.jobId });
       return behaviour.act(payload.key, ctx.attempt, ctx);
     },
   });
-  const free = defineJob({
+  const free = defineUncatalogedJob({
     name: 'test.free',
     payload: z.object({ key: z.string() }),
-    options: { attempts: 1, backoff: { type: 'exponential', delay: 50 } },
+    priority: 0,
+    retry: { attempts: 1, backoff: { type: 'exponential', delay: 50 } },
     async run(ctx, payload) {
       behaviour.runs.push({ key: payload.key, attempt: ctx.attempt, jobId: ctx.jobId });
       return behaviour.act(payload.key, ctx.attempt, ctx);

@@ -106,7 +106,7 @@ describe('applySchedules', () => {
     await vi.waitFor(async () => {
       const jobs = await jobQueue.queue.getJobs(['prioritized', 'waiting', 'delayed']);
       const reconcile = jobs.find((j) => j.name === 'connections.recent');
-      expect(reconcile?.opts.priority).toBe(catalog['connections.recent']!.options.priority);
+      expect(reconcile?.opts.priority).toBe(catalog['connections.recent']!.priority);
     });
 
     const fewer = configWith({ usersSyncMinutes: 0, legacyLatestMinutes: 0 });

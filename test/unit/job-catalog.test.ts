@@ -1,24 +1,72 @@
 /**
- * The catalog and its payload schemas name the same jobs, and enqueueing is typed by them: a wrong name
- * or payload is a compile error (checked by `tsc`, the `@ts-expect-error` lines below), still validated at
- * run time.
+ * The catalog is the folder: every job file of jobs/ is found, each adds its payload and result to the
+ * catalog's types, and adding a job is adding one file. Enqueueing is typed by the catalog: a wrong name
+ * or payload is a compile error (checked by `tsc`, the `@ts-expect-error` lines below), still validated
+ * at run time.
  */
-import { describe, expect, it } from 'vitest';
-import { jobCatalog } from '../../jobs/index.ts';
-import { type JobPayloads, jobPayloads } from '../../jobs/payloads.ts';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { jobCatalog, loadJobCatalog } from '../../jobs/index.ts';
+import type { CatalogPayloads } from '../../src/queue/job-catalog.ts';
 import type { JobQueue } from '../../src/queue/job-queue.ts';
 
+const JOBS_DIR = path.resolve(import.meta.dirname, '../../jobs');
+const jobFiles = readdirSync(JOBS_DIR).filter((name) => name.endsWith('.ts') && name !== 'index.ts');
+
 describe('job catalog', () => {
-  it('has a payload schema for every job, and the job uses it', () => {
-    expect(Object.keys(jobCatalog).sort()).toEqual(Object.keys(jobPayloads).sort());
-    for (const [name, definition] of Object.entries(jobCatalog)) {
-      expect(definition.payload).toBe(jobPayloads[name as keyof JobPayloads]);
+  it('holds one job per file of jobs/, each declaring its own payload and result in the catalog types', () => {
+    const declared: string[] = [];
+    for (const file of jobFiles) {
+      const source = readFileSync(path.join(JOBS_DIR, file), 'utf8');
+      const payloads = /interface JobPayloads \{\s*'([a-z.]+)'/.exec(source)?.[1];
+      const results = /interface JobResults \{\s*'([a-z.]+)'/.exec(source)?.[1];
+      const name = /defineJob\(\{\s*name: '([a-z.]+)'/.exec(source)?.[1];
+      expect({ file, payloads, results }).toEqual({ file, payloads: name, results: name });
+      declared.push(name!);
     }
+    expect(Object.keys(jobCatalog).sort()).toEqual(declared.sort());
+    for (const definition of Object.values(jobCatalog)) {
+      expect(typeof definition.priority).toBe('number');
+      expect(definition.payload).toBeDefined();
+    }
+  });
+
+  describe('adding a job is one file', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'validic-sync-jobs-'));
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+    it('finds a new job file without a list to edit', async () => {
+      const catalogModule = path.resolve(import.meta.dirname, '../../src/queue/job-catalog.ts');
+      writeFileSync(
+        path.join(dir, 'hello-world.ts'),
+        [
+          "import { z } from 'zod';",
+          `import { defineJob } from ${JSON.stringify(catalogModule)};`,
+          'export const helloWorld = defineJob({',
+          "  name: 'hello.world',",
+          '  payload: z.object({ name: z.string() }),',
+          '  priority: 50,',
+          "  retry: 'housekeeping',",
+          "  run: async (_ctx, payload) => 'hello ' + payload.name,",
+          '});',
+        ].join('\n'),
+      );
+      const catalog = await loadJobCatalog(dir, '.ts');
+      expect(Object.keys(catalog)).toEqual(['hello.world']);
+      expect(await catalog['hello.world']!.run({} as never, { name: 'you' })).toBe('hello you');
+    });
+
+    it('refuses two files that name the same job', async () => {
+      writeFileSync(path.join(dir, 'hello-again.ts'), readFileSync(path.join(dir, 'hello-world.ts'), 'utf8'));
+      await expect(loadJobCatalog(dir, '.ts')).rejects.toThrow(/two jobs are named hello\.world/);
+    });
   });
 
   it('types enqueue by the catalog', () => {
     // Never called: the type checker is the assertion.
-    const typed = (queue: JobQueue<JobPayloads>) => [
+    const typed = (queue: JobQueue<CatalogPayloads>) => [
       queue.enqueue('users.sync', { orgId: 'o' }),
       queue.enqueue('records.backfill', { orgId: 'o', from: '2026-01-01', to: '2026-01-31' }),
       // @ts-expect-error: no such job

@@ -9,6 +9,7 @@
 import type { Command } from 'commander';
 import { formatShare } from '../../audit/completeness-interval.ts';
 import { selectOrganizations } from '../../config/require-organizations.ts';
+import { resultOf } from '../../worker/catalog-inline-runner.ts';
 import type { CommandRunner } from '../command-runner.ts';
 import { EXIT_FAILED } from '../exit-codes.ts';
 import { runInlineCommand } from '../inline-command.ts';
@@ -53,8 +54,9 @@ export function registerAudit(program: Command, run: CommandRunner): void {
           retryHint: 'run the audit again to retry (cells already repaired are found equal)',
           startOrg({ org, runner, runtime }) {
             let auditId: number | undefined;
-            runner.on('completed', (job, result: any) => {
-              if (job.name === 'records.audit' && result?.population !== undefined) auditId = result.auditId;
+            runner.on('completed', (job, result) => {
+              const audited = resultOf('records.audit', job, result);
+              if (audited && 'population' in audited) auditId = audited.auditId ?? undefined;
             });
             runner.enqueue('records.audit', {
               orgId: org.orgId,

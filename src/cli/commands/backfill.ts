@@ -5,6 +5,7 @@
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
 import { emptyCounts, type LoadCounts } from '../../pipeline/batch.ts';
+import { resultOf } from '../../worker/catalog-inline-runner.ts';
 import type { CommandRunner } from '../command-runner.ts';
 import { runInlineCommand } from '../inline-command.ts';
 import { parseDateRange, parseList } from '../parse-options.ts';
@@ -52,20 +53,23 @@ export function registerBackfill(program: Command, run: CommandRunner): void {
             let windowsDone = 0;
             const progressDetail = () =>
               `${counts.inserted} new, ${counts.updated} updated, ${counts.unchanged} unchanged`;
-            runner.on('completed', (job, result: any) => {
-              if (job.name === 'records.backfill') {
-                plan = result;
-                progress.setTotal(result.windows);
-                progress.update(result.alreadyDone + windowsDone, progressDetail());
-                if (result.resumed) {
+            runner.on('completed', (job, result) => {
+              const planned = resultOf('records.backfill', job, result);
+              if (planned) {
+                plan = planned;
+                progress.setTotal(planned.windows);
+                progress.update(planned.alreadyDone + windowsDone, progressDetail());
+                if (planned.resumed) {
                   log.info(
-                    `resuming run ${result.runId}: ${result.alreadyDone} of ${result.windows} windows already done`,
+                    `resuming run ${planned.runId}: ${planned.alreadyDone} of ${planned.windows} windows already done`,
                   );
                 }
                 return;
               }
+              const polled = resultOf('records.poll', job, result);
+              if (!polled) return;
               windowsDone++;
-              for (const key of Object.keys(counts) as (keyof LoadCounts)[]) counts[key] += result[key] ?? 0;
+              for (const key of Object.keys(counts) as (keyof LoadCounts)[]) counts[key] += polled[key];
               if (plan) progress.update(plan.alreadyDone + windowsDone, progressDetail());
             });
             runner.enqueue('records.backfill', {

@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
 import { IncompleteListingError, UsageError } from '../../errors/index.ts';
 import { emptyCounts, type LoadCounts } from '../../pipeline/batch.ts';
+import { resultOf } from '../../worker/catalog-inline-runner.ts';
 import type { CommandRunner } from '../command-runner.ts';
 import { runInlineCommand } from '../inline-command.ts';
 import { parseInstantOption, parseList } from '../parse-options.ts';
@@ -58,20 +59,22 @@ export function registerLegacy(program: Command, run: CommandRunner): void {
             const deletes = { checked: 0, deleted: 0, pending: new Map<string, number>() };
             const detail = () =>
               `${records} records: ${counts.inserted} new, ${counts.updated} updated, ${counts.unchanged} unchanged`;
-            runner.on('completed', (job, result: any) => {
-              if (job.name === 'legacy.sync') {
-                planned = result;
-                progress.setTotal(result.windows);
+            runner.on('completed', (job, result) => {
+              const sync = resultOf('legacy.sync', job, result);
+              if (sync) {
+                planned = sync;
+                progress.setTotal(sync.windows);
                 progress.update(windowsDone, detail());
                 return;
               }
-              if (job.name !== 'legacy.latest') return;
+              const latest = resultOf('legacy.latest', job, result);
+              if (!latest) return;
               windowsDone++;
-              records += result.records ?? 0;
-              for (const key of Object.keys(counts) as (keyof LoadCounts)[]) counts[key] += result[key] ?? 0;
-              deletes.checked += result.deleteChecks ?? 0;
-              deletes.deleted += result.deleted ?? 0;
-              deletes.pending.set(result.object, result.deleteChecksPending ?? 0);
+              records += latest.records;
+              for (const key of Object.keys(counts) as (keyof LoadCounts)[]) counts[key] += latest[key];
+              deletes.checked += latest.deleteChecks;
+              deletes.deleted += latest.deleted;
+              deletes.pending.set(latest.object, latest.deleteChecksPending);
               progress.update(windowsDone, detail());
             });
             runner.enqueue('legacy.sync', {

@@ -13,6 +13,7 @@ import { UsageError } from '../../errors/index.ts';
 import type { ReconcilePassSummary } from '../../stream/run-reconcile-pass.ts';
 import { CONNECTION_EVENTS_SINCE } from '../../validic/platform-limits.ts';
 import { reconcileLastWrite } from '../../warehouse/cursors.ts';
+import { resultOf } from '../../worker/catalog-inline-runner.ts';
 import type { CommandRunner } from '../command-runner.ts';
 import { runInlineCommand } from '../inline-command.ts';
 import { parseDateRange } from '../parse-options.ts';
@@ -55,15 +56,14 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
             const totals = { events: 0, missed: 0, pages: 0, quarantined: 0 };
             let windowsDone = 0;
             let pass: ReconcilePassSummary | undefined;
-            runner.on('completed', (job, result: any) => {
-              if (job.name === 'streams.reconcile') {
-                pass = result as ReconcilePassSummary;
-                return;
-              }
-              totals.events += result.events ?? 0;
-              totals.missed += result.inserted ?? 0;
-              totals.pages += result.pages ?? 0;
-              totals.quarantined += result.quarantined ?? 0;
+            runner.on('completed', (job, result) => {
+              pass = resultOf('streams.reconcile', job, result) ?? pass;
+              const window = resultOf('connections.reconcile', job, result);
+              if (!window) return;
+              totals.events += window.events;
+              totals.missed += window.inserted;
+              totals.pages += window.pages;
+              totals.quarantined += window.quarantined;
               windowsDone += 1;
               // After /connections is paged: the pass's count is then the records the stream lost.
               if (windowsDone === windows.length && org.stream.reconcile)
