@@ -3,9 +3,14 @@
  * consumer, the pipelined stream commit and both job runners (inline and BullMQ).
  * Why and how: README.md, "`classify-failure.ts`".
  */
-import { causeChain } from './cause-chain.ts';
-import { CONFLICT_CODES, CONNECTION_CODES, OUTAGE_CODES, OUTAGE_MESSAGES } from './error-codes.ts';
-import { PermanentError } from './permanent-error.ts';
+import {
+  CONFLICT_CODES,
+  CONNECTION_CODES,
+  causeChain,
+  OUTAGE_CODES,
+  OUTAGE_MESSAGES,
+} from './cause-chain.ts';
+import { PermanentError } from './error-classes.ts';
 
 export type Failure =
   | { kind: 'permanent'; unauthorized: boolean }

@@ -50,7 +50,6 @@ export function defineCursor<Args extends unknown[], Schema extends z.ZodType>(
  * only WRITTEN by applyBatch, in the same transaction as the data they cover, so a cursor never runs
  * ahead of committed data. `listCursors` gives the stored values as they are (for `status`).
  */
-
 export interface CursorEntry {
   key: string;
   value: unknown;
@@ -97,7 +96,6 @@ export async function listCursors(
 }
 
 /** `users:last_full_sync`: when users.sync last read the whole user list (moves with its last page). */
-
 export const usersFullSyncCursor = defineCursor(() => 'users:last_full_sync', z.object({ at: z.string() }));
 
 /**
@@ -105,7 +103,6 @@ export const usersFullSyncCursor = defineCursor(() => 'users:last_full_sync', z.
  * connections.reconcile job outside a backfill run (its window) and by the `reconcile` command (the
  * totals of its range, replacing the windows'); `status` and `/metrics` read it.
  */
-
 const reconcileLastValue = z.object({
   at: z.string(),
   startDate: z.string(),
@@ -129,7 +126,6 @@ export function reconcileLastWrite(value: Omit<ReconcileLast, 'at'>, at = new Da
  * (how it moves: src/legacy/legacy-cursor.ts). A value without a parsable `end` reads as absent;
  * a missing `start` or `at` reads as `end`.
  */
-
 export const LEGACY_LATEST_CURSOR_PREFIX = 'legacy:latest:';
 
 const legacyLatestValue = z
@@ -153,7 +149,6 @@ export const legacyLatestCursor = defineCursor(
  * `audit:rotation`: the last user the scheduled completeness audit reached (uid, byte order); the next
  * tick goes on after it, round to the first user at the end (src/audit/README.md, "Which cells").
  */
-
 export const auditRotationCursor = defineCursor(() => 'audit:rotation', z.object({ afterUid: z.string() }));
 
 /**

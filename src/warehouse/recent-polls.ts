@@ -46,7 +46,6 @@ export async function listPollableUids(
  * Active: a record whose start_time is within the window (`activeSince`); `exists` on the
  * (uid, start_time) index stops at the first such record, so this stays cheap per tick.
  */
-
 export interface UserPollState {
   uid: string;
   active: boolean;
@@ -243,7 +242,6 @@ export async function readDueUsers(
  * (written by the records.recent tick before it enqueues) and last completed (by records.poll). It is
  * bookkeeping, not data: a crash between a poll's load and its mark only polls that user once more.
  */
-
 export async function markRecentPollsEnqueued(
   db: Kysely<Database>,
   orgId: string,
