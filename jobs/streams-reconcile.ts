@@ -1,5 +1,5 @@
 /**
- * streams.reconcile: one pass of the org's reconciliation stream (src/stream/run-reconcile-pass.ts).
+ * streams.reconcile: one pass of the org's reconciliation stream (src/stream/reconciliation.ts).
  * Scheduled every `schedules.reconcileStreamMinutes` and brought forward `stream.passAfterGapSeconds`
  * after a gap of the primary stream. Its id is per org and trigger, so a burst of gaps queues one pass.
  * A pass that could not reach the stream fails the job (retried); one that timed out is done: the next
@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { UserFacingError } from '../src/errors/index.ts';
 import { defineJob } from '../src/queue/job-catalog.ts';
 import { jobKey } from '../src/queue/job-definition.ts';
-import type { ReconcilePassSummary } from '../src/stream/run-reconcile-pass.ts';
+import type { ReconcilePassSummary } from '../src/stream/reconciliation.ts';
 
 /** The payload: what one run of this job is given. */
 export const streamsReconcilePayload = z.object({

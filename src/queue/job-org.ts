@@ -13,8 +13,8 @@ import {
 import { findLegacyRecord, type GetLegacyRecordInput } from '../legacy/get-legacy-record.ts';
 import type { LegacyClient } from '../legacy/legacy-client.ts';
 import type { Logger } from '../log/logger.ts';
-import type { StreamConsumerOptionsInput } from '../stream/resolve-consumer-options.ts';
-import { type ReconcilePassSummary, runReconcilePass } from '../stream/run-reconcile-pass.ts';
+import type { StreamConsumerOptionsInput } from '../stream/consumer-options.ts';
+import { type ReconcilePassSummary, runReconcilePass } from '../stream/reconciliation.ts';
 import type { StreamsClient } from '../validic/streams-client.ts';
 import type { V2Client } from '../validic/v2-client.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
@@ -34,7 +34,7 @@ export interface JobOrg {
     input: Omit<ConfirmLegacyDeletesInput, 'warehouse' | 'org' | 'orgId'>,
   ): Promise<ConfirmLegacyDeletesResult>;
   /**
-   * One pass of the org's reconciliation stream (src/stream/run-reconcile-pass.ts): reads what it
+   * One pass of the org's reconciliation stream (src/stream/reconciliation.ts): reads what it
    * re-delivers until caught up, loads it, and reports what the primary stream had missed.
    */
   reconcileStream(input: {

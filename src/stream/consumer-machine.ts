@@ -1,17 +1,21 @@
 /**
+ * The stream consumer as data, and the pure helpers its transition function reads: the state, the
+ * events and the effects (below), the micro-batch as a persistent list, the counters, how a failed open
+ * is read, how long the consumer has been idle, and every wait it takes (reconnect, 429, hold, idle).
+ */
+import type { StreamBackoffSettings, StreamConsumerOptions } from '../config/stream-options.ts';
+import { classifyFailure } from '../errors/index.ts';
+import { backoffDelay } from '../time/backoff-delay.ts';
+import type { StreamGap, StreamPosition } from '../warehouse/cursors.ts';
+import type { CommitReason, DataFrame, SseFrame, StreamCounters, StreamState, StreamVia } from './types.ts';
+
+/**
  * The stream consumer as data: the state the transition function (next-consumer-state.ts) works on,
  * the events the driver (stream-consumer.ts) feeds it and the effects it asks the driver to perform.
  * Nothing here does I/O or reads a clock: every event carries its own `now`, and an event after which
  * the machine may back off carries `jitter`, one uniform draw in [0, 1) for the delay.
  * See STATE-MACHINE.md next to this file.
  */
-
-import type { StreamConsumerOptions } from '../config/stream-options.ts';
-import type { StreamGap, StreamPosition } from '../warehouse/cursors.ts';
-import type { OpenFailureKind } from './classify-open-failure.ts';
-import { type FrameList, NO_FRAMES } from './frame-list.ts';
-import { emptyStreamCounters } from './stream-counters.ts';
-import type { CommitReason, DataFrame, SseFrame, StreamCounters, StreamState, StreamVia } from './types.ts';
 
 /** Why an open connection ends; the machine acts on it once the driver has closed it (`closed`). */
 export type ConnectionEnd =
@@ -81,7 +85,7 @@ export interface MachineState {
   unsaved: PendingCommit | undefined;
   /** Failed commit retries in a row (back-off of `holding`). */
   holdAttempt: number;
-  /** Frames read for the next micro-batch, newest first (a persistent list: frame-list.ts). */
+  /** Frames read for the next micro-batch, newest first (a persistent list: consumer-machine.ts). */
   buffer: FrameList;
   /** Bytes of the buffered frames' data (`microBatch.maxBytes`). */
   bufferBytes: number;
@@ -95,7 +99,7 @@ export interface MachineState {
   gapReported: boolean;
   /** Last frame on the main stream (ms): "connected until here". */
   lastStreamFrameAt: number | undefined;
-  /** Since when the main stream has been live and without data (ms); see quiet-for.ts. */
+  /** Since when the main stream has been live and without data (ms); see consumer-machine.ts. */
   quietFromMs: number | undefined;
   lastPokeAtMs: number | undefined;
   /** Platform clock minus this clock, from the last poke's `ts`; undefined until a poke arrived. */
@@ -290,4 +294,190 @@ export function readTimers(state: MachineState): { wakeAt: number; staleAt: numb
   const batchAt = state.buffer.length > 0 ? state.bufferSince + microBatch.maxWaitMs : Infinity;
   const heartbeatAt = c.via === 'stream' ? state.lastCommitAt + heartbeatCommitMs : Infinity;
   return { wakeAt: Math.min(staleAt, batchAt, heartbeatAt, c.deadline), staleAt };
+}
+
+/**
+ * The micro-batch being gathered (`MachineState.buffer`), as a persistent list, newest frame first.
+ *
+ * Appending is O(1) and never changes a list that another state still holds: the transition function
+ * stays pure (`next` never changes the state it is given, STATE-MACHINE.md I10) without copying the
+ * whole batch on every frame (`[...buffer, item]` per frame was O(n²) over a micro-batch). An array
+ * appended in place would not do: `next` copies the state shallowly, so the state it was given would
+ * see the frame too. The frames become an array once, in arrival order, when the batch is committed
+ * (`framesInOrder`, called by `flush`), so a commit never shares an array with the buffer.
+ */
+export interface FrameList {
+  /** How many frames the list holds. */
+  readonly length: number;
+  /** The frame appended last; undefined only in the empty list. */
+  readonly newest: DataFrame | undefined;
+  /** The list `newest` was appended to; undefined only in the empty list. */
+  readonly before: FrameList | undefined;
+}
+
+/** The empty list (shared: nothing ever changes a list). */
+export const NO_FRAMES: FrameList = Object.freeze({ length: 0, newest: undefined, before: undefined });
+
+/** A new list: `list` with `frame` appended (`list` itself is unchanged). */
+export function appendFrame(list: FrameList, frame: DataFrame): FrameList {
+  return { length: list.length + 1, newest: frame, before: list };
+}
+
+/** The frames of `list` in the order they were appended, in a new array. */
+export function framesInOrder(list: FrameList): DataFrame[] {
+  const frames = new Array<DataFrame>(list.length);
+  let node = list;
+  for (let i = list.length - 1; i >= 0; i--) {
+    frames[i] = node.newest as DataFrame;
+    node = node.before as FrameList;
+  }
+  return frames;
+}
+
+/** The consumer's counters: all at zero, and a copy (the transition function never shares them). */
+
+/** Every counter at zero (also the start of the summaries that add up several consumers). */
+export function emptyStreamCounters(): StreamCounters {
+  return {
+    frames: { data: 0, poke: 0, other: 0, bad: 0 },
+    otherEvents: {},
+    connects: 0,
+    reconnects: 0,
+    rebalancing: 0,
+    errors: 0,
+    staleDetections: 0,
+    idleDrops: 0,
+    replays: 0,
+    replaysCaughtUp: 0,
+    replaysShared: 0,
+    replaySkipped: 0,
+    gaps: 0,
+    uncleanEnds: 0,
+    rateLimited: 0,
+    commits: 0,
+    committedFrames: 0,
+    commitFailures: 0,
+  };
+}
+
+export function copyStreamCounters(c: StreamCounters): StreamCounters {
+  return { ...c, frames: { ...c.frames }, otherEvents: { ...c.otherEvents } };
+}
+
+/**
+ * How the consumer treats a failed open of the stream or the replay: the one `classifyFailure`, read in
+ * the consumer's terms. The driver (stream-consumer.ts) hands the answer to the pure transition function.
+ */
+
+/**
+ * `rebalancing`: a 422 right after a disconnect (back off briefly, retry). `rate-limited`: a 429 (back
+ * off for minutes: the hour's budget is spent). `permanent`: 401/403, the token is wrong (stop).
+ * `refused`: any other permanent failure: permanent for the stream, and for a replay "this gap cannot be
+ * replayed". `retry`: everything else (5xx, network, unknown).
+ */
+export type OpenFailureKind = 'rebalancing' | 'rate-limited' | 'retry' | 'permanent' | 'refused';
+
+export function classifyOpenFailure(error: unknown): OpenFailureKind {
+  const failure = classifyFailure(error);
+  if (failure.kind === 'permanent') return failure.unauthorized ? 'permanent' : 'refused';
+  if (failure.kind === 'rate-limited') return 'rate-limited';
+  return failure.kind === 'rebalancing' ? 'rebalancing' : 'retry';
+}
+
+/**
+ * How long a consumer has been provably idle, as a pure function of what it saw (STATE-MACHINE.md,
+ * "Idle"). Idle means live and quiet: the main stream is open, pokes keep arriving, no data frame
+ * came, and nothing waits to be committed. The quiet span is measured between two things the platform
+ * did: the later of "connected" and "last data frame", and the last poke after it. A connection gone
+ * silent sends no pokes, so its span stops growing; any other state (connecting, backing off, stale,
+ * replaying) is not idle at all.
+ */
+export interface QuietInput {
+  state: StreamState;
+  /** Frames buffered (or in flight to the warehouse) and not yet committed. */
+  pendingFrames: number;
+  /** Clock time (ms) the connection went live or last delivered a data frame, whichever is later. */
+  quietFromMs: number | undefined;
+  /** Clock time (ms) of the last poke on the main stream. */
+  lastPokeAtMs: number | undefined;
+}
+
+/** Milliseconds of witnessed quiet (0 when not idle at all). */
+export function quietForMs(input: QuietInput): number {
+  if (input.state !== 'live' || input.pendingFrames > 0) return 0;
+  if (input.quietFromMs === undefined || input.lastPokeAtMs === undefined) return 0;
+  return Math.max(0, input.lastPokeAtMs - input.quietFromMs);
+}
+
+/**
+ * The SSE consumer's waits, in its own option names (`StreamBackoffSettings` of types.ts), on top of the one
+ * back-off formula of src/time/backoff-delay.ts.
+ */
+
+/**
+ * Delay before a reconnect: at least `minMs` (the platform answers 422 while it rebalances right after a
+ * disconnect, so no reconnect comes earlier, whatever ended the connection, a 422 included), plus full
+ * jitter over a span that grows by `factor` per failed attempt, the whole never above `capMs`.
+ * `capMs` is `maxMs` clamped to `staleAfterMs` by the consumer (STATE-MACHINE.md, "Timing rules").
+ */
+export function reconnectDelay(
+  attempt: number,
+  options: Pick<StreamBackoffSettings, 'minMs' | 'initialMs' | 'factor'>,
+  capMs: number,
+  random: () => number,
+): number {
+  return backoffDelay(
+    attempt + 1,
+    { baseMs: options.initialMs, capMs, factor: options.factor, minMs: options.minMs },
+    random,
+  );
+}
+
+/**
+ * Delay before reconnecting after the `attempt`-th 429 in a row (0-based): half-jittered exponential
+ * growth from `rateLimitedInitialMs` to `rateLimitedMaxMs`, never below `minMs`, and at least the
+ * server's `Retry-After`. Not clamped to `staleAfterMs`: a 429 refuses for the hour's budget, and every
+ * early reconnect would spend more of it.
+ */
+export function rateLimitedDelay(
+  attempt: number,
+  options: Pick<StreamBackoffSettings, 'minMs' | 'factor' | 'rateLimitedInitialMs' | 'rateLimitedMaxMs'>,
+  random: () => number,
+  retryAfterMs: number | undefined,
+): number {
+  const delay = backoffDelay(
+    attempt + 1,
+    {
+      baseMs: options.rateLimitedInitialMs,
+      capMs: Math.max(options.rateLimitedMaxMs, options.minMs),
+      factor: options.factor,
+      minMs: options.minMs,
+      jitter: 0.5,
+    },
+    random,
+  );
+  return Math.max(delay, retryAfterMs ?? 0);
+}
+
+/**
+ * Delay before retrying, for the `attempt`-th time in a row (0-based), a commit that failed: half-jittered
+ * growth from `initialMs` to `commitRetryMaxMs` (an outage of the database is waited out, not hammered).
+ */
+export function holdDelay(
+  attempt: number,
+  options: Pick<StreamBackoffSettings, 'initialMs' | 'factor'>,
+  commitRetryMaxMs: number,
+  random: () => number,
+): number {
+  return backoffDelay(
+    attempt + 1,
+    { baseMs: options.initialMs, capMs: Math.max(commitRetryMaxMs, 1), factor: options.factor, jitter: 0.5 },
+    random,
+  );
+}
+
+/** Pause before reconnecting after the `round`-th idle drop (0-based): the last listed delay repeats. */
+export function idleDelay(round: number, delaysMs: number[]): number {
+  if (delaysMs.length === 0) return 0;
+  return delaysMs[Math.min(round, delaysMs.length - 1)] ?? 0;
 }

@@ -1,18 +1,20 @@
 /**
- * Pure helpers of the transition function around the checkpoint and the micro-batch: what a commit
- * carries, when a gap needs replay, and where the replay starts and hands off (on the platform's clock).
+ * Where the consumer stands, pure: what a commit carries and where the stream's position moves, when
+ * a gap needs replay, and where a replay starts and hands off (on the platform's clock).
  */
-
 import {
   REPLAY_GAP_REASONS,
   type StreamGap,
   type StreamPosition,
   UNCLEAN_END_REASONS,
 } from '../warehouse/cursors.ts';
-import type { Effect, MachineState } from './consumer-machine.ts';
-import { appendFrame, framesInOrder, NO_FRAMES } from './frame-list.ts';
-import { planGapFill } from './plan-gap-fill.ts';
+import { appendFrame, type Effect, framesInOrder, type MachineState, NO_FRAMES } from './consumer-machine.ts';
 import type { CommitReason, DataFrame, StreamVia } from './types.ts';
+
+/**
+ * Pure helpers of the transition function around the checkpoint and the micro-batch: what a commit
+ * carries, when a gap needs replay, and where the replay starts and hands off (on the platform's clock).
+ */
 
 export function parseTime(value: string | undefined): number | undefined {
   if (typeof value !== 'string') return undefined;
@@ -90,7 +92,7 @@ export function flush(
   checkpointOnly: boolean,
 ): boolean {
   const held = s.unsaved;
-  // A new array for the commit (the buffer is a persistent list, frame-list.ts): what the commit carries
+  // A new array for the commit (the buffer is a persistent list, consumer-machine.ts): what the commit carries
   // is never shared with the buffer that goes on filling, nor with the state `next` was given.
   const frames = held ? [...held.frames, ...framesInOrder(s.buffer)] : framesInOrder(s.buffer);
   const next = nextPosition(s, frames);
@@ -112,7 +114,7 @@ export function flush(
 }
 
 /**
- * Buffers `item` for the next micro-batch (O(1): the buffer is a persistent list, frame-list.ts; the
+ * Buffers `item` for the next micro-batch (O(1): the buffer is a persistent list, consumer-machine.ts; the
  * list the state had before is unchanged, so a state `next` was given never sees the frame).
  */
 export function push(s: MachineState, now: number, via: StreamVia, item: DataFrame): void {
@@ -179,4 +181,67 @@ export function planReplay(s: MachineState, nowMs: number): ReturnType<typeof pl
   return afterNewest !== undefined && afterNewest > plan.catchUpAtMs
     ? { ...plan, catchUpAtMs: afterNewest }
     : plan;
+}
+
+/**
+ * How to fill a gap in the main stream, as a pure function of "now" and the gap start T
+ * (PLATFORM-FACTS.md, "Replay"): replay from T's UTC date until an event with `created_at` ≥ T arrives,
+ * then reconnect the main stream, which resumes from its own server-side checkpoint.
+ *
+ * Two limits bend that plan:
+ * - Replay serves only `replayMaxDays` back: replay from the earliest date it serves, and report
+ *   [T, that date) as a gap for a REST backfill. The earliest date is taken one day inside the limit,
+ *   because "30 days back" may be counted inclusively or not by different servers.
+ * - The platform keeps a stream's checkpoint only `checkpointRetentionDays` after a disconnect: past
+ *   that, the stream will not resume at T, so the replay must run up to the present (catch-up at
+ *   "now") instead of up to T.
+ */
+const DAY_MS = 86_400_000;
+
+export interface GapFillPlan {
+  /** `YYYY-MM-DD` (UTC) for `/replay?date=`. */
+  replayDate: string;
+  /** The replay has caught up at the first event with `created_at` ≥ this time (ms). */
+  catchUpAtMs: number;
+  /** Set when the gap is longer than replay or the stream checkpoint can cover. */
+  tooLong: StreamGap | undefined;
+}
+
+export interface GapLimits {
+  replayMaxDays: number;
+  checkpointRetentionDays: number;
+}
+
+export function planGapFill(nowMs: number, gapStartMs: number, limits: GapLimits): GapFillPlan {
+  const gapDate = utcDate(gapStartMs);
+  const earliestDate = utcDate(nowMs - Math.max(0, limits.replayMaxDays - 1) * DAY_MS);
+  const checkpointExpired = nowMs - gapStartMs > limits.checkpointRetentionDays * DAY_MS;
+  const catchUpAtMs = checkpointExpired ? nowMs : gapStartMs;
+  if (gapDate < earliestDate) {
+    return {
+      replayDate: earliestDate,
+      catchUpAtMs,
+      tooLong: {
+        from: new Date(gapStartMs).toISOString(),
+        to: `${earliestDate}T00:00:00.000Z`,
+        reason: 'beyond-replay',
+      },
+    };
+  }
+  return {
+    replayDate: gapDate,
+    catchUpAtMs,
+    tooLong: checkpointExpired
+      ? {
+          from: new Date(gapStartMs).toISOString(),
+          to: new Date(nowMs).toISOString(),
+          reason: 'stream-checkpoint-expired',
+        }
+      : undefined,
+  };
+}
+
+/** `YYYY-MM-DD` of a time, in UTC. */
+export function utcDate(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
 }

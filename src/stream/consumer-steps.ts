@@ -1,14 +1,39 @@
 /**
+ * The steps of the transition function (next-consumer-state.ts), pure: announce a state change, back
+ * off, stop, hold frames whose commit failed, give a replay up and report a gap; what a frame does to the
+ * state; what the consumer does once a connection it was reading has closed. Each step mutates the draft
+ * state it is given and returns the effects it asks for.
+ */
+import type { StreamGap, UncleanEndReason } from '../warehouse/cursors.ts';
+import {
+  type ConnectionEnd,
+  type ConnectionState,
+  type Effect,
+  holdDelay,
+  idleDelay,
+  type LogLevel,
+  type MachineState,
+  type PassOutcome,
+  reconnectDelay,
+} from './consumer-machine.ts';
+import {
+  flush,
+  iso,
+  notePlatformTime,
+  openGap,
+  parseTime,
+  platformTime,
+  push,
+  uncleanGap,
+} from './consumer-position.ts';
+import { classifyFrame } from './frames.ts';
+import type { ClassifiedFrame, CommitReason, DataFrame, SseFrame, StreamState } from './types.ts';
+
+/**
  * Building blocks of the transition function (next-consumer-state.ts), pure: announce a state change,
  * back off, stop, hold frames whose commit failed, give a replay up and report a gap. Each mutates the
  * state copy it is given and appends the effects the driver performs, in order.
  */
-
-import type { StreamGap, UncleanEndReason } from '../warehouse/cursors.ts';
-import type { Effect, LogLevel, MachineState, PassOutcome } from './consumer-machine.ts';
-import { flush, iso, openGap, platformTime, uncleanGap } from './consumer-position.ts';
-import { holdDelay, reconnectDelay } from './reconnect-delays.ts';
-import type { CommitReason, StreamState } from './types.ts';
 
 /** Counts a failed replay attempt; true once `replayAttempts` failed in a row. */
 export function replayFailed(s: MachineState): boolean {
@@ -144,4 +169,299 @@ export function transition(s: MachineState, fx: Effect[], to: StreamState, reaso
 
 export function log(fx: Effect[], level: LogLevel, fields: Record<string, unknown>, message: string) {
   fx.push({ kind: 'log', level, fields, message });
+}
+
+/**
+ * What a frame does to the consumer's state (pure; part of the transition function): counted, buffered
+ * for the next micro-batch, and possibly the end of its connection (the replay's hand-off, idle
+ * hygiene's last poke, the replay's deadline). Frames that arrive after the end was decided are only
+ * kept (`keepFrame`): they were fully received and the platform counts them as delivered.
+ */
+
+/** Decides that the open connection ends; the driver closes it and feeds `closed`. */
+export function endConnection(c: ConnectionState, fx: Effect[], end: ConnectionEnd): void {
+  c.ending = end;
+  fx.push({ kind: 'close' });
+}
+
+export function readFrame(
+  s: MachineState,
+  c: ConnectionState,
+  fx: Effect[],
+  now: number,
+  frame: SseFrame,
+): void {
+  const { via } = c;
+  // Checked per frame too: a replay that keeps sending data never reaches the timer.
+  if (now >= c.deadline) {
+    endConnection(c, fx, { kind: 'timed-out' });
+    keepFrame(s, c, now, frame);
+    return;
+  }
+  if (!c.delivered) {
+    // A connection that delivers is healthy again: the next back-off starts small.
+    c.delivered = true;
+    s.attempt = 0;
+    s.rateLimitAttempt = 0;
+  }
+  if (via === 'stream') s.lastStreamFrameAt = frame.receivedAt;
+  const classified = classifyFrame(frame);
+  c.lastFrame = frame.type === 'oversized' ? 'oversized' : classified.kind;
+  const frames = s.counters.frames;
+  switch (classified.kind) {
+    case 'data': {
+      frames.data += 1;
+      c.pokesWithoutData = 0;
+      c.pokesAfterCatchUp = 0;
+      if (via === 'stream') {
+        s.idleRound = 0;
+        s.quietFromMs = frame.receivedAt;
+      }
+      // A pass that delivers makes progress (the reconciliation stream resumes after it): its failures
+      // in a row start again. A replay restarts from its date, so it does not.
+      if (s.options.role === 'pass') s.replayFailures = 0;
+      const createdAtMs = parseTime(classified.createdAt);
+      if (belowReplayFloor(s, via, createdAtMs)) s.counters.replaySkipped += 1;
+      else push(s, now, via, bufferedItem(classified, frame)!);
+      if (c.catchUpAtMs !== undefined && createdAtMs !== undefined && createdAtMs >= c.catchUpAtMs) {
+        endConnection(c, fx, { kind: 'caught-up', why: `created_at ${classified.createdAt}` });
+        return;
+      }
+      break;
+    }
+    case 'bad':
+      frames.bad += 1;
+      if (via === 'stream') s.quietFromMs = frame.receivedAt;
+      fx.push({
+        kind: 'log',
+        level: 'warn',
+        fields: { event: classified.event, reason: classified.reason },
+        message: 'SSE frame quarantined',
+      });
+      push(s, now, via, bufferedItem(classified, frame)!);
+      break;
+    case 'poke': {
+      frames.poke += 1;
+      c.pokesWithoutData += 1;
+      notePlatformTime(s, classified.payload, frame.receivedAt);
+      if (via === 'stream') s.lastPokeAtMs = frame.receivedAt;
+      const { idleHygiene, quietPokes } = s.options;
+      if (via === 'stream' && idleHygiene.enabled && c.pokesWithoutData >= idleHygiene.maxPokesWithoutData) {
+        endConnection(c, fx, { kind: 'idle' });
+        return;
+      }
+      if (c.catchUpAtMs !== undefined) {
+        // The platform pokes when nothing else flows: pokes stamped at or after T say everything created
+        // before T has been sent. One alone may race a backlog the server is still preparing.
+        const stamped = pokeTime(classified.payload) ?? frame.receivedAt + (s.platformOffsetMs ?? 0);
+        c.pokesAfterCatchUp = stamped >= c.catchUpAtMs ? c.pokesAfterCatchUp + 1 : 0;
+        if (quietPokes > 0 && c.pokesAfterCatchUp >= quietPokes) {
+          const why = `${c.pokesAfterCatchUp} pokes since ${new Date(c.catchUpAtMs).toISOString()}: nothing more flows`;
+          // A pass has then read everything; a replay has not handed off (the recipe ignores pokes).
+          endConnection(
+            c,
+            fx,
+            s.options.role === 'pass' ? { kind: 'caught-up', why } : { kind: 'quiet', why },
+          );
+          return;
+        }
+      }
+      break;
+    }
+    case 'other':
+      frames.other += 1;
+      countOther(s, classified.event);
+      fx.push({
+        kind: 'log',
+        level: 'debug',
+        fields: { event: classified.event },
+        message: 'SSE frame with another event name ignored',
+      });
+      break;
+  }
+  const { microBatch } = s.options;
+  if (s.buffer.length >= microBatch.maxFrames) flush(s, fx, now, via, 'count', false);
+  else if (s.bufferBytes >= microBatch.maxBytes) flush(s, fx, now, via, 'bytes', false);
+  else if (s.buffer.length > 0 && now >= s.bufferSince + microBatch.maxWaitMs)
+    flush(s, fx, now, via, 'time', false);
+}
+
+/** A replayed data frame created before what was already committed (`replayFloorMs`): not written again. */
+function belowReplayFloor(s: MachineState, via: string, createdAtMs: number | undefined): boolean {
+  return (
+    via === 'replay' &&
+    s.replayFloorMs !== undefined &&
+    createdAtMs !== undefined &&
+    createdAtMs < s.replayFloorMs
+  );
+}
+
+function pokeTime(payload: unknown): number | undefined {
+  return parseTime((payload as { ts?: string } | null)?.ts);
+}
+
+/** Buffers a frame without acting on it (no state decisions), for frames left over at a close. */
+export function keepFrame(s: MachineState, c: ConnectionState, now: number, frame: SseFrame): void {
+  const { via } = c;
+  if (via === 'stream') s.lastStreamFrameAt = frame.receivedAt;
+  const classified = classifyFrame(frame);
+  c.lastFrame = frame.type === 'oversized' ? 'oversized' : classified.kind;
+  s.counters.frames[classified.kind] += 1;
+  const item = bufferedItem(classified, frame);
+  if (item?.kind === 'data' && belowReplayFloor(s, via, parseTime(item.createdAt))) {
+    s.counters.replaySkipped += 1;
+  } else if (item) {
+    if (via === 'stream') s.quietFromMs = frame.receivedAt;
+    push(s, now, via, item);
+  } else if (classified.kind === 'other') {
+    countOther(s, classified.event);
+  }
+}
+
+/** What a data or bad frame puts in the micro-batch (nothing for pokes and other events). */
+function bufferedItem(classified: ClassifiedFrame, frame: SseFrame): DataFrame | undefined {
+  const { receivedAt } = frame;
+  // The data's length in UTF-16 units, near enough its bytes for the batch's size bound.
+  const bytes = frame.type === 'event' ? frame.data.length : frame.excerpt.length;
+  if (classified.kind === 'data') {
+    return { kind: 'data', payload: classified.payload, createdAt: classified.createdAt, receivedAt, bytes };
+  }
+  if (classified.kind === 'bad')
+    return { kind: 'bad', text: classified.text, reason: classified.reason, receivedAt, bytes };
+  return undefined;
+}
+
+function countOther(s: MachineState, event: string): void {
+  s.counters.otherEvents[event] = (s.counters.otherEvents[event] ?? 0) + 1;
+}
+
+/**
+ * What the consumer does once a connection it was reading has closed (pure; part of the transition
+ * function): the main stream's end opens a gap, reports it when it was unclean, and backs off (or goes
+ * stale, or pauses for idle hygiene); a replay's end hands off to the stream, retries, or leaves the gap
+ * to the reconciliation stream; a pass's end is the end of the pass. A commit that failed while reading
+ * turns any of them into `holding`.
+ */
+
+export function liveEnded(s: MachineState, fx: Effect[], now: number, c: ConnectionState, jitter: number) {
+  const end = c.ending as ConnectionEnd;
+  switch (end.kind) {
+    case 'stopped':
+      // Closed by us right after a poke: nothing was flowing, so nothing was in flight. Otherwise the
+      // platform may have sent frames we never read.
+      if (c.lastFrame !== 'poke') {
+        openGap(s, now);
+        uncleanEnd(s, fx, now, 'stopped', 'stop');
+      }
+      return stop(s, fx, now, 'stop requested');
+    case 'stale':
+      openGap(s, now);
+      uncleanEnd(s, fx, now, 'stale', 'state-change');
+      s.staleVia = 'stream';
+      transition(s, fx, 'stale', `no frame for ${s.options.staleAfterMs} ms`);
+      fx.push({ kind: 'continue' });
+      return;
+    case 'idle': {
+      // Voluntary drop after pokes (connection hygiene): nothing was flowing, so no gap opens.
+      const { backoff, idleHygiene } = s.options;
+      s.counters.idleDrops += 1;
+      flush(s, fx, now, 'stream', 'state-change', true);
+      const delay = Math.max(backoff.minMs, idleDelay(s.idleRound, idleHygiene.delaysMs));
+      s.idleRound += 1;
+      return backOff(
+        s,
+        fx,
+        delay,
+        'connecting',
+        `idle: ${idleHygiene.maxPokesWithoutData} pokes without data`,
+      );
+    }
+    case 'commit-failed':
+      openGap(s, now);
+      uncleanEnd(s, fx, now, 'commit-failed');
+      return hold(s, fx, jitter, 'commit failed: the stream is closed until it lands');
+    default: {
+      // `ended`, `error` (and the replay outcomes, which cannot happen here) open a gap.
+      s.counters.errors += 1;
+      openGap(s, now);
+      uncleanEnd(s, fx, now, 'dropped', 'state-change');
+      const why = end.kind === 'error' ? `disconnected: ${end.message}` : 'server ended the stream';
+      log(fx, 'warn', { err: end.kind === 'error' ? end.error : undefined }, `SSE stream ${why}`);
+      return backOff(s, fx, nextBackoff(s, jitter), 'connecting', why);
+    }
+  }
+}
+
+export function replayEnded(s: MachineState, fx: Effect[], now: number, c: ConnectionState, jitter: number) {
+  const end = c.ending as ConnectionEnd;
+  const { replayAttempts, replayTimeoutMs, staleAfterMs } = s.options;
+  const pass = s.options.role === 'pass';
+  const via = c.via;
+  switch (end.kind) {
+    case 'stopped':
+      return stop(s, fx, now, 'stop requested');
+    case 'caught-up':
+      s.counters.replaysCaughtUp += 1;
+      s.replayFailures = 0;
+      s.replayStartedAt = undefined;
+      if (pass) {
+        s.passReachedMs = c.catchUpAtMs;
+        return endPass(s, fx, now, 'caught-up', end.why);
+      }
+      // Everything up to now is in; should the main stream stay unreachable for long, the next gap
+      // starts here.
+      s.gapStartMs = now;
+      flush(s, fx, now, via, 'state-change', true);
+      return toConnecting(s, fx, `replay caught up (${end.why})`);
+    case 'quiet':
+      flush(s, fx, now, via, 'state-change', true);
+      return giveUpReplay(
+        s,
+        fx,
+        now,
+        `replay sent no event created at or after T (${end.why})`,
+        undefined,
+        'replay-quiet',
+      );
+    case 'timed-out': {
+      const limit = pass ? s.options.passTimeoutMs : replayTimeoutMs;
+      flush(s, fx, now, via, 'state-change', true);
+      return giveUpReplay(
+        s,
+        fx,
+        now,
+        `${pass ? 'pass' : 'replay'} timed out after ${limit} ms without an event created at or after ${iso(c.catchUpAtMs ?? now)}`,
+        undefined,
+        'replay-timed-out',
+      );
+    }
+    case 'commit-failed':
+      // The replay (or the pass) is resumed once what it read has landed.
+      s.afterBackoff = 'replaying';
+      return hold(s, fx, jitter, `commit failed: the ${pass ? 'pass' : 'replay'} is closed until it lands`);
+    case 'stale':
+      flush(s, fx, now, via, 'state-change', true);
+      if (replayFailed(s))
+        return giveUpReplay(s, fx, now, `replay failed ${replayAttempts} times: stale`, undefined);
+      s.staleVia = 'replay';
+      transition(s, fx, 'stale', `no ${pass ? 'pass' : 'replay'} frame for ${staleAfterMs} ms`);
+      fx.push({ kind: 'continue' });
+      return;
+    default: {
+      // A replay the server ends before the hand-off has not caught up: retry it like a drop. A pass
+      // resumes where the reconciliation stream left off.
+      s.counters.errors += 1;
+      flush(s, fx, now, via, 'state-change', true);
+      const what = pass ? 'pass' : 'replay';
+      const why =
+        end.kind === 'error'
+          ? `${what} disconnected: ${end.message}`
+          : end.kind === 'ended'
+            ? `${what} ended before the hand-off`
+            : `${what} idle`;
+      if (replayFailed(s))
+        return giveUpReplay(s, fx, now, `${what} failed ${replayAttempts} times: ${why}`, undefined);
+      return backOff(s, fx, nextBackoff(s, jitter), 'replaying', why);
+    }
+  }
 }

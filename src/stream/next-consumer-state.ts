@@ -6,11 +6,21 @@
  *
  * An event a state does not expect (e.g. `slept` while `live`) is ignored: the same state object
  * comes back with no effects.
+ *
+ *                 start                    200                  no frame for staleAfterMs
+ *     stopped ─────────────► connecting ─────────► live ─────────────────────────► stale
+ *        │ start with a gap      ▲   │ 422/429/5xx   │ drop, idle drop                │
+ *        ▼                       │   ▼               ▼                                │
+ *    replaying ◄──────────── backing_off ◄───────────┴────────────────────────────────┘
+ *     │  │  │  delay over,        ▲  │ delay over, frames held
+ *     │  │  │  a gap to fill      │  ▼
+ *     │  │  └─ 422/429/5xx, stale ┘ holding ◄── a commit failed (live, replaying); retried until it
+ *     │  └─ caught up ──► connecting            lands, then connecting or replaying
+ *     └─ a pass caught up ──► stopped           (any state) ──signal aborted──► stopped
  */
 
-import { liveEnded, replayEnded } from './consumer-connection-end.ts';
-import { endConnection, keepFrame, readFrame } from './consumer-frames.ts';
 import type { ConnectionState, ConsumerEvent, Effect, MachineState, Transition } from './consumer-machine.ts';
+import { copyStreamCounters, rateLimitedDelay } from './consumer-machine.ts';
 import {
   flush,
   gapDescription,
@@ -22,10 +32,15 @@ import {
 } from './consumer-position.ts';
 import {
   backOff,
+  endConnection,
   giveUpReplay,
   hold,
+  keepFrame,
+  liveEnded,
   log,
   nextBackoff,
+  readFrame,
+  replayEnded,
   replayFailed,
   reportGap,
   stop,
@@ -34,8 +49,6 @@ import {
   transition,
   uncleanEnd,
 } from './consumer-steps.ts';
-import { rateLimitedDelay } from './reconnect-delays.ts';
-import { copyStreamCounters } from './stream-counters.ts';
 import type { StreamVia } from './types.ts';
 
 export function next(state: MachineState, event: ConsumerEvent): Transition {

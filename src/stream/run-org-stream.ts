@@ -1,4 +1,40 @@
 /**
+ * One organization's stream, end to end, and the fleet-wide connection slots it takes (below).
+ */
+import type { OrganizationConfig } from '../config/schema.ts';
+import { httpStatusOf, UserFacingError } from '../errors/index.ts';
+import type { HttpClient } from '../http/http-client-types.ts';
+import { type Logger, silentLogger } from '../log/logger.ts';
+import { emptyCounts, type LoadResult } from '../pipeline/batch.ts';
+import { redactedMessage } from '../redact/redact-secrets.ts';
+import type { Clock } from '../time/clock.ts';
+import { MAX_STREAM_CONNECTIONS, STREAM_CHECKPOINT_RETENTION_DAYS } from '../validic/platform-limits.ts';
+import type { StreamInfo, StreamsClient } from '../validic/streams-client.ts';
+import {
+  readCursor,
+  type StreamGap,
+  type StreamPosition,
+  streamPositionCursor,
+} from '../warehouse/cursors.ts';
+import { applyPreparedBatch, type PreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
+import type { Warehouse } from '../warehouse/open-warehouse.ts';
+import { readLastReconcilePass } from '../warehouse/reconcile-passes.ts';
+import { type GapHandledBy, recordStreamGap } from '../warehouse/stream-gaps.ts';
+import { emptyStreamCounters } from './consumer-machine.ts';
+import type { StreamConsumerOptionsInput } from './consumer-options.ts';
+import { openSse, toRawItems } from './frames.ts';
+import {
+  CLOCK_ESTIMATE_TOLERANCE_MS,
+  findReconcileStream,
+  type ReconcileStreamLookup,
+  streamCreatedAt,
+} from './reconciliation.ts';
+import { reportConnect422 } from './report-connect-422.ts';
+import { pipelineWrites, StreamConsumer } from './stream-consumer.ts';
+import { addLoadCounts, addStreamCounters, type OrgStreamSummary } from './stream-summary.ts';
+import type { CommitMeta, DataFrame, ReplayClaim, StreamState } from './types.ts';
+
+/**
  * One organization's stream, end to end: find the configured stream by name (or create it, with the
  * optional resource filter) and its reconciliation stream, then keep 1..3 connections to the primary,
  * each a `StreamConsumer` (src/stream) whose commits go through the loader with the connection's
@@ -15,38 +51,6 @@
  * - Hooks expose state changes, commits and gaps so the worker can attach its metrics.
  * See README.md next to this file.
  */
-
-import type { OrganizationConfig } from '../config/schema.ts';
-import { httpStatusOf, UserFacingError } from '../errors/index.ts';
-import type { HttpClient } from '../http/http-client-types.ts';
-import { type Logger, silentLogger } from '../log/logger.ts';
-import { emptyCounts, type LoadResult } from '../pipeline/batch.ts';
-import { redactedMessage } from '../redact/redact-secrets.ts';
-import type { Clock } from '../time/clock.ts';
-import { MAX_STREAM_CONNECTIONS, STREAM_CHECKPOINT_RETENTION_DAYS } from '../validic/platform-limits.ts';
-import type { StreamInfo, StreamsClient } from '../validic/streams-client.ts';
-import type { StreamGap, StreamPosition } from '../warehouse/cursors.ts';
-import { readCursor, streamPositionCursor } from '../warehouse/cursors.ts';
-import { applyPreparedBatch, type PreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
-import type { Warehouse } from '../warehouse/open-warehouse.ts';
-import { readLastReconcilePass } from '../warehouse/reconcile-passes.ts';
-import { type GapHandledBy, recordStreamGap } from '../warehouse/stream-gaps.ts';
-import { type AcquireSlot, runOnSlots } from './connection-slots.ts';
-import { openSse } from './open-sse.ts';
-import { pipelineWrites } from './pipelined-commit.ts';
-import {
-  CLOCK_ESTIMATE_TOLERANCE_MS,
-  findReconcileStream,
-  type ReconcileStreamLookup,
-  streamCreatedAt,
-} from './reconcile-stream.ts';
-import { reportConnect422 } from './report-connect-422.ts';
-import type { StreamConsumerOptionsInput } from './resolve-consumer-options.ts';
-import { StreamConsumer } from './stream-consumer.ts';
-import { emptyStreamCounters } from './stream-counters.ts';
-import { addLoadCounts, addStreamCounters, type OrgStreamSummary } from './stream-summary.ts';
-import { toRawItems } from './to-raw-items.ts';
-import type { CommitMeta, DataFrame, ReplayClaim, StreamState } from './types.ts';
 
 /** A commit as seen by metrics: `committedAt − frame.createdAt` is the lag, `− frame.receivedAt` the latency. */
 export interface StreamCommitEvent {
@@ -322,7 +326,7 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
         durationMs: committedAt - started,
       });
     };
-    // The consumer reads the next batch while this one is written (see pipelined-commit.ts).
+    // The consumer reads the next batch while this one is written (the pipelined commit, stream-consumer.ts).
     const writer = pipelineWrites(writeBatch);
     const consumer = new StreamConsumer(
       {
@@ -445,4 +449,60 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
 /** Finds or creates the stream, runs it until `signal` aborts, and returns what it did. */
 export async function runOrgStream(options: OrgStreamOptions): Promise<OrgStreamSummary> {
   return (await startOrgStream(options)).done;
+}
+
+/**
+ * The fleet-wide connection slots of a stream (at most 3, the platform's limit): a connection holds one
+ * while it runs, and the slot number names its cursor, so two processes never write the same one.
+ * The worker implements `AcquireSlot` with Redis locks (src/worker/stream-slots.ts).
+ */
+
+/**
+ * A held connection slot. The worker implements it with Redis locks (one key per slot of a stream,
+ * renewed while held); without the hook, connection `i` simply uses slot `i`.
+ */
+export interface ConnectionSlot {
+  /** Fleet-wide slot number, 0..2: it names the connection's cursor, so it must be unique per stream. */
+  slot: number;
+  /** Aborted when the lock is lost: the connection then stops (flushing) and asks for a slot again. */
+  lost?: AbortSignal;
+  release(): Promise<void>;
+}
+
+/**
+ * Waits until a slot of this stream is free and takes it (resolve), or until `signal` aborts (reject or
+ * resolve; the caller checks the signal). `index` is this process's connection number (0-based).
+ */
+export type AcquireSlot = (index: number, signal: AbortSignal) => Promise<ConnectionSlot>;
+
+/**
+ * Connection `index` under `acquireSlot`: take a slot, run on it until `signal` aborts or the slot's
+ * lock is lost, release it, and take one again after a loss.
+ */
+export async function runOnSlots(
+  index: number,
+  acquireSlot: AcquireSlot,
+  signal: AbortSignal,
+  runSlot: (slot: number, stop: AbortSignal) => Promise<void>,
+  log: Pick<Logger, 'warn'>,
+): Promise<void> {
+  while (!signal.aborted) {
+    let lease: ConnectionSlot;
+    try {
+      lease = await acquireSlot(index, signal);
+    } catch (error) {
+      if (signal.aborted) return;
+      throw error;
+    }
+    try {
+      if (signal.aborted) return;
+      await runSlot(lease.slot, lease.lost ? AbortSignal.any([signal, lease.lost]) : signal);
+    } finally {
+      await lease
+        .release()
+        .catch((error: unknown) => log.warn({ err: error }, 'releasing a stream slot failed'));
+    }
+    if (lease.lost?.aborted && !signal.aborted)
+      log.warn({ slot: lease.slot }, 'stream slot lost; taking one again');
+  }
 }

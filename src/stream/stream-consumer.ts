@@ -1,4 +1,40 @@
 /**
+ * The stream consumer's driver, and what it leans on: the one connection's loop that performs the
+ * transition function's effects, the sleep that wakes on a signal, and the pipelined commit that lets it
+ * read the next micro-batch while the previous one is written.
+ */
+import type { StreamConsumerOptions } from '../config/stream-options.ts';
+import { classifyFailure } from '../errors/index.ts';
+import { silentLogger } from '../log/logger.ts';
+import { redactedMessage } from '../redact/redact-secrets.ts';
+import { type Clock, MAX_TIMER_MS, systemClock } from '../time/clock.ts';
+import type { StreamPosition } from '../warehouse/cursors.ts';
+import {
+  type ConsumerEvent,
+  classifyOpenFailure,
+  copyStreamCounters,
+  type Effect,
+  initialMachineState,
+  type MachineState,
+  type PassOutcome,
+  quietForMs,
+  readTimers,
+  WAITING_EFFECTS,
+} from './consumer-machine.ts';
+import { resolveStreamConsumerOptions, type StreamConsumerOptionsInput } from './consumer-options.ts';
+import { parseTime } from './consumer-position.ts';
+import { readSseFrameBatches } from './frames.ts';
+import { next } from './next-consumer-state.ts';
+import type {
+  SseFrame,
+  SseLog,
+  SseSource,
+  StreamConsumerDeps,
+  StreamCounters,
+  StreamState,
+} from './types.ts';
+
+/**
  * The stream consumer: keeps one main-stream connection live, detects stale connections, backs off on
  * 422 rebalancing and errors, fills gaps with replay, and commits frames in micro-batches together
  * with its checkpoint (STATE-MACHINE.md next to this file).
@@ -10,38 +46,6 @@
  * the signal aborts (then it flushes what was fully received and resolves) or a permanent error
  * (401/403, `PermanentError`, a commit that keeps failing) ends it (then it rejects with that error).
  */
-
-import type { StreamConsumerOptions } from '../config/stream-options.ts';
-import { classifyFailure } from '../errors/index.ts';
-import { silentLogger } from '../log/logger.ts';
-import { redactedMessage } from '../redact/redact-secrets.ts';
-import { type Clock, systemClock } from '../time/clock.ts';
-import type { StreamPosition } from '../warehouse/cursors.ts';
-import { classifyOpenFailure } from './classify-open-failure.ts';
-import {
-  type ConsumerEvent,
-  type Effect,
-  initialMachineState,
-  type MachineState,
-  type PassOutcome,
-  readTimers,
-  WAITING_EFFECTS,
-} from './consumer-machine.ts';
-import { parseTime } from './consumer-position.ts';
-import { next } from './next-consumer-state.ts';
-import { quietForMs } from './quiet-for.ts';
-import { readSseFrameBatches } from './read-sse-frames.ts';
-import { resolveStreamConsumerOptions, type StreamConsumerOptionsInput } from './resolve-consumer-options.ts';
-import { nextTurn, raceWithTimer, sleepQuietly, TIMER } from './sleep-quietly.ts';
-import { copyStreamCounters } from './stream-counters.ts';
-import type {
-  SseFrame,
-  SseLog,
-  SseSource,
-  StreamConsumerDeps,
-  StreamCounters,
-  StreamState,
-} from './types.ts';
 
 interface Connection {
   controller: AbortController;
@@ -92,7 +96,7 @@ export class StreamConsumer {
 
   /**
    * How long this consumer has been idle in the sense of `--exit-when-idle` (ms, 0 when not idle):
-   * live, pokes arriving, no data, nothing buffered. See quiet-for.ts and STATE-MACHINE.md, "Idle".
+   * live, pokes arriving, no data, nothing buffered. See consumer-machine.ts and STATE-MACHINE.md, "Idle".
    */
   quietForMs(): number {
     const m = this.#machine;
@@ -383,4 +387,109 @@ export class StreamConsumer {
     this.#log.info({ from, to, reason }, 'SSE consumer state');
     this.#deps.onStateChange?.(from, to, reason);
   }
+}
+
+/** The driver's waits on the injected clock: a sleep that never throws, and a read raced with a timer. */
+export const TIMER: unique symbol = Symbol('timer');
+
+export async function sleepQuietly(clock: Clock, ms: number, signal: AbortSignal | undefined): Promise<void> {
+  try {
+    // Clamped for any Clock, not only the system one: a wake-up time with no timer due is Infinity.
+    await clock.sleep(Math.min(Math.max(0, ms), MAX_TIMER_MS), signal);
+  } catch {
+    // An aborted sleep ends early; callers look at their signal.
+  }
+}
+
+/** Resolves after pending I/O callbacks of this event-loop turn have run. */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** Waits for `pending`, at most `ms`, or until `signal` aborts; TIMER when it did not settle in time. */
+export async function raceWithTimer<T>(
+  clock: Clock,
+  pending: Promise<T>,
+  ms: number,
+  signal: AbortSignal,
+): Promise<T | typeof TIMER> {
+  const timer = new AbortController();
+  const onAbort = () => timer.abort();
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await Promise.race<T | typeof TIMER>([
+      pending,
+      sleepQuietly(clock, ms, timer.signal).then(() => TIMER),
+    ]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    timer.abort();
+  }
+}
+
+/**
+ * Lets the consumer read the next micro-batch while the previous one is being written.
+ *
+ * `StreamConsumer` awaits `commit` before it reads on. Without this wrapper it would stop reading for
+ * every transaction. Frames would then wait unread during the commit, and their `receivedAt` would be
+ * stamped only after it, so the time rule (`maxWaitMs`) would start late too. Here `commit` first
+ * waits for the PREVIOUS write to land, then starts this one and returns. At most one batch is being
+ * written and one is filling, so memory stays bounded.
+ *
+ * Safety is unchanged. Writes run one after another in order, and each one carries its own checkpoint in
+ * the same transaction, so a cursor never moves past data that is not committed. A write that fails is
+ * kept, not retried here: the next `commit` call (or `drain`) tries it again first and rejects if it
+ * fails again. The consumer owns that retry: on the rejection it stops reading and holds its frames
+ * until a commit lands (STATE-MACHINE.md, "Commits"). A crash can lose only frames held in memory whose
+ * checkpoint never moved; the next reconciliation pass re-delivers them.
+ */
+export interface PipelinedWriter<Args extends unknown[]> {
+  /** Resolves once the previous write has landed and this one has started; rejects if a write failed. */
+  commit(...args: Args): Promise<void>;
+  /** Resolves when every started write has landed; rejects if one failed. */
+  drain(): Promise<void>;
+  /** True while a write is in flight or a failed one waits to be retried: something is not committed yet. */
+  busy(): boolean;
+}
+
+export function pipelineWrites<Args extends unknown[]>(
+  write: (...args: Args) => Promise<void>,
+): PipelinedWriter<Args> {
+  // Settles when the write in flight has landed or failed; never rejects.
+  let inFlight: Promise<void> | undefined;
+  let writing = false;
+  let failed: { args: Args; error: unknown } | undefined;
+
+  const retryFailed = async (): Promise<void> => {
+    const pending = failed;
+    if (!pending) return;
+    await write(...pending.args);
+    failed = undefined;
+  };
+
+  return {
+    async commit(...args: Args): Promise<void> {
+      if (inFlight) await inFlight;
+      inFlight = undefined;
+      await retryFailed();
+      writing = true;
+      inFlight = (async () => {
+        try {
+          await write(...args);
+        } catch (error) {
+          failed = { args, error };
+        } finally {
+          writing = false;
+        }
+      })();
+    },
+    async drain(): Promise<void> {
+      if (inFlight) await inFlight;
+      inFlight = undefined;
+      await retryFailed();
+    },
+    busy(): boolean {
+      return writing || failed !== undefined;
+    },
+  };
 }

@@ -4,7 +4,7 @@
  */
 
 import { emptyCounts, type LoadCounts } from '../pipeline/batch.ts';
-import { emptyStreamCounters } from './stream-counters.ts';
+import { emptyStreamCounters } from './consumer-machine.ts';
 import type { StreamCounters } from './types.ts';
 
 export interface OrgStreamSummary {

@@ -31,7 +31,7 @@ import { type RunningServer, serverLimits } from '../server/hardened-server.ts';
 import { handlePushRequest, startPushServer } from '../server/push-server.ts';
 import { createQueueDashboard } from '../server/queue-dashboard.ts';
 import { startWorkerServer, type WorkerServer } from '../server/worker-server.ts';
-import { reconcileStreamName } from '../stream/reconcile-stream.ts';
+import { reconcileStreamName } from '../stream/reconciliation.ts';
 import { withSpan } from '../telemetry/tracer.ts';
 import { readCursor, reconcileLastCursor } from '../warehouse/cursors.ts';
 import { onTransactionRetry } from '../warehouse/loader/retry-on-conflict.ts';

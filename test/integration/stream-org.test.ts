@@ -12,7 +12,7 @@ import { UserFacingError } from '../../src/errors/index.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { collectSyncStatus } from '../../src/metrics/sync-status.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import type { ConnectionSlot } from '../../src/stream/connection-slots.ts';
+import type { ConnectionSlot } from '../../src/stream/run-org-stream.ts';
 import { type StreamCommitEvent, startOrgStream } from '../../src/stream/run-org-stream.ts';
 import type { StreamPosition } from '../../src/warehouse/cursors.ts';
 import {

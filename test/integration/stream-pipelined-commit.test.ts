@@ -4,7 +4,7 @@
  * `commit` or by `drain`, which try it again first.
  */
 import { describe, expect, it } from 'vitest';
-import { pipelineWrites } from '../../src/stream/pipelined-commit.ts';
+import { pipelineWrites } from '../../src/stream/stream-consumer.ts';
 
 function deferred() {
   let resolve: () => void = () => {};

@@ -18,7 +18,7 @@ import {
   UnexpectedResponseError,
   UserFacingError,
 } from '../../src/errors/index.ts';
-import { classifyOpenFailure, type OpenFailureKind } from '../../src/stream/classify-open-failure.ts';
+import { classifyOpenFailure, type OpenFailureKind } from '../../src/stream/consumer-machine.ts';
 
 const answer = {
   method: 'GET',

@@ -6,9 +6,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { quietForMs } from '../../src/stream/quiet-for.ts';
-import { reconnectDelay } from '../../src/stream/reconnect-delays.ts';
-import type { StreamConsumerOptionsInput } from '../../src/stream/resolve-consumer-options.ts';
+import { quietForMs } from '../../src/stream/consumer-machine.ts';
+import { reconnectDelay } from '../../src/stream/consumer-machine.ts';
+import type { StreamConsumerOptionsInput } from '../../src/stream/consumer-options.ts';
 import { StreamConsumer } from '../../src/stream/stream-consumer.ts';
 import type { DataFrame, StreamState } from '../../src/stream/types.ts';
 import type { Clock } from '../../src/time/clock.ts';

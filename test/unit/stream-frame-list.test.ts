@@ -4,7 +4,7 @@
  * arrival order in an array of its own.
  */
 import { describe, expect, it } from 'vitest';
-import { appendFrame, framesInOrder, NO_FRAMES } from '../../src/stream/frame-list.ts';
+import { appendFrame, framesInOrder, NO_FRAMES } from '../../src/stream/consumer-machine.ts';
 import type { DataFrame } from '../../src/stream/types.ts';
 
 const frame = (id: string): DataFrame => ({

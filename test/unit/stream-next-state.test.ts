@@ -16,12 +16,12 @@ import {
   STREAM_STATES,
   WAITING_EFFECTS,
 } from '../../src/stream/consumer-machine.ts';
-import { framesInOrder } from '../../src/stream/frame-list.ts';
+import { framesInOrder } from '../../src/stream/consumer-machine.ts';
 import { next } from '../../src/stream/next-consumer-state.ts';
 import {
   resolveStreamConsumerOptions,
   type StreamConsumerOptionsInput,
-} from '../../src/stream/resolve-consumer-options.ts';
+} from '../../src/stream/consumer-options.ts';
 import type { SseFrame } from '../../src/stream/types.ts';
 import type { StreamPosition } from '../../src/warehouse/cursors.ts';
 

@@ -10,7 +10,7 @@
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
 import { UsageError } from '../../errors/index.ts';
-import type { ReconcilePassSummary } from '../../stream/run-reconcile-pass.ts';
+import type { ReconcilePassSummary } from '../../stream/reconciliation.ts';
 import { CONNECTION_EVENTS_SINCE } from '../../validic/platform-limits.ts';
 import { reconcileLastWrite } from '../../warehouse/cursors.ts';
 import { resultOf } from '../../worker/catalog-inline-runner.ts';

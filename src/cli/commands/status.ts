@@ -13,7 +13,7 @@ import { formatPeriod } from '../../budget/format-period.ts';
 import { UserFacingError } from '../../errors/index.ts';
 import type { SyncStatus } from '../../metrics/sync-status.ts';
 import { formatColumns } from '../../report/format-table.ts';
-import { reconcileStreamName } from '../../stream/reconcile-stream.ts';
+import { reconcileStreamName } from '../../stream/reconciliation.ts';
 import type { CommandRunner } from '../command-runner.ts';
 import { EXIT_OK } from '../exit-codes.ts';
 import { formatAuditStatus } from '../format-audit-status.ts';

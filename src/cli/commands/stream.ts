@@ -10,7 +10,7 @@
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/require-organizations.ts';
 import { UsageError } from '../../errors/index.ts';
-import type { ReconcilePassSummary } from '../../stream/run-reconcile-pass.ts';
+import type { ReconcilePassSummary } from '../../stream/reconciliation.ts';
 import type { OrgStreamSummary } from '../../stream/stream-summary.ts';
 import { STREAM_POKE_INTERVAL_MS } from '../../validic/platform-limits.ts';
 import type { CommandRunner } from '../command-runner.ts';
@@ -51,8 +51,8 @@ export function registerStream(program: Command, run: CommandRunner): void {
         const { createInlineRunner } = await import('../../worker/catalog-inline-runner.ts');
         const { startOrgStream } = await import('../../stream/run-org-stream.ts');
         const { consumerOptionsFromConfig } = await import('../../stream/consumer-options.ts');
-        const { createPassScheduler } = await import('../../stream/pass-scheduler.ts');
-        const { runReconcilePass } = await import('../../stream/run-reconcile-pass.ts');
+        const { createPassScheduler } = await import('../../stream/reconciliation.ts');
+        const { runReconcilePass } = await import('../../stream/reconciliation.ts');
         const runtime = await openRuntime(config, log);
         const started = Date.now();
         const idle = new AbortController();

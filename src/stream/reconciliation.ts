@@ -1,4 +1,106 @@
 /**
+ * The reconciliation stream (src/stream/README.md, "The reconciliation stream"): the organization's
+ * second stream, found or created by name; one pass of it; and the scheduler that runs passes in this
+ * process when asked.
+ */
+import type { OrganizationConfig } from '../config/schema.ts';
+import { UserFacingError } from '../errors/index.ts';
+import type { HttpClient } from '../http/http-client-types.ts';
+import { type Logger, silentLogger } from '../log/logger.ts';
+import { emptyCounts, type LoadCounts } from '../pipeline/batch.ts';
+import { redactedMessage } from '../redact/redact-secrets.ts';
+import { abortableSleep, type Clock } from '../time/clock.ts';
+import { MAX_STREAM_CONNECTIONS, STREAM_CHECKPOINT_RETENTION_DAYS } from '../validic/platform-limits.ts';
+import type { StreamInfo, StreamsClient } from '../validic/streams-client.ts';
+import { absentVersions, type VersionKey } from '../warehouse/absent-versions.ts';
+import { readCursor, streamPositionCursor } from '../warehouse/cursors.ts';
+import { applyPreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
+import type { Warehouse } from '../warehouse/open-warehouse.ts';
+import {
+  type PassOutcomeValue,
+  type PassTrigger,
+  readLastReconcilePass,
+  startReconcilePass,
+  updateReconcilePass,
+} from '../warehouse/reconcile-passes.ts';
+import { coverStreamGaps } from '../warehouse/stream-gaps.ts';
+import type { PassOutcome } from './consumer-machine.ts';
+import type { StreamConsumerOptionsInput } from './consumer-options.ts';
+import { openSse, toRawItems } from './frames.ts';
+import { StreamConsumer } from './stream-consumer.ts';
+import { addLoadCounts } from './stream-summary.ts';
+import type { DataFrame } from './types.ts';
+
+/**
+ * The reconciliation stream: a second main stream of the organization with the same resource filter as
+ * the primary (PLATFORM-FACTS.md, "Reconciliation at high volume"). It is connected for a pass now and
+ * then (below) and resumes, within 7 days, where its last pass left off: each pass
+ * re-delivers everything created since, so what the primary lost arrives again.
+ */
+
+/**
+ * How far a gap's platform time may be off: before a connection's first poke it is estimated from the
+ * `Date` header, which carries whole seconds. A gap that starts within this of where the reconciliation
+ * stream's reach begins is taken as inside it.
+ */
+export const CLOCK_ESTIMATE_TOLERANCE_MS = 2_000;
+
+/** The reconciliation stream's name: `stream.reconcileName`, default `<stream name>-reconcile`. */
+export function reconcileStreamName(settings: { name: string; reconcileName?: string | undefined }): string {
+  return settings.reconcileName ?? `${settings.name}-reconcile`;
+}
+
+/** The stream's `created_at` as an ISO time (platform clock), when the platform gave one. */
+export function streamCreatedAt(stream: StreamInfo): string | undefined {
+  const value = stream.created_at;
+  if (typeof value !== 'string') return undefined;
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
+}
+
+export type ReconcileStreamLookup =
+  | { ok: true; stream: StreamInfo; name: string }
+  | { ok: false; name: string; why: string; fix: string };
+
+/**
+ * Finds the org's reconciliation stream by name, or creates it (it counts toward the platform's 5 streams
+ * per customer). A refusal (the limit, a bad filter) is an answer, not an error: the primary stream goes
+ * on without reconciliation, and `status` says why.
+ */
+export async function findReconcileStream(
+  org: { config: OrganizationConfig; streams: StreamsClient },
+  signal: AbortSignal,
+  log: Pick<Logger, 'warn'>,
+): Promise<ReconcileStreamLookup> {
+  const settings = org.config.stream;
+  const name = reconcileStreamName(settings);
+  const resources = settings.resources && settings.resources.length > 0 ? settings.resources : undefined;
+  try {
+    const stream = await org.streams.findOrCreateStream({
+      name,
+      ...(resources ? { resources } : {}),
+      signal,
+    });
+    return { ok: true, stream, name };
+  } catch (error) {
+    if (!(error instanceof UserFacingError)) throw error;
+    const result = {
+      ok: false as const,
+      name,
+      why: redactedMessage(error),
+      fix:
+        error.fix ??
+        'free one of the 5 streams the platform allows per customer, or set stream.reconcile to false',
+    };
+    log.warn(
+      { reconcileStream: name, fix: result.fix },
+      `reconciliation stream unavailable: ${result.why}; the primary stream runs without it, and events it loses are not re-delivered`,
+    );
+    return result;
+  }
+}
+
+/**
  * One pass of the reconciliation stream (src/stream/README.md, "The reconciliation stream"): connect
  * to the organization's second stream, read what it re-delivers since its last pass, commit it through
  * the one loader (`arrived_via = 'reconcile'`) until caught up, then disconnect.
@@ -15,35 +117,6 @@
  * days apart re-delivers everything from the chain's start (the stream's creation). After a longer
  * pause the position is gone and a new chain starts at the pass's own start.
  */
-
-import type { OrganizationConfig } from '../config/schema.ts';
-import type { HttpClient } from '../http/http-client-types.ts';
-import { type Logger, silentLogger } from '../log/logger.ts';
-import { emptyCounts, type LoadCounts } from '../pipeline/batch.ts';
-import { redactedMessage } from '../redact/redact-secrets.ts';
-import type { Clock } from '../time/clock.ts';
-import { MAX_STREAM_CONNECTIONS, STREAM_CHECKPOINT_RETENTION_DAYS } from '../validic/platform-limits.ts';
-import type { StreamsClient } from '../validic/streams-client.ts';
-import { absentVersions, type VersionKey } from '../warehouse/absent-versions.ts';
-import { readCursor, streamPositionCursor } from '../warehouse/cursors.ts';
-import { applyPreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
-import type { Warehouse } from '../warehouse/open-warehouse.ts';
-import {
-  type PassOutcomeValue,
-  type PassTrigger,
-  readLastReconcilePass,
-  startReconcilePass,
-  updateReconcilePass,
-} from '../warehouse/reconcile-passes.ts';
-import { coverStreamGaps } from '../warehouse/stream-gaps.ts';
-import type { PassOutcome } from './consumer-machine.ts';
-import { openSse } from './open-sse.ts';
-import { CLOCK_ESTIMATE_TOLERANCE_MS, findReconcileStream, streamCreatedAt } from './reconcile-stream.ts';
-import type { StreamConsumerOptionsInput } from './resolve-consumer-options.ts';
-import { StreamConsumer } from './stream-consumer.ts';
-import { addLoadCounts } from './stream-summary.ts';
-import { toRawItems } from './to-raw-items.ts';
-import type { DataFrame } from './types.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -296,4 +369,82 @@ function combineOutcomes(
   if (outcomes.includes('stopped')) return 'stopped';
   if (outcomes.includes('timed-out')) return 'timed-out';
   return 'failed';
+}
+
+/**
+ * Runs reconciliation passes in this process when asked (`validic-sync stream`; the worker queues the
+ * `streams.reconcile` job instead): one at a time, and each only once the primary stream has caught up
+ * (`ready`), so that what the pass finds missing is what the primary lost, not what it was about to
+ * deliver. A request while a pass runs is served by one more pass after it (the running one may have
+ * started before the gap it is asked for).
+ */
+export interface PassScheduler {
+  /** Asks for a pass: soon, once `ready()`. */
+  request(): void;
+  /** True when no pass is waiting or running. */
+  idle(): boolean;
+  /** Resolves once no pass is waiting or running. */
+  drain(): Promise<void>;
+  /** The passes run so far, in order. */
+  passes(): ReconcilePassSummary[];
+}
+
+export interface PassSchedulerOptions {
+  run(): Promise<ReconcilePassSummary>;
+  /** Whether a pass may start now (the primary has caught up). */
+  ready(): boolean;
+  /** A pass waits at most this long for `ready` (the primary may stay down), ms. Default 60,000. */
+  maxWaitMs?: number;
+  /** Stops waiting (a pass that runs is stopped by its own signal). */
+  signal: AbortSignal;
+  onError(error: unknown): void;
+}
+
+export function createPassScheduler(options: PassSchedulerOptions): PassScheduler {
+  const maxWaitMs = options.maxWaitMs ?? 60_000;
+  const done: ReconcilePassSummary[] = [];
+  let wanted = false;
+  // `running`, not the promise, says whether the loop runs: a loop that finds nothing to do (the signal
+  // already aborted) ends synchronously, before `request` could store its promise, and a stored settled
+  // promise would keep `drain` awaiting it forever.
+  let running = false;
+  let loop: Promise<void> = Promise.resolve();
+
+  const waitUntilReady = async () => {
+    const until = Date.now() + maxWaitMs;
+    while (!options.ready() && Date.now() < until && !options.signal.aborted) {
+      await abortableSleep(100, options.signal).catch(() => {});
+    }
+  };
+
+  const runLoop = async () => {
+    try {
+      while (wanted && !options.signal.aborted) {
+        wanted = false;
+        await waitUntilReady();
+        if (options.signal.aborted) break;
+        try {
+          done.push(await options.run());
+        } catch (error) {
+          options.onError(error);
+        }
+      }
+    } finally {
+      running = false;
+    }
+  };
+
+  return {
+    request() {
+      wanted = true;
+      if (running) return;
+      running = true;
+      loop = runLoop();
+    },
+    idle: () => !running,
+    async drain() {
+      while (running) await loop;
+    },
+    passes: () => [...done],
+  };
 }
