@@ -5,7 +5,7 @@
  */
 
 import { z } from 'zod';
-import { WINDOW_TICKS } from '../src/budget/pick-recent-polls.ts';
+import { WINDOW_TICKS } from '../src/budget/read-budget-plan.ts';
 import { pushDrainAllowance, pushDrainWindow } from '../src/push/push-drain-gate.ts';
 import { pushOrgResolver } from '../src/push/resolve-push-org.ts';
 import { type CatalogJobContext, defineJob } from '../src/queue/job-catalog.ts';

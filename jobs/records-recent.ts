@@ -4,8 +4,8 @@
  */
 
 import { z } from 'zod';
-import { budgetWarnings } from '../src/budget/budget-warnings.ts';
-import { recentPollWindows } from '../src/budget/recent-poll-windows.ts';
+import { budgetWarnings } from '../src/budget/plan-request-budget.ts';
+import { recentPollWindows } from '../src/budget/recent-poll.ts';
 import { defineJob } from '../src/queue/job-catalog.ts';
 import { jobKey } from '../src/queue/job-definition.ts';
 import { MAX_REQUEST_WINDOW_DAYS } from '../src/validic/platform-limits.ts';
@@ -15,7 +15,7 @@ import { syncUsers } from './users-sync.ts';
 /** The payload: what one run of this job is given. */
 export const recordsRecentPayload = z.object({
   orgId: z.string().min(1),
-  /** Days back from today; default: what the recent poll's mode asks for (src/budget/recent-poll-mode.ts). */
+  /** Days back from today; default: what the recent poll's mode asks for (src/budget/recent-poll.ts). */
   lookbackDays: z.number().int().min(0).max(MAX_REQUEST_WINDOW_DAYS).optional(),
 });
 

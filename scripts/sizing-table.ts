@@ -1,10 +1,10 @@
 /**
- * Prints the README's sizing table (src/budget/sizing-table.ts), or with `--write` replaces the table
+ * Prints the README's sizing table (src/budget/plan-request-budget.ts), or with `--write` replaces the table
  * between `<!-- sizing-table -->` and `<!-- /sizing-table -->` in README.md.
  * Run: `node scripts/sizing-table.ts [--write]`.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { sizingTable } from '../src/budget/sizing-table.ts';
+import { sizingTable } from '../src/budget/plan-request-budget.ts';
 
 const BEGIN = '<!-- sizing-table -->';
 const END = '<!-- /sizing-table -->';

@@ -1,11 +1,6 @@
 /**
- * An org's budget plan as of now: how many users are pollable and how many active (by aggregate,
- * countPollableUsers: no user row is read), push's durable queue (what the last hour spent and what
- * waits), the legacy delete checks of the last hour, whether the recent poll runs (when the primary
- * stream was last heard), and the planner over them. The records.recent tick, the push.drain job,
- * `status` and `/metrics` all read the plan here, so what they say is what the scheduler does. The
- * tick's slice of due users is read only when it asks (`readSlice`, only while the recent poll is
- * polling): by keyset, at most what the plan allows this tick.
+ * An org's budget plan as of now, read from the warehouse; the slice of due users one records.recent
+ * tick enqueues; and the plan as `status` and `/metrics` show it.
  */
 import { type Kysely, sql } from 'kysely';
 import type { Config, OrganizationConfig } from '../config/schema.ts';
@@ -18,13 +13,29 @@ import {
   type PollableUserCounts,
   readDueUsers,
   readRecentPollStats,
+  type UserPollState,
 } from '../warehouse/recent-polls.ts';
 import { readStreamLastHeard } from '../warehouse/stream-last-heard.ts';
-import { budgetPlanInput, type PushShare, pushShare } from './budget-plan-input.ts';
-import { pickRecentPolls, type RecentSlice, recentPollGate, recentPollTimes } from './pick-recent-polls.ts';
-import { type BudgetPlan, planRequestBudget } from './plan-request-budget.ts';
-import { type RecentPollMode, recentPollMode } from './recent-poll-mode.ts';
+import {
+  type BudgetPlan,
+  budgetPlanInput,
+  HOUR_MS,
+  type PushShare,
+  planRequestBudget,
+  pushShare,
+  type WorkKind,
+} from './plan-request-budget.ts';
+import { type RecentPollMode, recentPollMode } from './recent-poll.ts';
 
+/**
+ * An org's budget plan as of now: how many users are pollable and how many active (by aggregate,
+ * countPollableUsers: no user row is read), push's durable queue (what the last hour spent and what
+ * waits), the legacy delete checks of the last hour, whether the recent poll runs (when the primary
+ * stream was last heard), and the planner over them. The records.recent tick, the push.drain job,
+ * `status` and `/metrics` all read the plan here, so what they say is what the scheduler does. The
+ * tick's slice of due users is read only when it asks (`readSlice`, only while the recent poll is
+ * polling): by keyset, at most what the plan allows this tick.
+ */
 const DAY_MS = 86_400_000;
 
 export interface OrgBudget {
@@ -36,13 +47,11 @@ export interface OrgBudget {
   /** Whether the recent poll runs now (stream-first: only while the stream is down) and over which days. */
   recentPoll: RecentPollMode;
   /**
-   * The records.recent tick's slice (pick-recent-polls.ts) as of the plan's `now`: the gate's figures by
+   * The records.recent tick's slice (pickRecentPolls below) as of the plan's `now`: the gate's figures by
    * aggregate over recent polls, then at most `allowed` due users of each kind by keyset.
    */
   readSlice(options: { tickMs: number }): Promise<RecentSlice>;
 }
-
-const HOUR_MS = 3_600_000;
 
 export async function readBudgetPlan(
   db: Kysely<Database>,
@@ -121,4 +130,281 @@ export async function readPushCap(
   );
   const counts = { activeUsers: users.rows[0]?.n ?? 0, dormantUsers: 0, pushFetchesLastHour: 0 };
   return pushShare(config, org, counts).capPerHour;
+}
+
+/**
+ * Which users one records.recent tick enqueues (pure).
+ * Why and how: README.md, "`read-budget-plan.ts` (pick-recent-polls)".
+ */
+export const WINDOW_TICKS = 10;
+
+export interface RecentSlice {
+  /** Active users to enqueue (queued at FANOUT_PRIORITIES.activeRecentPoll, jobs/records-recent.ts, before the dormant ones). */
+  active: string[];
+  dormant: string[];
+  due: { active: number; dormant: number };
+  inFlight: number;
+  /** Users the gate allowed this tick. */
+  allowed: number;
+}
+
+/** The tick's time frames, from the plan and the tick length alone. */
+export interface RecentPollTimes {
+  windowMs: number;
+  /** A poll queued longer ago than this and not completed is lost (no longer in flight). */
+  lostAfterMs: number;
+  /** Completed polls this recent tell the slowest queue-to-completion time. */
+  horizonMs: number;
+  /** Users the recent poll's share allows per window. */
+  windowUsers: number;
+}
+
+export function recentPollTimes(plan: BudgetPlan, tickMs: number): RecentPollTimes {
+  const windowMs = WINDOW_TICKS * tickMs;
+  const activePeriod = plan.recent.activePeriodMs ?? Number.POSITIVE_INFINITY;
+  const perUser = plan.recent.requestsPerUser;
+  return {
+    windowMs,
+    lostAfterMs: Number.isFinite(activePeriod) ? Math.max(activePeriod, windowMs) : 6 * windowMs,
+    horizonMs: Number.isFinite(activePeriod) ? activePeriod : windowMs,
+    windowUsers: perUser > 0 ? Math.floor((plan.recentCapPerHour * windowMs) / HOUR_MS / perUser) : 0,
+  };
+}
+
+/**
+ * What the gate needs of the recent polls (of pollable users): the slowest queue-to-completion time of
+ * the polls completed within the horizon, the polls in flight, those queued in the window, the last
+ * enqueue. `recentPollStats` computes it from a whole list; the tick reads it by aggregate
+ * (recent-polls.ts, `readRecentPollStats`, the same definitions in SQL).
+ */
+export interface RecentPollStats {
+  slowestMs: number;
+  inFlight: number;
+  enqueuedInWindow: number;
+  lastEnqueueAt: number | undefined;
+}
+
+const isInFlight = (u: UserPollState, now: number, lostAfterMs: number) => {
+  const queued = u.enqueuedAt?.getTime();
+  const polled = u.polledAt?.getTime();
+  return queued !== undefined && (polled === undefined || polled < queued) && now - queued < lostAfterMs;
+};
+
+export function recentPollStats(
+  users: readonly UserPollState[],
+  times: RecentPollTimes,
+  now: number,
+): RecentPollStats {
+  let slowestMs = 0;
+  let inFlight = 0;
+  let enqueuedInWindow = 0;
+  let lastEnqueueAt: number | undefined;
+  for (const u of users) {
+    const queued = u.enqueuedAt?.getTime();
+    const polled = u.polledAt?.getTime();
+    if (queued !== undefined && polled !== undefined && polled >= queued && now - polled < times.horizonMs)
+      slowestMs = Math.max(slowestMs, polled - queued);
+    if (queued !== undefined && now - queued < times.windowMs) enqueuedInWindow++;
+    if (queued !== undefined && (lastEnqueueAt === undefined || queued > lastEnqueueAt))
+      lastEnqueueAt = queued;
+    if (isInFlight(u, now, times.lostAfterMs)) inFlight++;
+  }
+  return { slowestMs, inFlight, enqueuedInWindow, lastEnqueueAt };
+}
+
+/** How many users this tick may queue, and how far ahead of falling due an active user is queued. */
+export interface RecentPollGate {
+  leadMs: number;
+  allowed: number;
+  /** A user is due when its last completed poll is at least this old (Infinity: only never-polled users). */
+  activeDueAgeMs: number;
+  dormantDueAgeMs: number;
+}
+
+export function recentPollGate(
+  stats: RecentPollStats,
+  plan: BudgetPlan,
+  times: RecentPollTimes,
+  options: { now: number; tickMs: number },
+): RecentPollGate {
+  const { now, tickMs } = options;
+  const { windowMs, windowUsers } = times;
+  // An active user is queued `lead` before it falls due, so its poll completes within the period: two
+  // ticks (the granularity of queueing, and a tick that runs late) plus the slowest queue-to-completion
+  // time of the polls completed in the last active period (measured: it grows with the queue depth, the
+  // worker slots and the budget's pace), at most a window.
+  const leadMs = 2 * tickMs + Math.min(stats.slowestMs, windowMs);
+  // A tick takes what the rate allows since the last enqueue (so a tick that ran late catches up, and
+  // there is no burst of a whole window at start), the window at most its share.
+  const sinceLast =
+    stats.lastEnqueueAt === undefined ? tickMs : Math.min(windowMs, Math.max(0, now - stats.lastEnqueueAt));
+  const byRate = Math.ceil((windowUsers * sinceLast) / windowMs);
+  const allowed = Math.max(
+    0,
+    Math.min(byRate, windowUsers - Math.max(stats.enqueuedInWindow, stats.inFlight)),
+  );
+  const activePeriod = plan.recent.activePeriodMs ?? Number.POSITIVE_INFINITY;
+  return {
+    leadMs,
+    allowed,
+    activeDueAgeMs: activePeriod - leadMs,
+    dormantDueAgeMs: plan.recent.dormantPeriodMs ?? Number.POSITIVE_INFINITY,
+  };
+}
+
+/**
+ * The slice of `users` to queue this tick. With `stats` (the tick, reading by aggregate and keyset),
+ * `users` are the due candidates only, oldest first, at most `allowed` of each kind
+ * (recent-polls.ts, `readDueUsers`), and `due` counts among them; without, `users` are every
+ * pollable user and the stats are computed from them.
+ */
+export function pickRecentPolls(
+  users: readonly UserPollState[],
+  plan: BudgetPlan,
+  options: { now: number; tickMs: number },
+  stats?: RecentPollStats,
+): RecentSlice {
+  const { now } = options;
+  const times = recentPollTimes(plan, options.tickMs);
+  const s = stats ?? recentPollStats(users, times, now);
+  const gate = recentPollGate(s, plan, times, options);
+  const activeDue: UserPollState[] = [];
+  const dormantDue: UserPollState[] = [];
+  for (const u of users) {
+    if (isInFlight(u, now, times.lostAfterMs)) continue;
+    const polled = u.polledAt?.getTime();
+    const age = polled === undefined ? Number.POSITIVE_INFINITY : now - polled;
+    if (u.active) {
+      if (age >= gate.activeDueAgeMs) activeDue.push(u);
+    } else if (age >= gate.dormantDueAgeMs) dormantDue.push(u);
+  }
+  const oldestFirst = (a: UserPollState, b: UserPollState) =>
+    (a.polledAt?.getTime() ?? -1) - (b.polledAt?.getTime() ?? -1) ||
+    (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0);
+  activeDue.sort(oldestFirst);
+  dormantDue.sort(oldestFirst);
+  const { allowed } = gate;
+  const active = activeDue.slice(0, allowed);
+  const dormant = dormantDue.slice(0, allowed - active.length);
+  return {
+    active: active.map((u) => u.uid),
+    dormant: dormant.map((u) => u.uid),
+    due: { active: activeDue.length, dormant: dormantDue.length },
+    inFlight: s.inFlight,
+    allowed,
+  };
+}
+
+/**
+ * The plan said out loud (pure): what `status` (under each org as `budget`) and `/metrics` show of an
+ * org's budget plan, plus the one thing measured rather than planned: how long ago the least recently
+ * polled active user was polled (the sweep period actually achieved, once a first sweep is done).
+ */
+
+/** The plan's own figures as they are, and the recent poll's described for people. */
+export interface BudgetStatus
+  extends Pick<BudgetPlan, 'requestsPerHour' | 'usablePerHour' | 'perHour' | 'shares' | 'overcommitted'> {
+  recentPoll: {
+    /** 'fallback' (stream-first: polls only while the stream is down), 'always', or 'off'. */
+    mode: RecentPollMode['mode'];
+    /** Whether the tick queues polls now, why, and over how many days. */
+    polling: boolean;
+    reason: string;
+    days: number;
+    /** Seconds since the org's primary stream was last heard from (null: never). */
+    streamLastHeardSeconds: number | null;
+    activeUsers: number;
+    dormantUsers: number;
+    requestsPerUser: number;
+    /** Requests per hour the configured periods would need. */
+    demandPerHour: number;
+    /** Sweep periods in seconds: configured, and what the plan achieves (null: never). */
+    configuredSeconds: number;
+    plannedSeconds: number | null;
+    configuredDormantSeconds: number;
+    plannedDormantSeconds: number | null;
+    /** Measured: age of the oldest completed poll among active users (null if one was never polled). */
+    oldestActivePollSeconds: number | null;
+    activeNeverPolled: number;
+  };
+  /** Push-triggered fetches: their share and the durable queue (validic_sync.push_fetches). */
+  push?: {
+    /** Requests per hour: the most push may take, what it asks (last hour + backlog), what is planned. */
+    capPerHour: number;
+    demandPerHour: number;
+    plannedPerHour: number;
+    /** Fetches waiting (of them due now), queued as jobs, failed (kept until pruned). */
+    pending: number;
+    due: number;
+    queued: number;
+    failed: number;
+    /** Age of the oldest pending fetch's first item, seconds (null: nothing pending). */
+    oldestPendingSeconds: number | null;
+    /** Requests claimed and fetches finished in the last hour. */
+    requestsLastHour: number;
+    doneLastHour: number;
+    /** Notifications refused (429) at the per-minute cap in the last hour, and in how many minutes. */
+    refusedLastHour: number;
+    refusedMinutesLastHour: number;
+  };
+}
+
+const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+const seconds = (ms: number | null) => (ms === null ? null : round(ms / 1000));
+
+export function describeBudget(budget: OrgBudget, now: number): BudgetStatus {
+  const { plan, users, push, recentPoll: mode } = budget;
+  const { activeNeverPolled } = users;
+  const oldest = Math.min(now, users.oldestActivePolledAt?.getTime() ?? now);
+  const r = plan.recent;
+  const map = <T>(o: Record<WorkKind, number>, f: (n: number) => T) =>
+    Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)])) as Record<WorkKind, T>;
+  return {
+    requestsPerHour: plan.requestsPerHour,
+    usablePerHour: round(plan.usablePerHour),
+    perHour: map(plan.perHour, (n) => round(n)),
+    shares: map(plan.shares, (n) => round(n, 3)),
+    overcommitted: plan.overcommitted,
+    recentPoll: {
+      mode: mode.mode,
+      polling: mode.polling,
+      reason: mode.reason,
+      days: mode.days,
+      streamLastHeardSeconds:
+        mode.streamLastHeardAt === null
+          ? null
+          : seconds(Math.max(0, now - Date.parse(mode.streamLastHeardAt))),
+      activeUsers: r.activeUsers,
+      dormantUsers: r.dormantUsers,
+      requestsPerUser: r.requestsPerUser,
+      demandPerHour: round(r.demandPerHour),
+      configuredSeconds: seconds(r.configuredActivePeriodMs)!,
+      plannedSeconds: seconds(r.activePeriodMs),
+      configuredDormantSeconds: seconds(r.configuredDormantPeriodMs)!,
+      plannedDormantSeconds: seconds(r.dormantPeriodMs),
+      oldestActivePollSeconds: users.active > 0 && activeNeverPolled === 0 ? seconds(now - oldest) : null,
+      activeNeverPolled,
+    },
+    ...(push
+      ? {
+          push: {
+            capPerHour: round(push.capPerHour),
+            demandPerHour: round(push.demandPerHour),
+            plannedPerHour: round(push.perHour),
+            pending: push.backlog.pending,
+            due: push.backlog.due,
+            queued: push.backlog.queued,
+            failed: push.backlog.failed,
+            oldestPendingSeconds:
+              push.backlog.oldestPendingAt === null
+                ? null
+                : seconds(Math.max(0, now - push.backlog.oldestPendingAt)),
+            requestsLastHour: push.backlog.claimedLastHour,
+            doneLastHour: push.backlog.doneLastHour,
+            refusedLastHour: push.backlog.refusedLastHour,
+            refusedMinutesLastHour: push.backlog.refusedMinutesLastHour,
+          },
+        }
+      : {}),
+  };
 }

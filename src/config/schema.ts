@@ -195,7 +195,7 @@ export const configSchema = z.object({
       /**
        * The recent REST poll (`VALIDIC_RECENT_POLL`): 'fallback' (default) polls only while the org's
        * stream has been unheard for `budget.streamFallbackMinutes`, and then only the outage's days
-       * (the stream carries freshness; src/budget/recent-poll-mode.ts); 'always' re-polls the lookback
+       * (the stream carries freshness; src/budget/recent-poll.ts); 'always' re-polls the lookback
        * of every user on schedule whatever the stream does.
        */
       recentPoll: z.enum(['fallback', 'always']).default('fallback'),

@@ -1,13 +1,16 @@
 /**
- * The HTTP client's public shapes: its options (each with its default), the per-request options, the
- * event the `onRequest` hook sees, and the `HttpClient` interface. http-client.ts builds one.
+ * The HTTP client's types: its options (with defaults), requests and their events, the budget it takes
+ * tokens from, and the kind of platform endpoint a URL addresses (a bounded label for metrics).
  */
 import type { Dispatcher } from 'undici';
 import type { Logger } from '../log/logger.ts';
 import type { BackoffOptions } from '../time/backoff-delay.ts';
 import type { Clock } from '../time/clock.ts';
-import type { EndpointKind } from './endpoint-kind.ts';
-import type { BudgetRegistry, RequestBudget } from './request-budget-types.ts';
+
+/**
+ * The HTTP client's public shapes: its options (each with its default), the per-request options, the
+ * event the `onRequest` hook sees, and the `HttpClient` interface. http-client.ts builds one.
+ */
 
 /** What the `onRequest` hook sees for every attempt (metrics attach here). Never carries the URL. */
 export interface RequestEvent {
@@ -113,4 +116,52 @@ export interface HttpClient {
   openEventStream(url: string | URL, options?: EventStreamOptions): Promise<EventStreamResponse>;
   /** Closes pooled connections (only those of the Agent this client created). */
   close(): Promise<void>;
+}
+
+/**
+ * What a request budget is, apart from how it is built (request-budget.ts) and stored
+ * (src/budget/request-budget.ts).
+ */
+export interface RequestBudget {
+  /** Hashed key of the bucket (safe to log). */
+  readonly key: string;
+  /** Resolves when a request may be sent; rejects when `signal` aborts while waiting. */
+  take(signal?: AbortSignal): Promise<void>;
+  /** Whole tokens available now (for metrics). */
+  remaining(): Promise<number>;
+}
+
+/** Hands out one budget per API token (the HTTP client looks budgets up by a request's `budgetKey`). */
+export interface BudgetRegistry {
+  forKey(tokenOrKey: string): RequestBudget;
+}
+
+/**
+ * The kind of platform endpoint a URL addresses: a bounded label for metrics (a path holds user ids and
+ * stream ids, which must never become label values). Matched on the end of the path, since base URLs
+ * may carry a prefix (a proxy, the sandbox's `/api`).
+ */
+export const ENDPOINT_KINDS = [
+  'users',
+  'records',
+  'connections',
+  'streams',
+  'stream_connect',
+  'replay',
+  'legacy_latest',
+  'legacy',
+  'other',
+] as const;
+export type EndpointKind = (typeof ENDPOINT_KINDS)[number];
+
+export function endpointKind(url: URL): EndpointKind {
+  const path = url.pathname.replace(/\/+$/, '');
+  if (/\/v1\//.test(path)) return /\/latest\.json$/.test(path) ? 'legacy_latest' : 'legacy';
+  if (/\/streams\/[^/]+\/connect$/.test(path)) return 'stream_connect';
+  if (/\/streams(\/[^/]+)?$/.test(path)) return 'streams';
+  if (/\/replay$/.test(path)) return 'replay';
+  if (/\/connections$/.test(path)) return 'connections';
+  if (/\/users\/[^/]+\/[^/]+$/.test(path)) return 'records';
+  if (/\/users(\/[^/]+)?$/.test(path)) return 'users';
+  return 'other';
 }

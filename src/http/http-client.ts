@@ -1,28 +1,50 @@
 /**
- * The one HTTP client of validic-sync (undici 8): pooled keep-alive connections, timeouts, the request
- * budget, retries with back-off, bounded bodies, typed errors with redacted URLs.
- * Why and how: README.md, "`http-client.ts`".
+ * The HTTP client of the platform: undici with keep-alive, one exchange per hop (a budget token each,
+ * same-origin redirects, the onRequest hook, redacted debug logs), and the retry loop of getJson /
+ * sendJson deciding by classifyFailure.
  */
-import { type Dispatcher, EnvHttpProxyAgent } from 'undici';
-import { silentLogger } from '../log/logger.ts';
+import { type Dispatcher, EnvHttpProxyAgent, request } from 'undici';
+import {
+  BodyTooLargeError,
+  classifyFailure,
+  errorCodeOf,
+  hasErrorCode,
+  NetworkError,
+  RedirectRefusedError,
+  ResponseBodyError,
+  SyncError,
+  UNRESOLVED_HOST_CODES,
+} from '../errors/index.ts';
+import { type Logger, silentLogger } from '../log/logger.ts';
 import { redactUrl } from '../redact/redact-secrets.ts';
 import { secretValuesOf } from '../redact/url-secret-values.ts';
 import { USER_AGENT } from '../runtime/version.ts';
-import { abortReason, systemClock } from '../time/clock.ts';
-import { errorFromResponse } from './error-from-response.ts';
-import { asHttpFailure, createExchange, createReporter, type ExchangeResult } from './exchange.ts';
+import { abortReason, type Clock, systemClock } from '../time/clock.ts';
 import type {
   EventStreamOptions,
   EventStreamResponse,
   HttpClient,
   HttpClientOptions,
+  RequestBudget,
+  RequestEvent,
   RequestOptions,
   WriteMethod,
 } from './http-client-types.ts';
-import type { RequestBudget } from './request-budget-types.ts';
-import { createJsonRequest } from './request-json.ts';
-import { DEFAULT_MAX_BODY_BYTES } from './response-body.ts';
+import { endpointKind } from './http-client-types.ts';
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  discardBody,
+  errorFromResponse,
+  headerValue,
+  readBody,
+} from './responses.ts';
+import { httpRetryDelayMs, isNotSentError } from './retry-policy.ts';
 
+/**
+ * The one HTTP client of validic-sync (undici 8): pooled keep-alive connections, timeouts, the request
+ * budget, retries with back-off, bounded bodies, typed errors with redacted URLs.
+ * Why and how: README.md, "`http-client.ts`".
+ */
 export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   const headersTimeout = options.headersTimeoutMs ?? 30_000;
   const bodyTimeout = options.bodyTimeoutMs ?? 60_000;
@@ -119,5 +141,263 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     async close(): Promise<void> {
       await ownAgent?.close();
     },
+  };
+}
+
+/**
+ * One HTTP exchange: take a budget token, send, and follow allowed redirects. GET follows up to
+ * `maxRedirects` redirects to the SAME origin (scheme, host, port); a redirect to any other origin is
+ * refused with `RedirectRefusedError`, because the token rides in the URL and must never reach another
+ * host. Writes (POST/PUT/DELETE) follow no redirect at all. Every hop takes its own budget token and is
+ * reported to the `onRequest` hook.
+ */
+export type ReportRequest = (event: RequestEvent, url: URL) => void;
+
+/** Reports an attempt to the `onRequest` hook (a throwing hook is logged, not fatal) and the debug log. */
+export function createReporter(
+  onRequest: ((event: RequestEvent) => void) | undefined,
+  log: Logger,
+): ReportRequest {
+  return (event, url) => {
+    try {
+      onRequest?.({ ...event, endpoint: endpointKind(url) });
+    } catch (err) {
+      log.warn({ err }, 'onRequest hook threw');
+    }
+    log.debug({ ...event, url: redactUrl(url) }, 'http request');
+  };
+}
+
+/** The `error` label of a failed attempt: the error code along the cause chain, else the error's name. */
+export function requestErrorLabel(err: unknown): string | undefined {
+  return errorCodeOf(err) ?? (err instanceof Error ? err.name : undefined);
+}
+
+/** Our errors pass as they are; anything else (a socket error, a TLS setting) becomes a `NetworkError`. */
+export function asHttpFailure(err: unknown, method: string, url: URL): Error {
+  if (err instanceof SyncError) return err;
+  return new NetworkError(method, redactUrl(url), err, secretValuesOf(url));
+}
+
+export interface ExchangeInit {
+  body: string | undefined;
+  headers: Record<string, string>;
+  signal: AbortSignal | undefined;
+  budget: RequestBudget | undefined;
+  attempt: number;
+  bodyTimeout: number;
+}
+
+export interface ExchangeResult {
+  res: Dispatcher.ResponseData;
+  url: URL;
+  startedAt: number;
+}
+
+export type Exchange = (method: string, startUrl: URL, init: ExchangeInit) => Promise<ExchangeResult>;
+
+export function createExchange(deps: {
+  dispatcher: Dispatcher;
+  clock: Clock;
+  headersTimeout: number;
+  maxRedirects: number;
+  report: ReportRequest;
+}): Exchange {
+  const { dispatcher, clock, report } = deps;
+  return async function exchange(method, startUrl, init) {
+    let url = startUrl;
+    for (let hop = 0; ; hop++) {
+      await init.budget?.take(init.signal);
+      const startedAt = clock.now();
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await request(url, {
+          dispatcher,
+          method: method as Dispatcher.HttpMethod,
+          headers: init.headers,
+          body: init.body,
+          signal: init.signal,
+          headersTimeout: deps.headersTimeout,
+          bodyTimeout: init.bodyTimeout,
+        });
+      } catch (err) {
+        if (init.signal?.aborted) throw abortReason(init.signal);
+        const durationMs = clock.now() - startedAt;
+        const error = requestErrorLabel(err);
+        report({ method, host: url.host, status: 0, durationMs, attempt: init.attempt, error }, url);
+        throw err;
+      }
+      if (res.statusCode < 300 || res.statusCode >= 400) return { res, url, startedAt };
+      // 3xx: follow only same-origin GET redirects (see header comment).
+      const durationMs = clock.now() - startedAt;
+      report({ method, host: url.host, status: res.statusCode, durationMs, attempt: init.attempt }, url);
+      await discardBody(res);
+      url = redirectTarget(method, url, res, hop, deps.maxRedirects);
+    }
+  };
+}
+
+function redirectTarget(
+  method: string,
+  url: URL,
+  res: Dispatcher.ResponseData,
+  hop: number,
+  maxRedirects: number,
+): URL {
+  const refuse = (reason: string) => new RedirectRefusedError(method, redactUrl(url), res.statusCode, reason);
+  const location = headerValue(res.headers.location);
+  if (!location) throw refuse('no Location header');
+  let target: URL;
+  try {
+    target = new URL(location, url);
+  } catch {
+    throw refuse('unreadable Location header');
+  }
+  if (target.origin !== url.origin) throw refuse(`target ${target.origin} is another origin`);
+  if (method !== 'GET') throw refuse('writes are not redirected');
+  if (hop >= maxRedirects) throw refuse('too many redirects');
+  return target;
+}
+
+/**
+ * The retry loop of `getJson` / `sendJson`: one exchange per attempt (each takes a budget token), the
+ * body read whole and parsed, and `classifyFailure` (src/errors/classify-failure.ts) deciding what a
+ * failure means. Retried in process: `rate-limited` (after `Retry-After`, or back-off when it is absent;
+ * a `Retry-After` above `maxRetryAfterMs` is thrown at once for the queue to reschedule), `outage` and
+ * `retry` (5xx, socket errors, cut or unparseable 2xx bodies). `permanent` and `unknown` are thrown at
+ * once. A non-idempotent request (POST) is retried only when the platform cannot have acted on it (429,
+ * refused connection, connect timeout), so a stream is never created twice.
+ */
+
+export interface JsonRequestDeps {
+  exchange: Exchange;
+  report: ReportRequest;
+  clock: Clock;
+  log: Logger;
+  maxAttempts: number;
+  maxRetryAfterMs: number;
+  maxBodyBytes: number;
+  bodyTimeout: number;
+  userAgent: string;
+  backoff: Parameters<typeof httpRetryDelayMs>[1] | undefined;
+  budgetFor(key: string | undefined): RequestBudget | undefined;
+}
+
+export type JsonRequest = <T>(
+  method: string,
+  input: string | URL,
+  body: unknown,
+  opts: RequestOptions,
+  emptyIsValid: boolean,
+) => Promise<T>;
+
+export function createJsonRequest(deps: JsonRequestDeps): JsonRequest {
+  const { clock, report } = deps;
+
+  /** One attempt: the answer parsed, or the typed error of a non-2xx or unreadable answer. */
+  async function attemptOnce<T>(
+    method: string,
+    startUrl: URL,
+    init: Parameters<Exchange>[2],
+    emptyIsValid: boolean,
+  ): Promise<T> {
+    const { res, url, startedAt } = await deps.exchange(method, startUrl, init);
+    const { attempt } = init;
+    const redacted = redactUrl(url);
+    const status = res.statusCode;
+    const done = (error?: string) =>
+      report(
+        {
+          method,
+          host: url.host,
+          status,
+          durationMs: clock.now() - startedAt,
+          attempt,
+          ...(error ? { error } : {}),
+        },
+        url,
+      );
+    if (status < 200 || status >= 300) {
+      done();
+      throw await errorFromResponse(method, redacted, res, clock.now(), secretValuesOf(startUrl));
+    }
+    let text: string;
+    try {
+      text = await readBody(res, deps.maxBodyBytes, method, redacted);
+    } catch (err) {
+      if (init.signal?.aborted) throw abortReason(init.signal);
+      if (err instanceof BodyTooLargeError) throw err;
+      done(requestErrorLabel(err));
+      if (err instanceof ResponseBodyError) throw err;
+      const reason = `body cut off (${requestErrorLabel(err) ?? 'read error'})`;
+      throw new ResponseBodyError(method, redacted, status, reason, { cause: err });
+    }
+    if (text.trim() === '' && (emptyIsValid || status === 204)) {
+      done();
+      return undefined as T;
+    }
+    let parsed: T;
+    try {
+      parsed = JSON.parse(text) as T;
+    } catch (err) {
+      // A 2xx with broken JSON is almost always a body cut mid-way by a proxy or reset: retry.
+      done('INVALID_JSON');
+      const reason = `invalid JSON (${text.length} chars read)`;
+      throw new ResponseBodyError(method, redacted, status, reason, { cause: err });
+    }
+    done();
+    return parsed;
+  }
+
+  return async function requestJson<T>(
+    method: string,
+    input: string | URL,
+    body: unknown,
+    opts: RequestOptions,
+    emptyIsValid: boolean,
+  ): Promise<T> {
+    const startUrl = typeof input === 'string' ? new URL(input) : input;
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      'user-agent': deps.userAgent,
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...opts.headers,
+    };
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const budget = deps.budgetFor(opts.budgetKey);
+    const idempotent = opts.idempotent ?? method !== 'POST';
+    let lastError: unknown;
+    for (let attempt = 1; attempt <= deps.maxAttempts; attempt++) {
+      try {
+        const init = {
+          body: payload,
+          headers,
+          signal: opts.signal,
+          budget,
+          attempt,
+          bodyTimeout: deps.bodyTimeout,
+        };
+        return await attemptOnce<T>(method, startUrl, init, emptyIsValid);
+      } catch (err) {
+        if (opts.signal?.aborted) throw abortReason(opts.signal);
+        const failure = classifyFailure(err);
+        lastError = asHttpFailure(err, method, startUrl);
+        if (!idempotent && failure.kind !== 'rate-limited' && !isNotSentError(err)) throw lastError;
+        if (failure.kind === 'permanent' || failure.kind === 'unknown') throw lastError;
+        // A host name that does not resolve is a job runner's outage (a compose service not up yet), but
+        // here it is most often a mistyped URL: fail at once with the message that names it.
+        if (hasErrorCode(err, UNRESOLVED_HOST_CODES)) throw lastError;
+        const asked = failure.kind === 'rate-limited' ? failure.retryAfterMs : undefined;
+        if (asked !== undefined && asked > deps.maxRetryAfterMs) throw lastError;
+        if (attempt === deps.maxAttempts) break;
+        const waitMs = httpRetryDelayMs(attempt, deps.backoff, asked);
+        deps.log.debug(
+          { method, url: redactUrl(startUrl), attempt, waitMs, err: lastError },
+          'http request failed, retrying',
+        );
+        await clock.sleep(waitMs, opts.signal);
+      }
+    }
+    throw lastError;
   };
 }

@@ -3,7 +3,7 @@
  * Why and how: README.md, "`confirm-legacy-deletes.ts`".
  */
 
-import { bucketParams } from '../budget/token-bucket.ts';
+import { bucketParams } from '../budget/request-budget.ts';
 import type { OrganizationConfig } from '../config/schema.ts';
 import type { HttpClient } from '../http/http-client-types.ts';
 import type { Logger } from '../log/logger.ts';
@@ -55,7 +55,7 @@ export interface LegacyDeleteCheckBudget {
 }
 
 export function legacyDeleteCheckBudget(org: OrganizationConfig): LegacyDeleteCheckBudget {
-  // The usable rate is the request budget's sustained refill (token-bucket.ts), not the raw limit.
+  // The usable rate is the request budget's sustained refill (src/budget/request-budget.ts), not the raw limit.
   const usablePerHour = bucketParams({ limit: org.requestsPerHour }).ratePerMs * HOUR_MS;
   return {
     perPass: org.legacy.deleteChecksPerPass,

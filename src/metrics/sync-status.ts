@@ -5,8 +5,7 @@
  */
 
 import { sql } from 'kysely';
-import { type BudgetStatus, describeBudget } from '../budget/budget-status.ts';
-import { readBudgetPlan } from '../budget/read-budget-plan.ts';
+import { type BudgetStatus, describeBudget, readBudgetPlan } from '../budget/read-budget-plan.ts';
 import type { Config } from '../config/schema.ts';
 import { V2_RESOURCES } from '../validic/v2-resources.ts';
 import {

@@ -10,7 +10,7 @@
  * never a token, a URL or a user id.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { BudgetStatus } from '../budget/budget-status.ts';
+import type { BudgetStatus } from '../budget/read-budget-plan.ts';
 import { CONFLICT_CODES } from '../errors/index.ts';
 import type { RequestEvent } from '../http/http-client-types.ts';
 import type { LoadCounts } from '../pipeline/batch.ts';

@@ -125,7 +125,7 @@ export async function countPollableUsers(
 }
 
 /**
- * The recent polls' figures the tick's gate needs (pick-recent-polls.ts, `RecentPollStats`, the same
+ * The recent polls' figures the tick's gate needs (src/budget/read-budget-plan.ts, `RecentPollStats`, the same
  * definitions), of pollable users, each a range of an index of 0017 (polls queued or completed
  * recently), not of the population.
  */

@@ -2,7 +2,7 @@
  * When an org's primary stream was last heard from: the newest `lastLiveAt` among its connection
  * checkpoints (at most 3 rows, read by primary key). A live connection writes it
  * with each commit and at least once a minute while only pokes arrive, whichever process holds it; the
- * recent poll's fallback reads it (src/budget/recent-poll-mode.ts).
+ * recent poll's fallback reads it (src/budget/recent-poll.ts).
  */
 import { type Kysely, sql } from 'kysely';
 import { MAX_STREAM_CONNECTIONS } from '../validic/platform-limits.ts';

@@ -3,13 +3,11 @@
  * bucket (in Redis when the process has Redis, so a fleet shares it).
  */
 
-import { budgetKeyOf } from '../budget/budget-key.ts';
-import type { RedisEvalClient } from '../budget/redis-request-budget.ts';
-import { createRequestBudget } from '../budget/request-budget.ts';
+import type { RedisEvalClient } from '../budget/request-budget.ts';
+import { budgetKeyOf, createRequestBudget } from '../budget/request-budget.ts';
 import type { OrganizationConfig } from '../config/schema.ts';
 import { createHttpClient } from '../http/http-client.ts';
-import type { HttpClient, RequestEvent } from '../http/http-client-types.ts';
-import type { RequestBudget } from '../http/request-budget-types.ts';
+import type { HttpClient, RequestBudget, RequestEvent } from '../http/http-client-types.ts';
 import { createLegacyClient, type LegacyClient } from '../legacy/legacy-client.ts';
 import type { Logger } from '../log/logger.ts';
 import { createStreamsClient, type StreamsClient } from '../validic/streams-client.ts';

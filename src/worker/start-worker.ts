@@ -12,8 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { jobCatalog } from '../../jobs/index.ts';
-import { describeBudget } from '../budget/budget-status.ts';
-import { readBudgetPlan } from '../budget/read-budget-plan.ts';
+import { describeBudget, readBudgetPlan } from '../budget/read-budget-plan.ts';
 import type { Config } from '../config/schema.ts';
 import { ConfigError, UserFacingError } from '../errors/index.ts';
 import type { Logger } from '../log/logger.ts';

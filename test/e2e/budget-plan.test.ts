@@ -18,7 +18,7 @@
 import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import type { BudgetStatus } from '../../src/budget/budget-status.ts';
+import type { BudgetStatus } from '../../src/budget/read-budget-plan.ts';
 import { configSchema } from '../../src/config/schema.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import type { ResourceType } from '../../src/sandbox/types.ts';

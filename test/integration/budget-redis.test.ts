@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { budgetKeyOf } from '../../src/budget/budget-key.ts';
+import { budgetKeyOf } from '../../src/budget/request-budget.ts';
 import { createBudgetRegistry, createRequestBudget } from '../../src/budget/request-budget.ts';
 import { createTestRedis, type TestRedis } from '../helpers/redis.ts';
 

@@ -26,7 +26,7 @@ import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainPushFetches, type PushDrainResult } from '../../jobs/push-drain.ts';
-import { describeBudget } from '../../src/budget/budget-status.ts';
+import { describeBudget } from '../../src/budget/read-budget-plan.ts';
 import { type OrgBudget, readBudgetPlan, readPushCap } from '../../src/budget/read-budget-plan.ts';
 import { formatBudget } from '../../src/cli/commands/status.ts';
 import { type Config, configSchema } from '../../src/config/schema.ts';

@@ -20,7 +20,7 @@ import {
   UnsafePathSegmentError,
 } from '../../src/errors/index.ts';
 import { createHttpClient } from '../../src/http/http-client.ts';
-import { DEFAULT_MAX_BODY_BYTES } from '../../src/http/response-body.ts';
+import { DEFAULT_MAX_BODY_BYTES } from '../../src/http/responses.ts';
 import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../../src/http/retry-policy.ts';
 import { createLegacyClient } from '../../src/legacy/legacy-client.ts';
 import { extractPushItems } from '../../src/push/push-items.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { httpStatusOf, PermanentError, PermanentHttpError } from '../../src/errors/index.ts';
-import { extractErrorMessages } from '../../src/http/error-body.ts';
+import { extractErrorMessages } from '../../src/http/responses.ts';
 import { createManualClock } from '../../src/time/manual-clock.ts';
 import { useMockAgent } from '../helpers/mock-agent.ts';
 

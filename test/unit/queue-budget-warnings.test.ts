@@ -3,8 +3,8 @@
  * settings and the values that would fit) when it does not; the lookback when the sweep outlasts it.
  */
 import { describe, expect, it } from 'vitest';
-import { budgetPlanInput } from '../../src/budget/budget-plan-input.ts';
-import { budgetWarnings } from '../../src/budget/budget-warnings.ts';
+import { budgetPlanInput } from '../../src/budget/plan-request-budget.ts';
+import { budgetWarnings } from '../../src/budget/plan-request-budget.ts';
 import { planRequestBudget } from '../../src/budget/plan-request-budget.ts';
 import { configSchema } from '../../src/config/schema.ts';
 

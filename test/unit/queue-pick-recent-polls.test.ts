@@ -5,7 +5,7 @@
  * dormant users within theirs, once the first sweep is through.
  */
 import { describe, expect, it } from 'vitest';
-import { pickRecentPolls, WINDOW_TICKS } from '../../src/budget/pick-recent-polls.ts';
+import { pickRecentPolls, WINDOW_TICKS } from '../../src/budget/read-budget-plan.ts';
 import { type BudgetPlanInput, HOUR_MS, planRequestBudget } from '../../src/budget/plan-request-budget.ts';
 import type { UserPollState } from '../../src/warehouse/recent-polls.ts';
 

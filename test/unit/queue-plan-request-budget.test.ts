@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { budgetPlanInput, pushShare } from '../../src/budget/budget-plan-input.ts';
+import { budgetPlanInput, pushShare } from '../../src/budget/plan-request-budget.ts';
 import { type BudgetPlanInput, HOUR_MS, planRequestBudget } from '../../src/budget/plan-request-budget.ts';
 import { configSchema } from '../../src/config/schema.ts';
 

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { sizingTable } from '../../src/budget/sizing-table.ts';
+import { sizingTable } from '../../src/budget/plan-request-budget.ts';
 
 describe('README sizing table', () => {
   it('matches what the budget planner computes', () => {

@@ -4,9 +4,9 @@
  * `budget.streamFallbackMinutes`, and stays on where the stream cannot carry freshness.
  */
 import { describe, expect, it } from 'vitest';
-import { budgetPlanInput } from '../../src/budget/budget-plan-input.ts';
+import { budgetPlanInput } from '../../src/budget/plan-request-budget.ts';
 import { planRequestBudget } from '../../src/budget/plan-request-budget.ts';
-import { recentPollMode } from '../../src/budget/recent-poll-mode.ts';
+import { recentPollMode } from '../../src/budget/recent-poll.ts';
 import { configSchema } from '../../src/config/schema.ts';
 
 const NOW = Date.parse('2026-11-27T12:00:00Z');

@@ -8,8 +8,8 @@
  * failed jobs and schedules. Read-only; works on the embedded warehouse too.
  */
 import type { Command } from 'commander';
-import type { BudgetStatus } from '../../budget/budget-status.ts';
-import { formatPeriod } from '../../budget/format-period.ts';
+import { formatPeriod } from '../../budget/plan-request-budget.ts';
+import type { BudgetStatus } from '../../budget/read-budget-plan.ts';
 import { UserFacingError } from '../../errors/index.ts';
 import type { SyncStatus } from '../../metrics/sync-status.ts';
 import { formatColumns } from '../../report/format-table.ts';

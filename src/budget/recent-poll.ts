@@ -1,4 +1,12 @@
 /**
+ * The recent REST poll: whether it runs now and over which days (stream-first: only while the stream
+ * is unheard), and the date windows of one user's poll.
+ */
+import type { Config, OrganizationConfig } from '../config/schema.ts';
+import { type DateWindow, formatUtcDate, planRecordWindows } from '../validic/date-windows.ts';
+import { recordTypeOf, toV2Resource } from '../validic/v2-resources.ts';
+
+/**
  * Whether the recent REST poll runs now, and over which days (pure).
  *
  * Stream-first: the org's stream delivers every record the recent poll would re-read, at one request per
@@ -13,9 +21,6 @@
  * writes it with every commit, and at least once a minute while only pokes arrive (the checkpoint
  * heartbeat), so it is fresh whenever any connection is live, in whichever process of the fleet.
  */
-import type { Config, OrganizationConfig } from '../config/schema.ts';
-import { recordTypeOf, toV2Resource } from '../validic/v2-resources.ts';
-
 const DAY_MS = 86_400_000;
 
 export interface RecentPollMode {
@@ -91,4 +96,15 @@ export function recentPollMode(
         : `the stream has been unheard for more than ${config.budget.streamFallbackMinutes} min: polling the outage's days`,
     streamLastHeardAt: lastHeard,
   };
+}
+
+/**
+ * The date windows one user's recent poll fetches (pure): the last `lookbackDays` days plus today (and a
+ * day more at each edge), in windows of ≤ 30 days. The records.recent tick queues one records.poll per window, and the budget
+ * planner counts requests per user from the same windows, so the plan and the polls cannot disagree.
+ */
+export function recentPollWindows(lookbackDays: number, nowMs: number): DateWindow[] {
+  const today = Math.floor(nowMs / 86_400_000);
+  // One day more at each edge: the platform may window by the user's local date (date-windows.ts).
+  return planRecordWindows(formatUtcDate(today - lookbackDays), formatUtcDate(today));
 }
