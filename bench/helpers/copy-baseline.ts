@@ -12,9 +12,8 @@
 import { sql } from 'kysely';
 import { normalizeItem } from '../../src/normalize/normalize-item.ts';
 import type { ArrivedVia, RawItem } from '../../src/pipeline/batch.ts';
-import { ensureMonthPartitions } from '../../src/warehouse/loader/month-partitions.ts';
-import { RECORDS } from '../../src/warehouse/loader/record-row.ts';
-import { CONNECTION_EVENTS, USERS } from '../../src/warehouse/loader/table-columns.ts';
+import { ensureMonthPartitions } from '../../src/warehouse/loader/load-transaction.ts';
+import { CONNECTION_EVENTS, RECORDS, USERS } from '../../src/warehouse/loader/record-rows.ts';
 import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
 
 interface CopyTable {

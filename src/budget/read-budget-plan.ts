@@ -5,8 +5,8 @@
 import { type Kysely, sql } from 'kysely';
 import type { Config, OrganizationConfig } from '../config/schema.ts';
 import type { Database } from '../warehouse/database.ts';
-import { countLegacyDeleteChecksAsked } from '../warehouse/legacy-delete-checks.ts';
-import { type PushBacklog, readPushBacklog } from '../warehouse/push-fetch-store.ts';
+import { countLegacyDeleteChecksAsked } from '../warehouse/legacy-deletes.ts';
+import { type PushBacklog, readPushBacklog } from '../warehouse/push-store.ts';
 import {
   countPollableUsers,
   isPollable,
@@ -15,7 +15,7 @@ import {
   readRecentPollStats,
   type UserPollState,
 } from '../warehouse/recent-polls.ts';
-import { readStreamLastHeard } from '../warehouse/stream-last-heard.ts';
+import { readStreamLastHeard } from '../warehouse/stream-bookkeeping.ts';
 import {
   type BudgetPlan,
   budgetPlanInput,

@@ -36,7 +36,7 @@ export const OUTAGE_CODES: ReadonlySet<string> = new Set([
  * PostgreSQL: the transaction lost a race with another and was rolled back, through no fault of its own:
  * `40P01` deadlock detected (the deadlock detector chose it), `40001` serialization failure. Running the
  * whole transaction again is the documented remedy; the loader does so itself a few times
- * (src/warehouse/loader/retry-on-conflict.ts), and job runners wait a moment without spending an attempt.
+ * (src/warehouse/loader/load-transaction.ts), and job runners wait a moment without spending an attempt.
  */
 export const CONFLICT_CODES: ReadonlySet<string> = new Set(['40P01', '40001']);
 

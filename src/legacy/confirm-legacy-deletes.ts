@@ -10,12 +10,12 @@ import type { Logger } from '../log/logger.ts';
 import {
   claimLegacyDeleteChecks,
   countPendingLegacyDeleteChecks,
+  markLegacyDeleted,
   queueLegacyDeleteChecks,
   releaseLegacyDeleteChecks,
   resolveLegacyDeleteChecks,
-} from '../warehouse/legacy-delete-checks.ts';
+} from '../warehouse/legacy-deletes.ts';
 import { applyBatch } from '../warehouse/loader/apply-batch.ts';
-import { markLegacyDeleted } from '../warehouse/mark-legacy-deleted.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { findLegacyRecord } from './get-legacy-record.ts';
 import type { SummaryPage } from './legacy-summary-pager.ts';

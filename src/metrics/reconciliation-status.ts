@@ -9,9 +9,10 @@ import {
   type ReconcilePassRow,
   type ReconcileTotals,
   readLastReconcilePass,
+  readOpenStreamGaps,
   reconcileTotalsSince,
-} from '../warehouse/reconcile-passes.ts';
-import { readOpenStreamGaps, type StoredStreamGap } from '../warehouse/stream-gaps.ts';
+  type StoredStreamGap,
+} from '../warehouse/stream-bookkeeping.ts';
 
 export interface StreamGapsStatus {
   /** Gaps no reconciliation pass has covered yet. */

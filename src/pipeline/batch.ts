@@ -64,7 +64,7 @@ export interface LoadResult extends LoadCounts {
   newestCreatedAt: string | null;
   /**
    * Times the loader ran a transaction again because PostgreSQL rolled it back for a deadlock (40P01) or
-   * a serialization failure (40001); 0 normally (src/warehouse/loader/retry-on-conflict.ts).
+   * a serialization failure (40001); 0 normally (src/warehouse/loader/load-transaction.ts).
    */
   transactionRetries: number;
 }

@@ -7,12 +7,12 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import { toError } from '../errors/index.ts';
 import type { Database } from '../warehouse/database.ts';
-import { storePushFetches } from '../warehouse/push-fetch-store.ts';
 import {
   markPushNotification,
   type PushNotificationStatus,
+  storePushFetches,
   storePushNotification,
-} from '../warehouse/push-notification-store.ts';
+} from '../warehouse/push-store.ts';
 import { type PushFetchTiming, pushFetchOfItem } from './push-fetch-of-item.ts';
 import { extractPushItems, type PushItem } from './push-items.ts';
 import type { ResolvePushOrg } from './resolve-push-org.ts';

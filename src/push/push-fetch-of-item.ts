@@ -3,7 +3,7 @@
  * rows with the same key merge (pure). Why and how: README.md, "`push-fetch-of-item.ts`".
  */
 import type { LegacyObject } from '../validic/legacy-objects.ts';
-import type { PushFetchInput } from '../warehouse/push-fetch-store.ts';
+import type { PushFetchInput } from '../warehouse/push-store.ts';
 import type { PushItem } from './push-items.ts';
 
 export interface PushFetchTiming {

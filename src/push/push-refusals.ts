@@ -7,7 +7,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { LegacyObject } from '../validic/legacy-objects.ts';
 import type { Database } from '../warehouse/database.ts';
-import { storePushFetches } from '../warehouse/push-fetch-store.ts';
+import { storePushFetches } from '../warehouse/push-store.ts';
 import { refusedMinuteFetches } from './push-fetch-of-item.ts';
 
 /** Which orgs a refusal counted against `key` may have lost data of, and the objects to re-read. */

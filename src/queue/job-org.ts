@@ -18,7 +18,7 @@ import { type ReconcilePassSummary, runReconcilePass } from '../stream/reconcili
 import type { StreamsClient } from '../validic/streams-client.ts';
 import type { V2Client } from '../validic/v2-client.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
-import type { PassTrigger } from '../warehouse/reconcile-passes.ts';
+import type { PassTrigger } from '../warehouse/stream-bookkeeping.ts';
 
 export interface JobOrg {
   v2: V2Client;

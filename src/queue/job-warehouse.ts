@@ -20,17 +20,16 @@ import {
 import type { Cursor } from '../warehouse/cursors.ts';
 import { readCursor } from '../warehouse/cursors.ts';
 import type { Database } from '../warehouse/database.ts';
-import { finishRunIfComplete } from '../warehouse/finish-run-if-complete.ts';
+import { markLegacyDeleted } from '../warehouse/legacy-deletes.ts';
 import { applyBatch } from '../warehouse/loader/apply-batch.ts';
-import { markLegacyDeleted } from '../warehouse/mark-legacy-deleted.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import {
   claimPushFetches,
   failPushFetch,
   finishPushFetch,
   prunePushFetches,
-} from '../warehouse/push-fetch-store.ts';
-import { prunePushNotifications } from '../warehouse/push-notification-store.ts';
+  prunePushNotifications,
+} from '../warehouse/push-store.ts';
 import { listPollableUids, markRecentPollDone, markRecentPollsEnqueued } from '../warehouse/recent-polls.ts';
 import {
   firstListedUsers,
@@ -43,6 +42,7 @@ import { analyzeNewTables, createPartitionsAhead, emptyRawBefore } from '../ware
 import {
   findUnfinishedRun,
   finishRun,
+  finishRunIfComplete,
   listPendingWindows,
   pendingWindowKeys,
   planWindows,
@@ -99,7 +99,7 @@ export function jobWarehouse(warehouse: Warehouse) {
     listPendingWindows: onDb(listPendingWindows),
     pendingWindowKeys: onDb(pendingWindowKeys),
     finishRunIfComplete: onDb(finishRunIfComplete),
-    // Push's durable queue of fetches (src/warehouse/push-fetch-store.ts).
+    // Push's durable queue of fetches (src/warehouse/push-store.ts).
     claimPushFetches: onDb(claimPushFetches),
     finishPushFetch: onDb(finishPushFetch),
     failPushFetch: onDb(failPushFetch),

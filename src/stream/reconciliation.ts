@@ -12,18 +12,19 @@ import { redactedMessage } from '../redact/redact-secrets.ts';
 import { abortableSleep, type Clock } from '../time/clock.ts';
 import { MAX_STREAM_CONNECTIONS, STREAM_CHECKPOINT_RETENTION_DAYS } from '../validic/platform-limits.ts';
 import type { StreamInfo, StreamsClient } from '../validic/streams-client.ts';
-import { absentVersions, type VersionKey } from '../warehouse/absent-versions.ts';
 import { readCursor, streamPositionCursor } from '../warehouse/cursors.ts';
 import { applyPreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import {
+  absentVersions,
+  coverStreamGaps,
   type PassOutcomeValue,
   type PassTrigger,
   readLastReconcilePass,
   startReconcilePass,
   updateReconcilePass,
-} from '../warehouse/reconcile-passes.ts';
-import { coverStreamGaps } from '../warehouse/stream-gaps.ts';
+  type VersionKey,
+} from '../warehouse/stream-bookkeeping.ts';
 import type { PassOutcome } from './consumer-machine.ts';
 import type { StreamConsumerOptionsInput } from './consumer-options.ts';
 import { openSse, toRawItems } from './frames.ts';

@@ -18,8 +18,11 @@ import {
 } from '../warehouse/cursors.ts';
 import { applyPreparedBatch, type PreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
-import { readLastReconcilePass } from '../warehouse/reconcile-passes.ts';
-import { type GapHandledBy, recordStreamGap } from '../warehouse/stream-gaps.ts';
+import {
+  type GapHandledBy,
+  readLastReconcilePass,
+  recordStreamGap,
+} from '../warehouse/stream-bookkeeping.ts';
 import { emptyStreamCounters } from './consumer-machine.ts';
 import type { StreamConsumerOptionsInput } from './consumer-options.ts';
 import { openSse, toRawItems } from './frames.ts';

@@ -4,7 +4,7 @@
  * - absent from a complete users listing (every page read to the end in one run);
  * - 404 on the user itself (`GET /users/{uid}`), asked after a user-scoped endpoint answered 404.
  * A removed user is not polled any more (recent-polls.ts). A listing that shows the user again
- * clears `removed_at` (load-users.ts). Rows are never deleted: the user's records stay.
+ * clears `removed_at` (load-kinds.ts). Rows are never deleted: the user's records stay.
  */
 import { type Kysely, sql } from 'kysely';
 import type { Database } from './database.ts';

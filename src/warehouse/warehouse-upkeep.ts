@@ -8,7 +8,7 @@
  *   short transaction each, so no statement rewrites a whole month; a rerun skips what is done.
  */
 import { sql } from 'kysely';
-import { createMonthPartitions } from './loader/month-partitions.ts';
+import { createMonthPartitions } from './loader/load-transaction.ts';
 import type { Warehouse } from './open-warehouse.ts';
 
 /** `YYYY-MM` of the month `offset` months after the month of `now` (UTC). */

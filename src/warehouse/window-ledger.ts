@@ -1,12 +1,16 @@
 /**
- * The backfill ledger: a run (`validic_sync.runs`) and the windows it must fetch
- * (`validic_sync.backfill_windows`). A resumed run re-plans the same windows (idempotent) and fetches
- * only the pending ones; a window is marked done by applyBatch in the transaction that loads its data.
+ * The backfill ledger (validic_sync.backfill_runs and backfill_windows): runs, their planned windows,
+ * and a run finished once its last window is done.
  */
 import { randomUUID } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import type { Database } from './database.ts';
 
+/**
+ * The backfill ledger: a run (`validic_sync.runs`) and the windows it must fetch
+ * (`validic_sync.backfill_windows`). A resumed run re-plans the same windows (idempotent) and fetches
+ * only the pending ones; a window is marked done by applyBatch in the transaction that loads its data.
+ */
 export interface RunRow {
   id: string;
   orgId: string;
@@ -252,4 +256,28 @@ export async function summarizeLedgerByResource(
   return Object.fromEntries(
     rows.map(({ resource, ...s }) => [resource, { ...s, pending: s.windows - s.done }]),
   );
+}
+
+/**
+ * Marks a backfill run done once its ledger has no pending window. Called after every window commit,
+ * so a run finishes the same way whether its windows ran inline or on a fleet of BullMQ workers.
+ */
+export async function finishRunIfComplete(db: Kysely<Database>, runId: string): Promise<boolean> {
+  const result = await db
+    .updateTable('validic_sync.runs')
+    .set({ status: 'done', finished_at: sql`now()` })
+    .where('id', '=', runId)
+    .where('status', '=', 'running')
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('validic_sync.backfill_windows')
+            .select(sql`1`.as('one'))
+            .where('run_id', '=', runId)
+            .where('status', '=', 'pending'),
+        ),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }

@@ -33,7 +33,7 @@ import { startWorkerServer, type WorkerServer } from '../server/worker-server.ts
 import { reconcileStreamName } from '../stream/reconciliation.ts';
 import { withSpan } from '../telemetry/tracer.ts';
 import { readCursor, reconcileLastCursor } from '../warehouse/cursors.ts';
-import { onTransactionRetry } from '../warehouse/loader/retry-on-conflict.ts';
+import { onTransactionRetry } from '../warehouse/loader/load-transaction.ts';
 import { countQuarantineByKind } from '../warehouse/quarantine.ts';
 import { countPollableUsers } from '../warehouse/recent-polls.ts';
 import { holdLease } from './redis-lease.ts';

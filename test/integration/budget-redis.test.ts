@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { budgetKeyOf } from '../../src/budget/request-budget.ts';
-import { createBudgetRegistry, createRequestBudget } from '../../src/budget/request-budget.ts';
+import { budgetKeyOf, createBudgetRegistry, createRequestBudget } from '../../src/budget/request-budget.ts';
 import { createTestRedis, type TestRedis } from '../helpers/redis.ts';
 
 let redis: TestRedis | undefined;

@@ -26,8 +26,12 @@ import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainPushFetches, type PushDrainResult } from '../../jobs/push-drain.ts';
-import { describeBudget } from '../../src/budget/read-budget-plan.ts';
-import { type OrgBudget, readBudgetPlan, readPushCap } from '../../src/budget/read-budget-plan.ts';
+import {
+  describeBudget,
+  type OrgBudget,
+  readBudgetPlan,
+  readPushCap,
+} from '../../src/budget/read-budget-plan.ts';
 import { formatBudget } from '../../src/cli/commands/status.ts';
 import { type Config, configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/log/logger.ts';

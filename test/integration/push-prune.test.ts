@@ -10,7 +10,7 @@ import { silentLogger } from '../../src/log/logger.ts';
 import type { JobContext } from '../../src/queue/job-context.ts';
 import { jobSettings } from '../../src/queue/job-settings.ts';
 import { jobWarehouse } from '../../src/queue/job-warehouse.ts';
-import { prunePushNotifications } from '../../src/warehouse/push-notification-store.ts';
+import { prunePushNotifications } from '../../src/warehouse/push-store.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
 const DAY = 86_400_000;

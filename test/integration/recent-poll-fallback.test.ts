@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { readBudgetPlan } from '../../src/budget/read-budget-plan.ts';
 import { configSchema } from '../../src/config/schema.ts';
 import { streamPositionCursor } from '../../src/warehouse/cursors.ts';
-import { readStreamLastHeard } from '../../src/warehouse/stream-last-heard.ts';
+import { readStreamLastHeard } from '../../src/warehouse/stream-bookkeeping.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
 
 const ORG = 'org-fallback';

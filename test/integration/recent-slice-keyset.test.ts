@@ -6,8 +6,7 @@
  */
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { pickRecentPolls } from '../../src/budget/read-budget-plan.ts';
-import { readBudgetPlan } from '../../src/budget/read-budget-plan.ts';
+import { pickRecentPolls, readBudgetPlan } from '../../src/budget/read-budget-plan.ts';
 import { configSchema } from '../../src/config/schema.ts';
 import { countPollableUsers, readUserPollStates } from '../../src/warehouse/recent-polls.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';

@@ -22,7 +22,7 @@ import {
   streamPositionPrefix,
 } from '../../src/warehouse/cursors.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
-import { type GapHandledBy, readOpenStreamGaps } from '../../src/warehouse/stream-gaps.ts';
+import { type GapHandledBy, readOpenStreamGaps } from '../../src/warehouse/stream-bookkeeping.ts';
 import { createOrgClients, type OrgClients } from '../../src/worker/org-clients.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { sandboxOrganization } from '../helpers/sandbox-organization.ts';

@@ -15,9 +15,7 @@ import { BodyTooLargeError, UnexpectedResponseError } from '../../src/errors/ind
 import { createHttpClient } from '../../src/http/http-client.ts';
 import { normalizeItem } from '../../src/normalize/normalize-item.ts';
 import type { RawItem } from '../../src/pipeline/batch.ts';
-import { classifyFrame } from '../../src/stream/frames.ts';
-import { readSseFrames } from '../../src/stream/frames.ts';
-import { toRawItems } from '../../src/stream/frames.ts';
+import { classifyFrame, readSseFrames, toRawItems } from '../../src/stream/frames.ts';
 import type { DataFrame } from '../../src/stream/types.ts';
 import { listItems } from '../../src/validic/envelopes.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';

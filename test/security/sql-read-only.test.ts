@@ -15,9 +15,9 @@ import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { escapeControlChars, terminalSafeJson } from '../../src/report/terminal-safe.ts';
-import { firstKeyword } from '../../src/warehouse/first-keyword.ts';
 import { migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { openWarehouse } from '../../src/warehouse/open-warehouse.ts';
+import { firstKeyword } from '../../src/warehouse/read-only-query.ts';
 import { runCli } from '../helpers/cli.ts';
 import { ADMIN_URL, createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 

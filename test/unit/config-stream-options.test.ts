@@ -5,8 +5,10 @@
 import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
 import { DEFAULT_STREAM_CONSUMER_OPTIONS } from '../../src/config/stream-options.ts';
-import { consumerOptionsFromConfig } from '../../src/stream/consumer-options.ts';
-import { resolveStreamConsumerOptions } from '../../src/stream/consumer-options.ts';
+import {
+  consumerOptionsFromConfig,
+  resolveStreamConsumerOptions,
+} from '../../src/stream/consumer-options.ts';
 
 describe('stream defaults', () => {
   it('the config schema takes its stream defaults from stream-options.ts', () => {

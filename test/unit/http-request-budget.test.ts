@@ -1,8 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { budgetKeyOf } from '../../src/budget/request-budget.ts';
-import { createBudgetRegistry } from '../../src/budget/request-budget.ts';
-import { type BucketState, bucketParams, takeToken } from '../../src/budget/request-budget.ts';
+import {
+  type BucketState,
+  bucketParams,
+  budgetKeyOf,
+  createBudgetRegistry,
+  takeToken,
+} from '../../src/budget/request-budget.ts';
 import { createManualClock } from '../../src/time/manual-clock.ts';
 
 describe('token bucket sizing', () => {

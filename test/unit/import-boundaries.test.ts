@@ -126,9 +126,7 @@ const WAREHOUSE_ENTRY_POINTS = [
   /^src\/warehouse\/open-warehouse\.ts$/,
   /^src\/warehouse\/loader\/apply-batch\.ts$/,
   /^src\/warehouse\/cursors\.ts$/,
-  /^src\/warehouse\/stream-gaps\.ts$/,
-  /^src\/warehouse\/reconcile-passes\.ts$/,
-  /^src\/warehouse\/absent-versions\.ts$/,
+  /^src\/warehouse\/stream-bookkeeping\.ts$/,
 ];
 
 function streamReachingIntoWarehouse(graph: ImportGraph): string[] {

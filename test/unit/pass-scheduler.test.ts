@@ -4,8 +4,8 @@
  * the command never exited after a gap was reported while it stopped).
  */
 import { describe, expect, it } from 'vitest';
-import { createPassScheduler } from '../../src/stream/reconciliation.ts';
 import type { ReconcilePassSummary } from '../../src/stream/reconciliation.ts';
+import { createPassScheduler } from '../../src/stream/reconciliation.ts';
 
 const summary = (passId: number) => ({ passId }) as unknown as ReconcilePassSummary;
 

@@ -3,9 +3,7 @@
  * settings and the values that would fit) when it does not; the lookback when the sweep outlasts it.
  */
 import { describe, expect, it } from 'vitest';
-import { budgetPlanInput } from '../../src/budget/plan-request-budget.ts';
-import { budgetWarnings } from '../../src/budget/plan-request-budget.ts';
-import { planRequestBudget } from '../../src/budget/plan-request-budget.ts';
+import { budgetPlanInput, budgetWarnings, planRequestBudget } from '../../src/budget/plan-request-budget.ts';
 import { configSchema } from '../../src/config/schema.ts';
 
 const config = configSchema.parse({ organizations: [{ orgId: 'o', token: 't' }] });

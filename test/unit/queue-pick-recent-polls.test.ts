@@ -5,8 +5,8 @@
  * dormant users within theirs, once the first sweep is through.
  */
 import { describe, expect, it } from 'vitest';
-import { pickRecentPolls, WINDOW_TICKS } from '../../src/budget/read-budget-plan.ts';
 import { type BudgetPlanInput, HOUR_MS, planRequestBudget } from '../../src/budget/plan-request-budget.ts';
+import { pickRecentPolls, WINDOW_TICKS } from '../../src/budget/read-budget-plan.ts';
 import type { UserPollState } from '../../src/warehouse/recent-polls.ts';
 
 const TICK = 60_000;

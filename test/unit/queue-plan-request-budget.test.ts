@@ -6,8 +6,13 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { budgetPlanInput, pushShare } from '../../src/budget/plan-request-budget.ts';
-import { type BudgetPlanInput, HOUR_MS, planRequestBudget } from '../../src/budget/plan-request-budget.ts';
+import {
+  type BudgetPlanInput,
+  budgetPlanInput,
+  HOUR_MS,
+  planRequestBudget,
+  pushShare,
+} from '../../src/budget/plan-request-budget.ts';
 import { configSchema } from '../../src/config/schema.ts';
 
 const input = fc.record({

@@ -4,8 +4,7 @@
  * `budget.streamFallbackMinutes`, and stays on where the stream cannot carry freshness.
  */
 import { describe, expect, it } from 'vitest';
-import { budgetPlanInput } from '../../src/budget/plan-request-budget.ts';
-import { planRequestBudget } from '../../src/budget/plan-request-budget.ts';
+import { budgetPlanInput, planRequestBudget } from '../../src/budget/plan-request-budget.ts';
 import { recentPollMode } from '../../src/budget/recent-poll.ts';
 import { configSchema } from '../../src/config/schema.ts';
 

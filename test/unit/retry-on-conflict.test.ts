@@ -13,7 +13,7 @@ import {
   onTransactionRetry,
   reportTransactionRetry,
   retryOnConflict,
-} from '../../src/warehouse/loader/retry-on-conflict.ts';
+} from '../../src/warehouse/loader/load-transaction.ts';
 import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
 
 const coded = (code: string, message = code) => Object.assign(new Error(message), { code });

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyFrame, extractCreatedAt } from '../../src/stream/frames.ts';
-import { toRawItems } from '../../src/stream/frames.ts';
+import { classifyFrame, extractCreatedAt, toRawItems } from '../../src/stream/frames.ts';
 import type { SseFrame } from '../../src/stream/types.ts';
 import { rawRecord } from '../helpers/fixtures/index.ts';
 

@@ -6,8 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { quietForMs } from '../../src/stream/consumer-machine.ts';
-import { reconnectDelay } from '../../src/stream/consumer-machine.ts';
+import { quietForMs, reconnectDelay } from '../../src/stream/consumer-machine.ts';
 import type { StreamConsumerOptionsInput } from '../../src/stream/consumer-options.ts';
 import { StreamConsumer } from '../../src/stream/stream-consumer.ts';
 import type { DataFrame, StreamState } from '../../src/stream/types.ts';

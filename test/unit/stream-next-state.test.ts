@@ -11,17 +11,17 @@ import {
   type ConsumerEvent,
   type Effect,
   EVENT_KINDS,
+  framesInOrder,
   initialMachineState,
   type MachineState,
   STREAM_STATES,
   WAITING_EFFECTS,
 } from '../../src/stream/consumer-machine.ts';
-import { framesInOrder } from '../../src/stream/consumer-machine.ts';
-import { next } from '../../src/stream/next-consumer-state.ts';
 import {
   resolveStreamConsumerOptions,
   type StreamConsumerOptionsInput,
 } from '../../src/stream/consumer-options.ts';
+import { next } from '../../src/stream/next-consumer-state.ts';
 import type { SseFrame } from '../../src/stream/types.ts';
 import type { StreamPosition } from '../../src/warehouse/cursors.ts';
 

@@ -14,8 +14,8 @@ import {
   type MachineState,
   STREAM_STATES,
 } from '../../src/stream/consumer-machine.ts';
-import { next } from '../../src/stream/next-consumer-state.ts';
 import { resolveStreamConsumerOptions } from '../../src/stream/consumer-options.ts';
+import { next } from '../../src/stream/next-consumer-state.ts';
 import type { StreamState } from '../../src/stream/types.ts';
 
 const T0 = Date.parse('2026-05-20T12:00:00.000Z');

@@ -18,13 +18,17 @@ import { withSpan } from '../../telemetry/tracer.ts';
 import type { EncodedCopyRow } from '../copy-text-format.ts';
 import type { Warehouse } from '../open-warehouse.ts';
 import { COPY_FROM_RECORDS, encodeNewRecord } from './insert-new-records.ts';
-import { loadConnectionEvents } from './load-connection-events.ts';
-import { loadLegacy } from './load-legacy-records.ts';
+import { loadConnectionEvents, loadLegacy, loadUsers } from './load-kinds.ts';
 import { loadRecords, probeStatement } from './load-records.ts';
-import { type LoadLocks, loadTransaction } from './load-transaction.ts';
-import { loadUsers } from './load-users.ts';
-import { ensureMonthPartitions, forgetMonthPartitions, isMissingMonthPartition } from './month-partitions.ts';
-import { reportTransactionRetry, retryOnConflict } from './retry-on-conflict.ts';
+import {
+  ensureMonthPartitions,
+  forgetMonthPartitions,
+  isMissingMonthPartition,
+  type LoadLocks,
+  loadTransaction,
+  reportTransactionRetry,
+  retryOnConflict,
+} from './load-transaction.ts';
 import { progressCtes, writeProgress } from './write-progress.ts';
 import { badPointsNote, writeQuarantine } from './write-quarantine.ts';
 
@@ -142,7 +146,7 @@ async function applyInTransaction(
   const probe = probeStatement(batch.orgId, sorted.records);
   const startTimes = sorted.records.map((r) => r.record.startTime);
   // A batch with records shares the month creation's lock, so that a creation (another batch's) never
-  // holds table locks while this transaction does (month-partitions.ts, MONTH_PARTITIONS_LOCK).
+  // holds table locks while this transaction does (load-transaction.ts, MONTH_PARTITIONS_LOCK).
   const locks: LoadLocks = { ...loadLocks(batch.orgId, sorted), monthPartitions: sorted.records.length > 0 };
   // The records' probe rides in the BEGIN round trip, after the locks (load-transaction.ts).
   const write = () =>
@@ -167,12 +171,12 @@ async function applyInTransaction(
     });
   let transactionRetries = 0;
   // A transaction rolled back for a deadlock or a serialization failure runs again from the start, the
-  // months included: it is idempotent (retry-on-conflict.ts).
+  // months included: it is idempotent (load-transaction.ts).
   await retryOnConflict(
     async () => {
       Object.assign(result, emptyLoadResult());
       // Outside the transaction: adding a month locks the parents and the default partitions
-      // (month-partitions.ts).
+      // (load-transaction.ts).
       await ensureMonthPartitions(warehouse, startTimes);
       try {
         await write();

@@ -13,7 +13,7 @@ import { type RawBuilder, sql } from 'kysely';
 import type { NormalizedRecord } from '../../normalize/normalized-types.ts';
 import { EncodedCopyRow, encodeCopyRow } from '../copy-text-format.ts';
 import type { WarehouseTransaction } from '../open-warehouse.ts';
-import { RECORD_COLUMNS, recordRowValues } from './record-row.ts';
+import { RECORD_COLUMNS, recordRowValues } from './record-rows.ts';
 
 interface Column {
   name: string;

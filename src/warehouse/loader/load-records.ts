@@ -16,9 +16,7 @@ import type { WarehouseTransaction } from '../open-warehouse.ts';
 import { decideVersions, type StoredVersion, versionKey } from './decide-versions.ts';
 import { insertNewRecords } from './insert-new-records.ts';
 import { sqlLiteral } from './load-transaction.ts';
-import { RECORDS } from './record-row.ts';
-import { STAGE, stageRows } from './staging-tables.ts';
-import { columnList, columnsOf, setList } from './table-columns.ts';
+import { columnList, columnsOf, RECORDS, STAGE, setList, stageRows } from './record-rows.ts';
 
 interface ProbeRow {
   id: string;

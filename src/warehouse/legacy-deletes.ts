@@ -1,13 +1,17 @@
 /**
+ * Legacy deletes in the warehouse: the delete checks asked (what a pass may check and the budget's
+ * count of them), and marking a legacy record deleted once the platform answered 404.
+ */
+import { type Kysely, sql } from 'kysely';
+import type { Database } from './database.ts';
+
+/**
  * The queue of legacy delete checks, `validic_sync.legacy_delete_checks` (migration 0014): stored legacy
  * records a complete window read no longer listed, each to be asked for by id (one request). The rows
  * asked in the last hour (`asked_at`) are what a pass counts against the share of the request budget,
  * so the share holds fleet-wide, whichever process runs the pass. Why: src/legacy/README.md,
  * "`confirm-legacy-deletes.ts`".
  */
-import { type Kysely, sql } from 'kysely';
-import type { Database } from './database.ts';
-
 export interface LegacyDeleteCheck {
   id: string;
   user_id: string;
@@ -141,4 +145,30 @@ export async function countLegacyDeleteChecksAsked(
     select count(*)::int as n from validic_sync.legacy_delete_checks
     where org_id = ${orgId} and asked_at > ${since}`.execute(db);
   return rows.rows[0]?.n ?? 0;
+}
+
+/**
+ * Marks stored legacy records deleted (`validic.legacy_records.deleted_at`, the time the worker found
+ * out): the platform answered 404 for each of them by id. The rows stay (the legacy views leave them
+ * out); a later version with a strictly later last_updated revives one (load-kinds.ts).
+ */
+
+/** Returns the ids newly marked (rows already deleted keep their first deleted_at; unknown ids are ignored). */
+export async function markLegacyDeleted(
+  db: Kysely<Database>,
+  orgId: string,
+  object: string,
+  ids: readonly string[],
+): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .updateTable('validic.legacy_records')
+    .set({ deleted_at: sql`now()`, updated_at: sql`now()` })
+    .where('org_id', '=', orgId)
+    .where('object', '=', object)
+    .where('id', 'in', [...ids])
+    .where('deleted_at', 'is', null)
+    .returning('id')
+    .execute();
+  return rows.map((r) => r.id).sort();
 }

@@ -1,0 +1,132 @@
+/**
+ * The loads of the kinds other than v2 records: users, connection events and legacy records, each
+ * staged and merged in the batch's transaction.
+ */
+import { sql } from 'kysely';
+import type { ConnectionEventRow, LegacyRecordRow, UserRow } from '../../normalize/normalized-types.ts';
+import { type Batch, bump, type LoadResult } from '../../pipeline/batch.ts';
+import type { WarehouseTransaction } from '../open-warehouse.ts';
+import {
+  CONNECTION_EVENTS,
+  columnList,
+  columnsOf,
+  LEGACY_RECORDS,
+  STAGE,
+  setList,
+  stageRows,
+  USERS,
+  valueRow,
+} from './record-rows.ts';
+
+/**
+ * Users keyed (org_id, uid): inserted, or updated when a field differs and updated_at is not older.
+ * Users come from the users listing only, so a user loaded is a user listed: one marked removed
+ * (remove-users.ts) is un-removed, even when nothing else changed.
+ */
+export async function loadUsers(
+  tx: WarehouseTransaction,
+  batch: Batch,
+  users: UserRow[],
+  result: LoadResult,
+) {
+  if (users.length === 0) return;
+  // Newest per uid (later updated_at; equal or unknown: the later item in the batch).
+  const byUid = new Map<string, UserRow>();
+  for (const u of users) {
+    const known = byUid.get(u.uid);
+    if (!known || (u.updatedAt ?? '') >= (known.updatedAt ?? '')) byUid.set(u.uid, u);
+  }
+  await stageRows(tx, STAGE.users, [...byUid.values()].map(USERS.values));
+  const written = await sql<{ uid: string; inserted: boolean }>`
+    insert into validic.users as u (org_id, ${columnList(USERS)})
+    select ${batch.orgId}, ${columnsOf(USERS, 's')}
+    from ${sql.table(STAGE.users.name)} s
+    left join validic.users cur on cur.org_id = ${batch.orgId} and cur.uid = s.uid
+    where cur.uid is null
+       or cur.removed_at is not null
+       or ((s.updated_at is null or cur.updated_at is null or s.updated_at >= cur.updated_at)
+           and ${valueRow(USERS, 'cur')} is distinct from ${valueRow(USERS, 's')})
+    on conflict (org_id, uid) do update set
+      ${setList(USERS, 'excluded')}, synced_at = now(), removed_at = null
+    returning u.uid, (u.xmax = 0) as inserted`.execute(tx.db);
+  let inserted = 0;
+  for (const row of written.rows) if (row.inserted) inserted += 1;
+  bump(result, 'user', 'inserted', inserted);
+  bump(result, 'user', 'updated', written.rows.length - inserted);
+  bump(result, 'user', 'unchanged', users.length - written.rows.length);
+}
+
+/** Connection events keyed (org_id, id): immutable, so an id already stored is never written again. */
+export async function loadConnectionEvents(
+  tx: WarehouseTransaction,
+  batch: Batch,
+  events: ConnectionEventRow[],
+  result: LoadResult,
+) {
+  if (events.length === 0) return;
+  const byId = new Map<string, ConnectionEventRow>();
+  for (const e of events) if (!byId.has(e.id)) byId.set(e.id, e);
+  await stageRows(tx, STAGE.events, [...byId.values()].map(CONNECTION_EVENTS.values));
+  // Events are immutable: an id already stored is never written again.
+  const written = await sql<{ id: string }>`
+    insert into validic.connection_events (org_id, ${columnList(CONNECTION_EVENTS)}, arrived_via)
+    select ${batch.orgId}, ${columnsOf(CONNECTION_EVENTS, 's')}, ${batch.arrivedVia}
+    from ${sql.table(STAGE.events.name)} s
+    where not exists (select 1 from validic.connection_events e where e.org_id = ${batch.orgId} and e.id = s.id)
+    on conflict (org_id, id) do nothing
+    returning id`.execute(tx.db);
+  bump(result, 'connection_event', 'inserted', written.rows.length);
+  bump(result, 'connection_event', 'unchanged', events.length - written.rows.length);
+}
+
+/**
+ * Legacy (v1) records keyed (org_id, object, _id): the later last_updated wins. A row marked deleted
+ * (legacy-deletes.ts) comes back only with a strictly later last_updated: a list read before the
+ * delete, loaded after it, must not revive it; an edit after it proves the record exists.
+ */
+export async function loadLegacy(
+  tx: WarehouseTransaction,
+  batch: Batch,
+  legacy: LegacyRecordRow[],
+  result: LoadResult,
+) {
+  if (legacy.length === 0) return;
+  // Newest per (object, _id): later last_updated (missing = oldest); tie: the greater raw text.
+  const newest = new Map<string, LegacyRecordRow>();
+  const rank = (r: LegacyRecordRow) => (r.lastUpdated ? Date.parse(r.lastUpdated) : Number.NEGATIVE_INFINITY);
+  for (const r of legacy) {
+    const key = `${r.object}\u0001${r.id}`;
+    const known = newest.get(key);
+    if (!known || rank(r) > rank(known) || (rank(r) === rank(known) && r.raw > known.raw)) newest.set(key, r);
+  }
+  await stageRows(tx, STAGE.legacy, [...newest.values()].map(LEGACY_RECORDS.values));
+  const written = await sql<{ object: string; id: string; inserted: boolean }>`
+    insert into validic.legacy_records as l (org_id, ${columnList(LEGACY_RECORDS)}, arrived_via)
+    select ${batch.orgId}, ${columnsOf(LEGACY_RECORDS, 's')}, ${batch.arrivedVia}
+    from ${sql.table(STAGE.legacy.name)} s
+    left join validic.legacy_records cur on cur.org_id = ${batch.orgId} and cur.object = s.object and cur.id = s.id
+    where cur.id is null
+       or (cur.deleted_at is null and cur.raw is distinct from s.raw
+           and (coalesce(s.last_updated, '-infinity') > coalesce(cur.last_updated, '-infinity')
+                or (coalesce(s.last_updated, '-infinity') = coalesce(cur.last_updated, '-infinity')
+                    and s.raw::text collate "C" > cur.raw::text collate "C")))
+       or (cur.deleted_at is not null
+           and coalesce(s.last_updated, '-infinity') > coalesce(cur.last_updated, '-infinity'))
+    on conflict (org_id, object, id) do update set
+      ${setList(LEGACY_RECORDS, 'excluded')}, arrived_via = excluded.arrived_via, updated_at = now(),
+      deleted_at = null
+    returning l.object, l.id, (l.xmax = 0) as inserted`.execute(tx.db);
+  const writtenKeys = new Map(written.rows.map((w) => [`${w.object}\u0001${w.id}`, w.inserted]));
+  const seen = new Set<string>();
+  for (const r of legacy) {
+    const key = `${r.object}\u0001${r.id}`;
+    const type = `legacy:${r.object}`;
+    const inserted = writtenKeys.get(key);
+    if (inserted !== undefined && newest.get(key) === r && !seen.has(key)) {
+      seen.add(key);
+      bump(result, type, inserted ? 'inserted' : 'updated');
+    } else {
+      bump(result, type, 'unchanged');
+    }
+  }
+}

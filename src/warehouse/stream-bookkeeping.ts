@@ -1,0 +1,374 @@
+/**
+ * The streams' bookkeeping in the warehouse: the gaps of the primary stream (validic_sync.stream_gaps),
+ * the reconciliation passes, when the primary stream was last heard, and what a pass brought that the
+ * warehouse held nowhere (the measured loss).
+ */
+import { type Kysely, sql } from 'kysely';
+import type { LoadCounts } from '../pipeline/batch.ts';
+import { MAX_STREAM_CONNECTIONS } from '../validic/platform-limits.ts';
+import { streamPositionCursor } from './cursors.ts';
+import type { Database } from './database.ts';
+
+/**
+ * `validic_sync.stream_gaps`: spans of platform time in which the stream may have lost events (an unclean
+ * end of a connection, a replay that could not fill its gap), open until a pass of the reconciliation
+ * stream covers them (stream-bookkeeping.ts). Recording is idempotent: the same gap reported again (by a
+ * restart that finds it in the connection's checkpoint) is one row.
+ */
+export type GapHandledBy = 'reconcile' | 'rest' | 'planned';
+
+export interface NewStreamGap {
+  orgId: string;
+  streamName: string;
+  slot: number;
+  from: string;
+  to: string;
+  reason: string;
+  handledBy: GapHandledBy;
+}
+
+export interface StoredStreamGap {
+  id: number;
+  streamName: string;
+  slot: number;
+  from: string;
+  to: string;
+  reason: string;
+  recordedAt: string;
+  handledBy: GapHandledBy;
+  coveredAt: string | null;
+}
+
+/** Records a gap; returns its id, and whether it was new (false: the same gap was recorded before). */
+export async function recordStreamGap(
+  db: Kysely<Database>,
+  gap: NewStreamGap,
+): Promise<{ id: number; created: boolean }> {
+  const inserted = await db
+    .insertInto('validic_sync.stream_gaps')
+    .values({
+      org_id: gap.orgId,
+      stream_name: gap.streamName,
+      slot: gap.slot,
+      gap_from: gap.from,
+      gap_to: gap.to,
+      reason: gap.reason,
+      handled_by: gap.handledBy,
+    })
+    .onConflict((oc) => oc.doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  if (inserted) return { id: inserted.id, created: true };
+  const existing = await db
+    .selectFrom('validic_sync.stream_gaps')
+    .select('id')
+    .where('org_id', '=', gap.orgId)
+    .where('stream_name', '=', gap.streamName)
+    .where('slot', '=', gap.slot)
+    .where('reason', '=', gap.reason)
+    .where('gap_from', '=', new Date(gap.from))
+    .where('gap_to', '=', new Date(gap.to))
+    .executeTakeFirstOrThrow();
+  return { id: existing.id, created: false };
+}
+
+const iso = (value: Date | string | null): string | null =>
+  value === null ? null : value instanceof Date ? value.toISOString() : new Date(value).toISOString();
+
+/** The open gaps of an org, oldest first (at most `limit`), and how many are open in all. */
+export async function readOpenStreamGaps(
+  db: Kysely<Database>,
+  orgId: string,
+  limit = 20,
+): Promise<{ open: number; gaps: StoredStreamGap[] }> {
+  const rows = await db
+    .selectFrom('validic_sync.stream_gaps')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('covered_at', 'is', null)
+    .orderBy('gap_from')
+    .limit(limit)
+    .execute();
+  const count = await db
+    .selectFrom('validic_sync.stream_gaps')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('org_id', '=', orgId)
+    .where('covered_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return {
+    open: Number(count.n),
+    gaps: rows.map((r) => ({
+      id: r.id,
+      streamName: r.stream_name,
+      slot: r.slot,
+      from: iso(r.gap_from)!,
+      to: iso(r.gap_to)!,
+      reason: r.reason,
+      recordedAt: iso(r.recorded_at)!,
+      handledBy: r.handled_by as GapHandledBy,
+      coveredAt: iso(r.covered_at),
+    })),
+  };
+}
+
+/** Gaps recorded since `since` (all of them, open or covered), for the summary of a run. */
+export async function countStreamGapsSince(
+  db: Kysely<Database>,
+  orgId: string,
+  since: Date,
+): Promise<number> {
+  const row = await db
+    .selectFrom('validic_sync.stream_gaps')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('org_id', '=', orgId)
+    .where('recorded_at', '>=', since)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/**
+ * Marks covered every open gap of the org that lies within what a pass re-delivered: from the start of
+ * its chain of passes (`chainFrom`) up to where it caught up (`reachTo`). Returns how many.
+ */
+export async function coverStreamGaps(
+  db: Kysely<Database>,
+  orgId: string,
+  passId: number,
+  chainFrom: string,
+  reachTo: string,
+): Promise<number> {
+  const result = await db
+    .updateTable('validic_sync.stream_gaps')
+    .set({ covered_at: sql<Date>`now()`, covered_by_pass: passId })
+    .where('org_id', '=', orgId)
+    .where('covered_at', 'is', null)
+    .where('gap_from', '>=', new Date(chainFrom))
+    .where('gap_to', '<=', new Date(reachTo))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/**
+ * `validic_sync.reconcile_passes`: each pass of the reconciliation stream, what it re-delivered and how
+ * much of it the primary stream had missed (inserted + updated: the measured loss). A pass's row is
+ * written when it starts and updated after each batch, so a pass whose process dies still shows what it
+ * landed (outcome `running` with no `ended_at`).
+ */
+export type PassTrigger = 'schedule' | 'gap' | 'command';
+export type PassOutcomeValue = 'running' | 'caught-up' | 'timed-out' | 'failed' | 'stopped';
+
+export interface ReconcilePassRow {
+  id: number;
+  streamName: string;
+  streamId: string;
+  trigger: PassTrigger;
+  startedAt: string;
+  endedAt: string | null;
+  outcome: PassOutcomeValue;
+  chainFrom: string;
+  reachFrom: string;
+  reachTo: string | null;
+  frames: number;
+  /** Record versions and connection events the warehouse held nowhere: what the primary missed. */
+  missed: number;
+  counts: LoadCounts;
+}
+
+type Row = Database['validic_sync.reconcile_passes'] extends infer T ? { [K in keyof T]: unknown } : never;
+
+function toPass(r: Record<keyof Row, unknown>): ReconcilePassRow {
+  return {
+    id: Number(r.id),
+    streamName: String(r.stream_name),
+    streamId: String(r.stream_id),
+    trigger: r.trigger as PassTrigger,
+    startedAt: iso(r.started_at as Date)!,
+    endedAt: iso(r.ended_at as Date | null),
+    outcome: r.outcome as PassOutcomeValue,
+    chainFrom: iso(r.chain_from as Date)!,
+    reachFrom: iso(r.reach_from as Date)!,
+    reachTo: iso(r.reach_to as Date | null),
+    frames: Number(r.frames),
+    missed: Number(r.missed),
+    counts: {
+      inserted: Number(r.inserted),
+      updated: Number(r.updated),
+      unchanged: Number(r.unchanged),
+      stale: Number(r.stale),
+      quarantined: Number(r.quarantined),
+    },
+  };
+}
+
+/** The org's newest pass over the reconciliation stream named `streamName`, if any. */
+export async function readLastReconcilePass(
+  db: Kysely<Database>,
+  orgId: string,
+  streamName: string,
+): Promise<ReconcilePassRow | undefined> {
+  const row = await db
+    .selectFrom('validic_sync.reconcile_passes')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('stream_name', '=', streamName)
+    .orderBy('started_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row ? toPass(row) : undefined;
+}
+
+export interface NewReconcilePass {
+  orgId: string;
+  streamName: string;
+  streamId: string;
+  trigger: PassTrigger;
+  startedAt: string;
+  chainFrom: string;
+  reachFrom: string;
+}
+
+export async function startReconcilePass(db: Kysely<Database>, pass: NewReconcilePass): Promise<number> {
+  const row = await db
+    .insertInto('validic_sync.reconcile_passes')
+    .values({
+      org_id: pass.orgId,
+      stream_name: pass.streamName,
+      stream_id: pass.streamId,
+      trigger: pass.trigger,
+      started_at: pass.startedAt,
+      outcome: 'running',
+      chain_from: pass.chainFrom,
+      reach_from: pass.reachFrom,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
+export interface ReconcilePassProgress {
+  frames: number;
+  counts: LoadCounts;
+  /** Record versions and connection events the warehouse held nowhere before the pass brought them. */
+  missed: number;
+  /** Set when the pass ends. */
+  outcome?: Exclude<PassOutcomeValue, 'running'>;
+  endedAt?: string;
+  reachTo?: string | null;
+}
+
+export async function updateReconcilePass(
+  db: Kysely<Database>,
+  id: number,
+  progress: ReconcilePassProgress,
+): Promise<void> {
+  const { counts } = progress;
+  await db
+    .updateTable('validic_sync.reconcile_passes')
+    .set({
+      frames: progress.frames,
+      missed: progress.missed,
+      inserted: counts.inserted,
+      updated: counts.updated,
+      unchanged: counts.unchanged,
+      stale: counts.stale,
+      quarantined: counts.quarantined,
+      ...(progress.outcome ? { outcome: progress.outcome } : {}),
+      ...(progress.endedAt ? { ended_at: progress.endedAt } : {}),
+      ...(progress.reachTo !== undefined ? { reach_to: progress.reachTo } : {}),
+    })
+    .where('id', '=', id)
+    .execute();
+}
+
+export interface ReconcileTotals {
+  passes: number;
+  /** Record versions and events the passes brought that the warehouse held nowhere: what the primary missed. */
+  missed: number;
+  /** Records and events the passes read. */
+  frames: number;
+}
+
+/** What the org's passes found since `since`. */
+export async function reconcileTotalsSince(
+  db: Kysely<Database>,
+  orgId: string,
+  since: Date,
+): Promise<ReconcileTotals> {
+  const row = await db
+    .selectFrom('validic_sync.reconcile_passes')
+    .select([
+      (eb) => eb.fn.countAll<number>().as('passes'),
+      sql<number>`coalesce(sum(missed), 0)`.as('missed'),
+      sql<number>`coalesce(sum(frames), 0)`.as('frames'),
+    ])
+    .where('org_id', '=', orgId)
+    .where('started_at', '>=', since)
+    .executeTakeFirstOrThrow();
+  return { passes: Number(row.passes), missed: Number(row.missed), frames: Number(row.frames) };
+}
+
+/**
+ * When an org's primary stream was last heard from: the newest `lastLiveAt` among its connection
+ * checkpoints (at most 3 rows, read by primary key). A live connection writes it
+ * with each commit and at least once a minute while only pokes arrive, whichever process holds it; the
+ * recent poll's fallback reads it (src/budget/recent-poll.ts).
+ */
+export async function readStreamLastHeard(
+  db: Kysely<Database>,
+  orgId: string,
+  streamName: string,
+): Promise<number | undefined> {
+  // Exact keys, not a prefix: the org's other cursors (one per user and resource) may be many.
+  const keys = Array.from(
+    { length: MAX_STREAM_CONNECTIONS },
+    (_, slot) => streamPositionCursor(streamName, slot).key,
+  );
+  const { rows } = await sql<{ last: string | null }>`
+    select max(value->>'lastLiveAt') as last from validic_sync.checkpoints
+    where org_id = ${orgId} and key in (${sql.join(keys)})`.execute(db);
+  const last = rows[0]?.last;
+  const ms = last ? Date.parse(last) : Number.NaN;
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
+/**
+ * Which of some record versions and connection events the warehouse holds nowhere: not as a record's
+ * current version (validic.records), not as a kept older one (validic.record_versions), not as a stored
+ * connection event. A reconciliation pass asks it of what it is about to load: the answer, counted once
+ * per version whatever batch or connection brings it and in whatever order, is what the primary stream
+ * missed. One round trip per batch, on the tables' primary keys.
+ */
+export interface VersionKey {
+  id: string;
+  checksum: string;
+}
+
+/** The versions and events of the lists that the warehouse holds nowhere (as `id\u0001checksum` / ids). */
+export async function absentVersions(
+  db: Kysely<Database>,
+  orgId: string,
+  versions: readonly VersionKey[],
+  eventIds: readonly string[],
+): Promise<{ versions: Set<string>; events: Set<string> }> {
+  const key = (id: string, checksum: string) => `${id}\u0001${checksum}`;
+  const absent = { versions: new Set(versions.map((v) => key(v.id, v.checksum))), events: new Set(eventIds) };
+  if (versions.length > 0) {
+    const ids = [...new Set(versions.map((v) => v.id))];
+    const { rows } = await sql<{ id: string; checksum: string }>`
+      select id, checksum from validic.records where org_id = ${orgId} and id = any(${ids}::text[])
+      union all
+      select record_id as id, checksum from validic.record_versions where org_id = ${orgId} and record_id = any(${ids}::text[])`.execute(
+      db,
+    );
+    for (const r of rows) absent.versions.delete(key(r.id, r.checksum));
+  }
+  if (eventIds.length > 0) {
+    const { rows } = await sql<{ id: string }>`
+      select id from validic.connection_events where org_id = ${orgId} and id = any(${[...absent.events]}::text[])`.execute(
+      db,
+    );
+    for (const r of rows) absent.events.delete(r.id);
+  }
+  return absent;
+}
