@@ -8,8 +8,12 @@
 import { z } from 'zod';
 import { defineJob } from '../src/queue/job-catalog.ts';
 import { jobKey } from '../src/queue/job-definition.ts';
-import { formatUtcDate, planDateWindows } from '../src/validic/date-windows.ts';
-import { CONNECTION_EVENTS_SINCE, MAX_REQUEST_WINDOW_DAYS } from '../src/validic/platform-limits.ts';
+import {
+  CONNECTION_EVENTS_SINCE,
+  formatUtcDate,
+  MAX_REQUEST_WINDOW_DAYS,
+  planDateWindows,
+} from '../src/validic/platform-limits.ts';
 
 /** The payload: what one run of this job is given. */
 export const connectionsRecentPayload = z.object({

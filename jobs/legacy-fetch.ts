@@ -5,13 +5,13 @@
 
 import { z } from 'zod';
 import { toError } from '../src/errors/index.ts';
-import type { SummaryPage } from '../src/legacy/legacy-summary-pager.ts';
+import type { SummaryPage } from '../src/legacy/legacy-client.ts';
 import type { LegacyPagesResult } from '../src/legacy/load-legacy-pages.ts';
 import { addLoadResult } from '../src/pipeline/batch.ts';
 import { type CatalogJobContext, defineJob } from '../src/queue/job-catalog.ts';
 import { isoInstant, jobKey, retryOptionsOf } from '../src/queue/job-definition.ts';
 import { jobRetryDecision } from '../src/queue/job-retry-decision.ts';
-import { LEGACY_OBJECTS } from '../src/validic/legacy-objects.ts';
+import { LEGACY_OBJECTS } from '../src/validic/platform-limits.ts';
 
 /** The payload: what one run of this job is given. */
 export const legacyFetchPayload = z.object({

@@ -6,12 +6,11 @@
 
 import { z } from 'zod';
 import { collectListedIds } from '../src/legacy/confirm-legacy-deletes.ts';
-import { nextLegacyCursor } from '../src/legacy/legacy-cursor.ts';
-import { type InstantWindow, planLegacyWindows } from '../src/legacy/legacy-windows.ts';
+import { type InstantWindow, nextLegacyCursor, planLegacyWindows } from '../src/legacy/legacy-windows.ts';
 import type { LegacyPagesResult } from '../src/legacy/load-legacy-pages.ts';
 import { defineJob } from '../src/queue/job-catalog.ts';
 import { isoInstant, jobKey } from '../src/queue/job-definition.ts';
-import { LEGACY_OBJECTS } from '../src/validic/legacy-objects.ts';
+import { LEGACY_OBJECTS } from '../src/validic/platform-limits.ts';
 import { type LegacyCursorValue, legacyLatestCursor } from '../src/warehouse/cursors.ts';
 
 /** The payload: what one run of this job is given. */

@@ -6,15 +6,15 @@
  *   overlap (late syncs and records stamped at a boundary are caught again; the loader removes the
  *   repeats), or from `sync.lookbackDays` ago (at least one day) when it has none, up to now.
  * - Backfill (`from`, optional `to`, default now): exactly that range, whatever the cursors say; the
- *   cursors only ever move forward (legacy-cursor.ts).
+ *   cursors only ever move forward (legacy-windows.ts).
  */
 
 import { z } from 'zod';
 import { planLegacyWindows } from '../src/legacy/legacy-windows.ts';
 import { defineJob } from '../src/queue/job-catalog.ts';
 import { isoInstant } from '../src/queue/job-definition.ts';
-import type { LegacyObject } from '../src/validic/legacy-objects.ts';
-import { LEGACY_OBJECTS } from '../src/validic/legacy-objects.ts';
+import type { LegacyObject } from '../src/validic/platform-limits.ts';
+import { LEGACY_OBJECTS } from '../src/validic/platform-limits.ts';
 import { legacyLatestCursor } from '../src/warehouse/cursors.ts';
 
 /** The payload: what one run of this job is given. */

@@ -6,8 +6,8 @@
 
 import { z } from 'zod';
 import { WINDOW_TICKS } from '../src/budget/read-budget-plan.ts';
-import { pushDrainAllowance, pushDrainWindow } from '../src/push/push-drain-gate.ts';
-import { pushOrgResolver } from '../src/push/resolve-push-org.ts';
+import { pushDrainAllowance, pushDrainWindow } from '../src/push/process-push-notification.ts';
+import { pushOrgResolver } from '../src/push/push-admission.ts';
 import { type CatalogJobContext, defineJob } from '../src/queue/job-catalog.ts';
 import { isoInstant, jobKey } from '../src/queue/job-definition.ts';
 import { type LegacyFetchPayload, legacyFetch } from './legacy-fetch.ts';

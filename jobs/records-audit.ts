@@ -21,8 +21,7 @@ import {
 } from '../src/audit/sample-cells.ts';
 import { type CatalogJobContext, defineJob } from '../src/queue/job-catalog.ts';
 import { isoDate, jobKey } from '../src/queue/job-definition.ts';
-import { EDGE_DAYS, planDateWindows } from '../src/validic/date-windows.ts';
-import { toV2Resource, V2_RESOURCES } from '../src/validic/v2-resources.ts';
+import { EDGE_DAYS, planDateWindows, toV2Resource, V2_RESOURCES } from '../src/validic/platform-limits.ts';
 import type { AuditCell, AuditTotals } from '../src/warehouse/audits.ts';
 import { auditRotationCursor } from '../src/warehouse/cursors.ts';
 

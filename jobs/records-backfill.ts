@@ -9,9 +9,13 @@
 import { z } from 'zod';
 import { defineJob } from '../src/queue/job-catalog.ts';
 import { isoDate, isoInstant, jobKey } from '../src/queue/job-definition.ts';
-import { planDateWindows, planRecordWindows } from '../src/validic/date-windows.ts';
-import { CONNECTION_EVENTS_SINCE } from '../src/validic/platform-limits.ts';
-import { toV2Resource, V2_RESOURCES } from '../src/validic/v2-resources.ts';
+import {
+  CONNECTION_EVENTS_SINCE,
+  planDateWindows,
+  planRecordWindows,
+  toV2Resource,
+  V2_RESOURCES,
+} from '../src/validic/platform-limits.ts';
 import { type PlannedWindow, recordsWindowKey } from '../src/warehouse/window-ledger.ts';
 import { syncUsers } from './users-sync.ts';
 
@@ -103,7 +107,7 @@ export const recordsBackfill = defineJob({
       );
     }
 
-    // One day more at each edge: the platform may window by the user's local date (date-windows.ts).
+    // One day more at each edge: the platform may window by the user's local date (platform-limits.ts).
     const dateWindows = planRecordWindows(payload.from, payload.to);
     const planned: PlannedWindow[] = [];
     for (const window of dateWindows) {

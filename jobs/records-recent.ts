@@ -8,8 +8,7 @@ import { budgetWarnings } from '../src/budget/plan-request-budget.ts';
 import { recentPollWindows } from '../src/budget/recent-poll.ts';
 import { defineJob } from '../src/queue/job-catalog.ts';
 import { jobKey } from '../src/queue/job-definition.ts';
-import { MAX_REQUEST_WINDOW_DAYS } from '../src/validic/platform-limits.ts';
-import { toV2Resource } from '../src/validic/v2-resources.ts';
+import { MAX_REQUEST_WINDOW_DAYS, toV2Resource } from '../src/validic/platform-limits.ts';
 import { syncUsers } from './users-sync.ts';
 
 /** The payload: what one run of this job is given. */

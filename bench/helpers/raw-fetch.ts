@@ -5,8 +5,8 @@
  */
 import { Agent, request } from 'undici';
 import type { RawItem } from '../../src/pipeline/batch.ts';
-import { buildUrl } from '../../src/validic/build-url.ts';
-import { resourcePath, toV2Resource } from '../../src/validic/v2-resources.ts';
+import { resourcePath, toV2Resource } from '../../src/validic/platform-limits.ts';
+import { buildUrl } from '../../src/validic/requests.ts';
 import type { SandboxInfo } from './sandbox-thread.ts';
 
 export interface WindowSpec {

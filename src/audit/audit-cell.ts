@@ -8,8 +8,7 @@ import { PermanentError } from '../errors/index.ts';
 import { normalizeRecord } from '../normalize/normalize-record.ts';
 import type { LoadResult } from '../pipeline/batch.ts';
 import { redactedMessage } from '../redact/redact-secrets.ts';
-import { formatUtcDate, parseUtcDate } from '../validic/date-windows.ts';
-import { recordTypeOf, toV2Resource } from '../validic/v2-resources.ts';
+import { formatUtcDate, parseUtcDate, recordTypeOf, toV2Resource } from '../validic/platform-limits.ts';
 import type { AuditCell, AuditedCell, AuditVersion } from '../warehouse/audits.ts';
 import { cellOutcome, compareCell } from './compare-cell.ts';
 

@@ -13,7 +13,7 @@
  */
 import { uniformInt } from 'pure-rand/distribution/uniformInt';
 import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
-import type { DateWindow } from '../validic/date-windows.ts';
+import type { DateWindow } from '../validic/platform-limits.ts';
 import { MAX_REQUEST_WINDOW_DAYS } from '../validic/platform-limits.ts';
 import type { AuditCell } from '../warehouse/audits.ts';
 

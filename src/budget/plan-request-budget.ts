@@ -4,9 +4,13 @@
  * the README's sizing table drawn from it.
  */
 import { type Config, configSchema, type OrganizationConfig } from '../config/schema.ts';
-import { formatUtcDate, planRecordWindows } from '../validic/date-windows.ts';
-import { DEFAULT_REQUESTS_PER_HOUR, MAX_REQUEST_WINDOW_DAYS } from '../validic/platform-limits.ts';
-import { toV2Resource } from '../validic/v2-resources.ts';
+import {
+  DEFAULT_REQUESTS_PER_HOUR,
+  formatUtcDate,
+  MAX_REQUEST_WINDOW_DAYS,
+  planRecordWindows,
+  toV2Resource,
+} from '../validic/platform-limits.ts';
 import { type RecentPollMode, recentPollWindows } from './recent-poll.ts';
 import { bucketParams } from './request-budget.ts';
 

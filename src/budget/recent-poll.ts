@@ -3,8 +3,13 @@
  * is unheard), and the date windows of one user's poll.
  */
 import type { Config, OrganizationConfig } from '../config/schema.ts';
-import { type DateWindow, formatUtcDate, planRecordWindows } from '../validic/date-windows.ts';
-import { recordTypeOf, toV2Resource } from '../validic/v2-resources.ts';
+import {
+  type DateWindow,
+  formatUtcDate,
+  planRecordWindows,
+  recordTypeOf,
+  toV2Resource,
+} from '../validic/platform-limits.ts';
 
 /**
  * Whether the recent REST poll runs now, and over which days (pure).
@@ -105,6 +110,6 @@ export function recentPollMode(
  */
 export function recentPollWindows(lookbackDays: number, nowMs: number): DateWindow[] {
   const today = Math.floor(nowMs / 86_400_000);
-  // One day more at each edge: the platform may window by the user's local date (date-windows.ts).
+  // One day more at each edge: the platform may window by the user's local date (platform-limits.ts).
   return planRecordWindows(formatUtcDate(today - lookbackDays), formatUtcDate(today));
 }

@@ -10,8 +10,8 @@ import { UserFacingError } from '../errors/index.ts';
 import type { InlineJob } from '../queue/inline-runner.ts';
 import type { CatalogInlineRunner } from '../worker/catalog-inline-runner.ts';
 import type { Runtime } from '../worker/runtime.ts';
-import type { CommandContext } from './command-context.ts';
-import { EXIT_FAILED, EXIT_OK } from './exit-codes.ts';
+import type { CommandContext } from './command-runner.ts';
+import { EXIT_FAILED, EXIT_OK } from './command-runner.ts';
 
 export type InlineFailures = readonly { job: InlineJob; error: Error }[];
 

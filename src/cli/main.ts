@@ -6,8 +6,8 @@
 import { Command, CommanderError } from 'commander';
 import { loadEnvFile } from '../runtime/load-env-file.ts';
 import { VERSION } from '../runtime/version.ts';
-import type { GlobalOptions } from './command-context.ts';
-import { createCommandRunner } from './command-runner.ts';
+import type { GlobalOptions } from './command-runner.ts';
+import { createCommandRunner, EXIT_USAGE } from './command-runner.ts';
 import { registerAudit } from './commands/audit.ts';
 import { registerBackfill } from './commands/backfill.ts';
 import { registerDemo } from './commands/demo.ts';
@@ -20,7 +20,6 @@ import { registerSql } from './commands/sql.ts';
 import { registerStatus } from './commands/status.ts';
 import { registerStream } from './commands/stream.ts';
 import { registerWorker } from './commands/worker.ts';
-import { EXIT_USAGE } from './exit-codes.ts';
 
 loadEnvFile();
 

@@ -1,17 +1,22 @@
 /**
+ * Loading the config: defaults, the file, env and secret files merged and checked by the one schema;
+ * and the commands' demand that at least one organization is configured.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { z } from 'zod';
+import { ConfigError, type ConfigProblem, UsageError } from '../errors/index.ts';
+import { registerSecret } from '../redact/redact-secrets.ts';
+import { type Config, configSchema, type OrganizationConfig } from './schema.ts';
+import { readSecretFiles } from './secret-files.ts';
+
+/**
  * Loads the configuration: the JSON file (default `config/default.json`, or `VALIDIC_SYNC_CONFIG`, or
  * `--config`), then the environment on top (env wins; secrets may come from `NAME_FILE` files, see
  * secret-files.ts), then validation. Every problem is reported at
  * once, each with the env name to set and the fix. Called by entry points only: nothing parses config at
  * import time, and library code never exits.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
-import type { z } from 'zod';
-import { ConfigError, type ConfigProblem } from '../errors/index.ts';
-import { registerSecret } from '../redact/redact-secrets.ts';
-import { type Config, configSchema } from './schema.ts';
-import { readSecretFiles } from './secret-files.ts';
 
 /** Environment variable → path in the config object. Organization ones apply to organizations[0]. */
 const ENV_TO_KEY: Record<string, string> = {
@@ -235,4 +240,31 @@ function describeIssue(issue: z.core.$ZodIssue): ConfigProblem {
       ? `set ${env}${missing ? '' : ' to a valid value'} (or ${key} in the config file)`
       : `correct ${key} in the config file`,
   };
+}
+
+/**
+ * Commands that talk to the platform need at least one organization; the file may list none (a
+ * warehouse-only `migrate` or `status` needs no credentials), so the check lives here, per command.
+ */
+export function requireOrganizations(config: Config): OrganizationConfig[] {
+  if (config.organizations.length > 0) return config.organizations;
+  throw new ConfigError([
+    {
+      key: 'VALIDIC_ORG_ID, VALIDIC_TOKEN',
+      message: 'no organization is configured',
+      fix: 'set VALIDIC_ORG_ID and VALIDIC_TOKEN (or list organizations in the config file); to try the tool without credentials run `validic-sync demo`',
+    },
+  ]);
+}
+
+/** The organizations a command's `--org <id>` names: that one, or every configured one without it. */
+export function selectOrganizations(config: Config, orgId: string | undefined): OrganizationConfig[] {
+  const orgs = requireOrganizations(config).filter((o) => !orgId || o.orgId === orgId);
+  if (orgs.length === 0) {
+    throw new UsageError(
+      `organization ${orgId} is not configured`,
+      `use one of: ${config.organizations.map((o) => o.orgId).join(', ')}`,
+    );
+  }
+  return orgs;
 }

@@ -3,10 +3,15 @@
  * says what it does. The environment names of the README's table override the file (see load-config.ts).
  */
 import { z } from 'zod';
-import { LEGACY_OBJECTS } from '../validic/legacy-objects.ts';
-import { refinePathSegment } from '../validic/path-segment.ts';
-import { DEFAULT_REQUESTS_PER_HOUR, MAX_STREAM_CONNECTIONS } from '../validic/platform-limits.ts';
-import { STREAM_RECORD_TYPES, toStreamRecordType, V2_RESOURCES } from '../validic/v2-resources.ts';
+import {
+  DEFAULT_REQUESTS_PER_HOUR,
+  LEGACY_OBJECTS,
+  MAX_STREAM_CONNECTIONS,
+  refinePathSegment,
+  STREAM_RECORD_TYPES,
+  toStreamRecordType,
+  V2_RESOURCES,
+} from '../validic/platform-limits.ts';
 import { DEFAULT_STREAM_CONSUMER_OPTIONS as STREAM_DEFAULTS } from './stream-options.ts';
 
 const baseUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
@@ -139,7 +144,7 @@ export const configSchema = z.object({
       host: z.string().min(1).default('127.0.0.1'),
       /**
        * Port of the push listener (`PUSH_PORT`): it answers the push path only, everything else 404. It
-       * runs only when push is configured (see `src/push/push-configured.ts`).
+       * runs only when push is configured (see `src/push/push-admission.ts`).
        */
       pushPort: z.coerce.number().int().min(0).max(65535).default(3001),
       /**

@@ -21,7 +21,7 @@ export class SyncError extends Error {
 
 /**
  * An expected failure (database unreachable, stream limit reached): the CLI prints its message and
- * `fix` without a stack trace and exits 1 (src/cli/report-error.ts). Its subclasses `ConfigError` and
+ * `fix` without a stack trace and exits 1 (src/cli/command-runner.ts). Its subclasses `ConfigError` and
  * `UsageError` exit 2.
  */
 export class UserFacingError extends SyncError {
@@ -241,7 +241,7 @@ export class UnexpectedResponseError extends PermanentError {
 }
 
 /**
- * An id that cannot be one URL path segment (src/validic/path-segment.ts says why). A PermanentError:
+ * An id that cannot be one URL path segment (src/validic/platform-limits.ts says why). A PermanentError:
  * the same id fails the same way again.
  */
 export class UnsafePathSegmentError extends PermanentError {

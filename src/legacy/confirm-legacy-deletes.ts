@@ -17,8 +17,8 @@ import {
 } from '../warehouse/legacy-deletes.ts';
 import { applyBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
-import { findLegacyRecord } from './get-legacy-record.ts';
-import type { SummaryPage } from './legacy-summary-pager.ts';
+import type { SummaryPage } from './legacy-client.ts';
+import { findLegacyRecord } from './legacy-client.ts';
 
 const HOUR_MS = 3_600_000;
 

@@ -1,9 +1,16 @@
 /**
+ * The v1 API's windows: how a range of `last_updated` is cut, the settings that size them, and the
+ * cursor that remembers the end of the last fully loaded window.
+ */
+
+import type { Config } from '../config/schema.ts';
+import type { LegacyCursorValue } from '../warehouse/cursors.ts';
+
+/**
  * The legacy `latest` endpoints filter by `last_updated`, and a device may sync late, so windows are
  * polled consecutively with a small overlap (records updated right at a boundary, or stamped a little
  * in the past, are caught by the next window; the loader's dedupe removes the overlap).
  */
-
 export interface InstantWindow {
   start: Date;
   end: Date;
@@ -50,4 +57,50 @@ function toMs(value: Date | string): number {
   const ms = typeof value === 'string' ? Date.parse(value) : value.getTime();
   if (Number.isNaN(ms)) throw new RangeError(`invalid instant ${String(value)}`);
   return ms;
+}
+
+/**
+ * How the legacy latest cursor `legacy:latest:<object>` moves (its kind:
+ * src/warehouse/cursors.ts): the end of the last fully loaded `last_updated` window
+ * of that object. It is written by `applyBatch` together with the window's last page, so it never runs
+ * ahead of committed data.
+ *
+ * It only ever EXTENDS the covered range: a window moves it when the window starts at or before the
+ * cursor (contiguous with what is covered) and ends after it. A backfill of an old range therefore never
+ * drags the cursor back, and a window that is not contiguous (a gap before it) never jumps it forward
+ * past data nobody loaded.
+ */
+
+/**
+ * The cursor value to write after loading `window`, or undefined when the cursor must stay. `fetchedAt`
+ * is taken before the window's first request: the endpoint cannot have returned records updated after
+ * it, so a window reaching into the future covers only up to then (a backfill `--to` tomorrow must not
+ * make the scheduled sync skip tomorrow).
+ */
+export function nextLegacyCursor(
+  current: LegacyCursorValue | undefined,
+  window: InstantWindow,
+  fetchedAt: Date = new Date(),
+): LegacyCursorValue | undefined {
+  const end = Math.min(window.end.getTime(), fetchedAt.getTime());
+  if (end <= window.start.getTime()) return undefined;
+  const value = {
+    end: new Date(end).toISOString(),
+    start: window.start.toISOString(),
+    at: fetchedAt.toISOString(),
+  };
+  if (!current) return value;
+  const covered = Date.parse(current.end);
+  if (window.start.getTime() <= covered && end > covered) return value;
+  return undefined;
+}
+
+/** Window length and overlap of legacy `latest` polling, from `sync.legacyWindowHours` / `legacyOverlapMinutes`. */
+export interface LegacyWindowSettings extends Required<LegacyWindowOptions> {}
+
+export function legacyWindowSettings(config: Config): LegacyWindowSettings {
+  const windowMs = config.sync.legacyWindowHours * 3_600_000;
+  // An overlap as long as the window would never make progress: keep it strictly shorter.
+  const overlapMs = Math.min(config.sync.legacyOverlapMinutes * 60_000, windowMs - 60_000);
+  return { windowMs, overlapMs: Math.max(0, overlapMs) };
 }

@@ -16,7 +16,7 @@ import {
 } from '../pipeline/batch.ts';
 import { applyBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
-import type { SummaryPage } from './legacy-summary-pager.ts';
+import type { SummaryPage } from './legacy-client.ts';
 
 export interface LoadLegacyPagesInput {
   warehouse: Warehouse;

@@ -1,13 +1,11 @@
 /**
- * What `validic-sync status` reports, read from the warehouse (cursors, records, backfill runs,
- * quarantine) and, when given, from Redis (queue depths, failed jobs, schedulers, stream slot holders).
- * Read-only: it never migrates or writes. Works the same on PostgreSQL and on the embedded PGlite.
+ * What `status` (and the report, and the worker's gauges) says of each organization: cursors, the
+ * ledger, quarantine, the queue, the streams and their reconciliation, the budget plan, the audit.
  */
-
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { type BudgetStatus, describeBudget, readBudgetPlan } from '../budget/read-budget-plan.ts';
 import type { Config } from '../config/schema.ts';
-import { V2_RESOURCES } from '../validic/v2-resources.ts';
+import { V2_RESOURCES } from '../validic/platform-limits.ts';
 import {
   type CursorEntry,
   LEGACY_LATEST_CURSOR_PREFIX,
@@ -17,17 +15,26 @@ import {
   streamPositionPrefix,
   usersFullSyncCursor,
 } from '../warehouse/cursors.ts';
+import type { Database } from '../warehouse/database.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { countQuarantine, type QuarantineCount } from '../warehouse/quarantine.ts';
 import { countPollableUsers } from '../warehouse/recent-polls.ts';
+import {
+  type ReconcilePassRow,
+  type ReconcileTotals,
+  readLastReconcilePass,
+  readOpenStreamGaps,
+  reconcileTotalsSince,
+  type StoredStreamGap,
+} from '../warehouse/stream-bookkeeping.ts';
 import { type LedgerSummary, summarizeLedger } from '../warehouse/window-ledger.ts';
 import { type AuditStatus, auditPopulation, readAuditStatus } from './audit-status.ts';
-import {
-  type ReconciliationStatus,
-  readReconciliationStatus,
-  readStreamGapsStatus,
-  type StreamGapsStatus,
-} from './reconciliation-status.ts';
+
+/**
+ * What `validic-sync status` reports, read from the warehouse (cursors, records, backfill runs,
+ * quarantine) and, when given, from Redis (queue depths, failed jobs, schedulers, stream slot holders).
+ * Read-only: it never migrates or writes. Works the same on PostgreSQL and on the embedded PGlite.
+ */
 
 /** The job queue's counts by state (BullMQ's), as status shows them. */
 export interface JobCounts {
@@ -271,4 +278,45 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
     };
   }
   return status;
+}
+
+/**
+ * The stream's gaps and the reconciliation stream's passes as `status` shows them: the open gaps (spans
+ * in which events may be missing until a pass covers them), the last pass, and what the passes found
+ * missing over the last day and week: the product's measured loss rate.
+ */
+export interface StreamGapsStatus {
+  /** Gaps no reconciliation pass has covered yet. */
+  open: number;
+  /** The oldest open ones (at most 10). */
+  oldest: StoredStreamGap[];
+}
+
+export interface ReconciliationStatus {
+  /** The reconciliation stream's name (it counts toward the platform's 5 streams per customer). */
+  streamName: string | null;
+  lastPass: ReconcilePassRow | null;
+  last24h: ReconcileTotals;
+  last7d: ReconcileTotals;
+}
+
+const DAY_MS = 86_400_000;
+
+export async function readStreamGapsStatus(db: Kysely<Database>, orgId: string): Promise<StreamGapsStatus> {
+  const { open, gaps } = await readOpenStreamGaps(db, orgId, 10);
+  return { open, oldest: gaps };
+}
+
+export async function readReconciliationStatus(
+  db: Kysely<Database>,
+  orgId: string,
+  streamName: string | null,
+  now: Date,
+): Promise<ReconciliationStatus> {
+  return {
+    streamName,
+    lastPass: streamName ? ((await readLastReconcilePass(db, orgId, streamName)) ?? null) : null,
+    last24h: await reconcileTotalsSince(db, orgId, new Date(now.getTime() - DAY_MS)),
+    last7d: await reconcileTotalsSince(db, orgId, new Date(now.getTime() - 7 * DAY_MS)),
+  };
 }

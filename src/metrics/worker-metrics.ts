@@ -15,9 +15,8 @@ import { CONFLICT_CODES } from '../errors/index.ts';
 import type { RequestEvent } from '../http/http-client-types.ts';
 import type { LoadCounts } from '../pipeline/batch.ts';
 import { VERSION } from '../runtime/version.ts';
-import { LEGACY_OBJECTS } from '../validic/legacy-objects.ts';
-import { recordTypeOf, V2_RESOURCES } from '../validic/v2-resources.ts';
-import { type AuditMetricsRow, registerAuditMetrics } from './audit-metrics.ts';
+import { LEGACY_OBJECTS, recordTypeOf, V2_RESOURCES } from '../validic/platform-limits.ts';
+import { type AuditMetricsRow, registerAuditMetrics } from './audit-status.ts';
 
 /** Record types (and load kinds) that are label values as they are; any other becomes `other`. */
 const KNOWN_TYPES = new Set<string>([
@@ -50,7 +49,7 @@ export interface MetricSources {
       lastPassOutcome: string | null;
     }[]
   >;
-  /** The completeness audit per org (audit-metrics.ts). */
+  /** The completeness audit per org (audit-status.ts). */
   audit?: () => Promise<AuditMetricsRow[]>;
   /** Each configured org's request budget plan (status's `budget`). */
   budgetPlans?: () => Promise<{ orgId: string; budget: BudgetStatus }[]>;

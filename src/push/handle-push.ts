@@ -1,35 +1,40 @@
 /**
- * The push-notification endpoint (v1 enterprise push), framework-free: `handlePush`, a function of
- * {method, url, headers, body} → {status, headers, body}. The node:http adapter the worker's push
- * listener mounts at `http.pushPath` is `handlePushRequest` in src/server/push-server.ts.
- * Why and how: README.md, "`handle-push.ts`".
+ * The push-notification endpoint (v1 enterprise push), framework-free; and what a refusal (429, 413
+ * parts) leaves to recover.
  */
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { toError } from '../errors/index.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { redactUrl, registerSecret } from '../redact/redact-secrets.ts';
 import { secretsEqual } from '../runtime/secrets-equal.ts';
+import type { LegacyObject } from '../validic/platform-limits.ts';
 import type { Database } from '../warehouse/database.ts';
+import { storePushFetches } from '../warehouse/push-store.ts';
 import {
   DEFAULT_PUSH_PART_ITEMS,
   type ReceivedPush,
   receivePushNotification,
   routePushItems,
 } from './process-push-notification.ts';
-import { coalescedDueAt } from './push-fetch-of-item.ts';
-import { extractPushItems } from './push-items.ts';
-import type { PushRateLimit } from './push-rate-limit.ts';
-import { type RefusalRecovery, recordPushRefusal, refusalToRecord } from './push-refusals.ts';
-import { presentedPushSecret, secretInQuery } from './push-secret.ts';
 import {
   checkSignedPush,
   DEFAULT_SIGNATURE_MAX_AGE_MS,
+  type PushRateLimit,
+  presentedPushSecret,
+  type ResolvePushOrg,
   SIGNATURE_HEADER,
   type SigningOrg,
+  secretInQuery,
   TIMESTAMP_HEADER,
-} from './push-signature.ts';
-import type { ResolvePushOrg } from './resolve-push-org.ts';
+} from './push-admission.ts';
+import { coalescedDueAt, extractPushItems, refusedMinuteFetches } from './push-items.ts';
 
+/**
+ * The push-notification endpoint (v1 enterprise push), framework-free: `handlePush`, a function of
+ * {method, url, headers, body} → {status, headers, body}. The node:http adapter the worker's push
+ * listener mounts at `http.pushPath` is `handlePushRequest` in src/server/push-server.ts.
+ * Why and how: README.md, "`handle-push.ts`".
+ */
 export const DEFAULT_PUSH_PATH = '/push/v1';
 export const DEFAULT_PUSH_MAX_BODY_BYTES = 1024 * 1024;
 /** Legacy `latest` margin around an announced `last_updated`, and lag before a refused minute. */
@@ -365,4 +370,65 @@ export function pushTooLarge(max: number): PushResponse {
     },
     { connection: 'close' },
   );
+}
+
+/**
+ * A minute whose notifications were refused (429) at `push.ratePerMinute`: recorded in
+ * `validic_sync.push_refusals`, and covered by org-level legacy `latest` windows queued as push fetches
+ * (mode `refused`), since a refused notification is lost unless something reads what it announced.
+ * Why and how: README.md, "`handle-push.ts` (push-refusals)".
+ */
+
+/** Which orgs a refusal counted against `key` may have lost data of, and the objects to re-read. */
+export interface RefusalRecovery {
+  orgId: string;
+  /** Empty when legacy.sync already reads the org's latest windows (legacy.enabled). */
+  objects: readonly LegacyObject[];
+}
+
+/** Refusals after the first of a minute are written only every this many (one row update each). */
+export const REFUSALS_PER_WRITE = 100;
+
+/** Whether the `refused`-th refusal of a minute is one to write (the first, then every 100th). */
+export const refusalToRecord = (refused: number) => refused === 1 || refused % REFUSALS_PER_WRITE === 0;
+
+/**
+ * Records the minute (its count only grows) and queues its recovery windows, in one transaction.
+ * Returns the recovery fetches written.
+ */
+export async function recordPushRefusal(
+  db: Kysely<Database>,
+  input: {
+    key: string;
+    now: number;
+    /** Refusals so far this minute, fleet-wide. */
+    refused: number;
+    recoveries: readonly RefusalRecovery[];
+    /** Records are updated before they are announced: each window starts this long before the minute. */
+    lagMs: number;
+    coalesceMs: number;
+  },
+): Promise<number> {
+  const minuteStart = Math.floor(input.now / 60_000) * 60_000;
+  return db.transaction().execute(async (trx) => {
+    await sql`
+      insert into validic_sync.push_refusals as r (org_id, minute, refused)
+      values (${input.key}, ${new Date(minuteStart)}, ${input.refused})
+      on conflict (org_id, minute) do update set refused = greatest(r.refused, excluded.refused)`.execute(
+      trx,
+    );
+    // A later write of the same minute (the 100th refusal) merges into the same pending rows, counting
+    // no new item; it repairs a first write that failed.
+    const items = input.refused === 1 ? 1 : 0;
+    const fetches = input.recoveries.flatMap((r) =>
+      refusedMinuteFetches({
+        orgId: r.orgId,
+        objects: r.objects,
+        minuteStart,
+        lagMs: input.lagMs,
+        coalesceMs: input.coalesceMs,
+      }).map((f) => ({ ...f, items })),
+    );
+    return storePushFetches(trx, fetches, { now: input.now });
+  });
 }

@@ -3,14 +3,12 @@
  * assembled (the worker's push listener, start-worker.ts).
  */
 import type { Config } from '../config/schema.ts';
-import { legacyWindowSettings } from '../legacy/legacy-window-settings.ts';
+import { legacyWindowSettings } from '../legacy/legacy-windows.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
-import type { PushDeps } from './handle-push.ts';
-import { createPushRateLimit, type RateRedis } from './push-rate-limit.ts';
-import type { RefusalRecovery } from './push-refusals.ts';
-import type { SigningOrg } from './push-signature.ts';
-import { pushOrgResolver } from './resolve-push-org.ts';
+import type { PushDeps, RefusalRecovery } from './handle-push.ts';
+import type { SigningOrg } from './push-admission.ts';
+import { createPushRateLimit, pushOrgResolver, type RateRedis } from './push-admission.ts';
 
 /** Organizations that can sign a push: those with an application secret (token: the v1 access token). */
 export function signingOrgsOf(config: Pick<Config, 'organizations'>): SigningOrg[] {

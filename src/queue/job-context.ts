@@ -1,16 +1,76 @@
 /**
- * What a job may touch: `{ log, warehouse, cursors, org(), signal, attempt, jobId, enqueue, settings,
- * readBudgetPlan(), readPushCap() }`, built by `runtime.jobContext` (src/worker/runtime.ts). Not the whole config: the
- * few values jobs read are `settings` (job-settings.ts). A job never talks HTTP or SQL directly: it
- * composes the org's platform clients, normalization (inside the loader) and the warehouse's named
- * functions (`warehouse`, job-warehouse.ts: the loader's entry points and a few queries, no raw `db`).
+ * What a job may touch (`JobContext`): the few settings it reads, the named warehouse operations and
+ * cursor reads, and one organization's clients and credentialed reads.
  */
+
+import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import type { OrgBudget } from '../budget/read-budget-plan.ts';
+import type { Config, OrganizationConfig } from '../config/schema.ts';
+import type { HttpClient } from '../http/http-client-types.ts';
+import {
+  type ConfirmLegacyDeletesInput,
+  type ConfirmLegacyDeletesResult,
+  confirmLegacyDeletes,
+} from '../legacy/confirm-legacy-deletes.ts';
+import { findLegacyRecord, type GetLegacyRecordInput, type LegacyClient } from '../legacy/legacy-client.ts';
+import { type LegacyWindowSettings, legacyWindowSettings } from '../legacy/legacy-windows.ts';
+import { loadLegacyPages } from '../legacy/load-legacy-pages.ts';
 import type { Logger } from '../log/logger.ts';
-import type { JobOrg } from './job-org.ts';
-import type { JobSettings } from './job-settings.ts';
-import type { JobCursors, JobWarehouse } from './job-warehouse.ts';
+import { resumePushNotifications } from '../push/process-push-notification.ts';
+import type { StreamConsumerOptionsInput } from '../stream/consumer-options.ts';
+import { type ReconcilePassSummary, runReconcilePass } from '../stream/reconciliation.ts';
+import type { StreamsClient } from '../validic/streams-client.ts';
+import type { V2Client } from '../validic/v2-client.ts';
+import {
+  auditCoverageStart,
+  auditedCellKeys,
+  currentVersions,
+  liveRecordIds,
+  nextUsersInRotation,
+  readAudit,
+  recordAuditCell,
+  startAudit,
+} from '../warehouse/audits.ts';
+import { type Cursor, readCursor } from '../warehouse/cursors.ts';
+import type { Database } from '../warehouse/database.ts';
+import { markLegacyDeleted } from '../warehouse/legacy-deletes.ts';
+import { applyBatch } from '../warehouse/loader/apply-batch.ts';
+import type { Warehouse } from '../warehouse/open-warehouse.ts';
+import {
+  claimPushFetches,
+  failPushFetch,
+  finishPushFetch,
+  prunePushFetches,
+  prunePushNotifications,
+} from '../warehouse/push-store.ts';
+import { listPollableUids, markRecentPollDone, markRecentPollsEnqueued } from '../warehouse/recent-polls.ts';
+import {
+  firstListedUsers,
+  forgetListing,
+  markUnlistedUsersRemoved,
+  markUsersRemoved,
+  recordListedUsers,
+} from '../warehouse/remove-users.ts';
+import type { PassTrigger } from '../warehouse/stream-bookkeeping.ts';
+import { analyzeNewTables, createPartitionsAhead, emptyRawBefore } from '../warehouse/warehouse-upkeep.ts';
+import {
+  findUnfinishedRun,
+  finishRun,
+  finishRunIfComplete,
+  listPendingWindows,
+  pendingWindowKeys,
+  planWindows,
+  startRun,
+} from '../warehouse/window-ledger.ts';
+
+/**
+ * What a job may touch: `{ log, warehouse, cursors, org(), signal, attempt, jobId, enqueue, settings,
+ * readBudgetPlan(), readPushCap() }`, built by `runtime.jobContext` (src/worker/runtime.ts). Not the whole config: the
+ * few values jobs read are `settings` (job-context.ts). A job never talks HTTP or SQL directly: it
+ * composes the org's platform clients, normalization (inside the loader) and the warehouse's named
+ * functions (`warehouse`, job-context.ts: the loader's entry points and a few queries, no raw `db`).
+ */
 
 /**
  * Job name → payload schema: what `enqueue` needs to know of the catalog. job-catalog.ts gathers the real
@@ -55,11 +115,11 @@ export interface EnqueueOptions {
 export interface JobContext<Payloads extends PayloadSchemas = any> {
   /** pino child bound to the job id. */
   log: Logger;
-  /** The loader's entry points and the named warehouse functions jobs use (job-warehouse.ts). */
+  /** The loader's entry points and the named warehouse functions jobs use (job-context.ts). */
   warehouse: JobWarehouse;
   /** Cursors read through their kinds (src/warehouse/cursors.ts); written with a batch's progress. */
   cursors: JobCursors;
-  /** A configured organization's platform clients and the settings jobs read (job-org.ts); throws a ConfigError for an unknown org. */
+  /** A configured organization's platform clients and the settings jobs read (job-context.ts); throws a ConfigError for an unknown org. */
   org(orgId: string): JobOrg;
   /** Aborted when the process is asked to stop: pass it to every request and check it between batches. */
   signal: AbortSignal;
@@ -71,7 +131,7 @@ export interface JobContext<Payloads extends PayloadSchemas = any> {
    * `priority` overrides the one inherited from this job (BullMQ; the inline runner has no priorities).
    */
   enqueue: EnqueueJob<Payloads>;
-  /** The few config values jobs read (job-settings.ts); never the whole config. */
+  /** The few config values jobs read (job-context.ts); never the whole config. */
   settings: JobSettings;
   /** The org's request budget plan as of `now` (read-budget-plan.ts, which reads the config jobs do not see). */
   readBudgetPlan(orgId: string, now: number): Promise<OrgBudget>;
@@ -88,4 +148,212 @@ export interface JobContextSource {
     enqueue: JobContext['enqueue'];
   }): JobContext;
   log: Logger;
+}
+
+/**
+ * The few config values jobs read, cut from the config once per process (`runtime.jobContext`): a job
+ * sees these and not the whole config (no URLs, tokens or other jobs' settings). A job that needs
+ * another value gets a field here, with the config key it comes from.
+ */
+export interface JobSettings {
+  /** `sync.lookbackDays`: days the recent poll and legacy.sync (without a cursor) look back. */
+  lookbackDays: number;
+  /** `sync.newUserHistoryDays`: history users.sync backfills for users new since its last listing. */
+  newUserHistoryDays: number;
+  /** `schedules.reconcileDays`: days connections.recent reconciles. */
+  reconcileDays: number;
+  /** `sync.legacyWindowHours` / `sync.legacyOverlapMinutes`: legacy latest windows. */
+  legacyWindow: LegacyWindowSettings;
+  /** `budget.tickSeconds` in ms: the records.recent tick. */
+  tickMs: number;
+  /** `push.retentionDays`: push.prune deletes stored push bodies older than this. */
+  pushRetentionDays: number;
+  /**
+   * push.drain: `push.coalesceSeconds` in ms and `push.maxItems` (items per part), to resume a cut-off
+   * notification as the endpoint would have processed it; its legacy `latest` margin (the overlap, at
+   * least a minute); and the organizations' ids, to route the items of a shared-secret notification.
+   */
+  push: {
+    coalesceMs: number;
+    partItems: number;
+    updatedMarginMs: number;
+    organizations: { orgId: string; legacyOrgId?: string }[];
+  };
+  /** `warehouse.partitionMonthsAhead` and `warehouse.rawRetentionMonths`: warehouse.maintain. */
+  partitionMonthsAhead: number;
+  rawRetentionMonths: number;
+  /**
+   * records.audit (src/audit/README.md): `audit.lookbackDays`, `audit.recentShare`, `audit.settleMinutes`
+   * in ms, `audit.cellsPerJob`, and `schedules.auditMinutes` (a tick audits that many minutes' share).
+   */
+  audit: {
+    lookbackDays: number;
+    recentShare: number;
+    settleMs: number;
+    cellsPerJob: number;
+    tickMinutes: number;
+  };
+}
+
+export function jobSettings(config: Config): JobSettings {
+  return {
+    lookbackDays: config.sync.lookbackDays,
+    newUserHistoryDays: config.sync.newUserHistoryDays,
+    reconcileDays: config.schedules.reconcileDays,
+    legacyWindow: legacyWindowSettings(config),
+    tickMs: config.budget.tickSeconds * 1000,
+    pushRetentionDays: config.push.retentionDays,
+    push: {
+      coalesceMs: config.push.coalesceSeconds * 1000,
+      partItems: config.push.maxItems,
+      updatedMarginMs: Math.max(legacyWindowSettings(config).overlapMs, 60_000),
+      organizations: config.organizations.map((o) => ({
+        orgId: o.orgId,
+        ...(o.legacyOrgId ? { legacyOrgId: o.legacyOrgId } : {}),
+      })),
+    },
+    partitionMonthsAhead: config.warehouse.partitionMonthsAhead,
+    rawRetentionMonths: config.warehouse.rawRetentionMonths,
+    audit: {
+      lookbackDays: config.audit.lookbackDays,
+      recentShare: config.audit.recentShare,
+      settleMs: config.audit.settleMinutes * 60_000,
+      cellsPerJob: config.audit.cellsPerJob,
+      tickMinutes: config.schedules.auditMinutes,
+    },
+  };
+}
+
+/**
+ * What a job may do to the warehouse (`ctx.warehouse`) and read of it (`ctx.cursors`): the loader's entry
+ * points and the few named queries the jobs of jobs/ use, each bound to this process's warehouse. A job
+ * never holds the raw kysely `db`: one that needs another query gets a function in src/warehouse/ and a
+ * line here.
+ */
+
+/** Cursors a job reads, each through its kind (src/warehouse/cursors.ts); jobs write them with a batch. */
+export interface JobCursors {
+  /** The cursor's value parsed by its kind; undefined when never written or not of the kind's shape. */
+  read<Value>(orgId: string, cursor: Cursor<Value, any>): Promise<Value | undefined>;
+}
+
+export function jobCursors(db: Kysely<Database>): JobCursors {
+  return { read: (orgId, cursor) => readCursor(db, orgId, cursor) };
+}
+
+export type JobWarehouse = ReturnType<typeof jobWarehouse>;
+
+export function jobWarehouse(warehouse: Warehouse) {
+  const { db } = warehouse;
+  const onDb =
+    <Args extends unknown[], Result>(query: (db: Kysely<Database>, ...args: Args) => Result) =>
+    (...args: Args) =>
+      query(db, ...args);
+  const onWarehouse =
+    <Args extends unknown[], Result>(action: (warehouse: Warehouse, ...args: Args) => Result) =>
+    (...args: Args) =>
+      action(warehouse, ...args);
+  const withWarehouse =
+    <Input extends { warehouse: Warehouse }, Result>(action: (input: Input) => Result) =>
+    (input: Omit<Input, 'warehouse'>) =>
+      action({ ...input, warehouse } as Input);
+  return {
+    // The loader: a batch with its progress (cursors, ledger windows) in one transaction.
+    applyBatch: onWarehouse(applyBatch),
+    loadLegacyPages: withWarehouse(loadLegacyPages),
+    // Marks found outside a batch.
+    markUsersRemoved: onDb(markUsersRemoved),
+    markUnlistedUsersRemoved: onDb(markUnlistedUsersRemoved),
+    // A users listing's uids, page by page (validic_sync.users_listings).
+    recordListedUsers: onDb(recordListedUsers),
+    forgetListing: onDb(forgetListing),
+    firstListedUsers: onDb(firstListedUsers),
+    markLegacyDeleted: onDb(markLegacyDeleted),
+    // Users to poll and the recent poll's schedule.
+    listPollableUids: onDb(listPollableUids),
+    markRecentPollsEnqueued: onDb(markRecentPollsEnqueued),
+    markRecentPollDone: onDb(markRecentPollDone),
+    // The backfill ledger.
+    startRun: onDb(startRun),
+    findUnfinishedRun: onDb(findUnfinishedRun),
+    finishRun: onDb(finishRun),
+    planWindows: onDb(planWindows),
+    listPendingWindows: onDb(listPendingWindows),
+    pendingWindowKeys: onDb(pendingWindowKeys),
+    finishRunIfComplete: onDb(finishRunIfComplete),
+    // Push's durable queue of fetches (src/warehouse/push-store.ts).
+    claimPushFetches: onDb(claimPushFetches),
+    finishPushFetch: onDb(finishPushFetch),
+    failPushFetch: onDb(failPushFetch),
+    resumePushNotifications: onDb(resumePushNotifications),
+    // The completeness audit (src/audit/README.md).
+    startAudit: onDb(startAudit),
+    auditCoverageStart: onDb(auditCoverageStart),
+    readAudit: onDb(readAudit),
+    auditedCellKeys: onDb(auditedCellKeys),
+    recordAuditCell: onDb(recordAuditCell),
+    currentVersions: onDb(currentVersions),
+    liveRecordIds: onDb(liveRecordIds),
+    nextUsersInRotation: onDb(nextUsersInRotation),
+    // Upkeep.
+    prunePushNotifications: onDb(prunePushNotifications),
+    prunePushFetches: onDb(prunePushFetches),
+    createPartitionsAhead: onWarehouse(createPartitionsAhead),
+    analyzeNewTables: onWarehouse(analyzeNewTables),
+    emptyRawBefore: onWarehouse(emptyRawBefore),
+  };
+}
+
+/**
+ * What a job may use of one configured organization (`ctx.org(orgId)`): its platform clients, the reads
+ * that need the org's credentials, and the two org settings jobs read. Not the org's config (tokens,
+ * URLs, secrets), not its raw HTTP client.
+ */
+export interface JobOrg {
+  v2: V2Client;
+  legacy: LegacyClient;
+  /** `organizations[].resources`: what records.backfill and records.recent fetch by default. */
+  resources: OrganizationConfig['resources'];
+  /** `organizations[].legacy.objects`: what legacy.sync plans by default. */
+  legacyObjects: OrganizationConfig['legacy']['objects'];
+  /** One legacy record by id; `found: false` when the platform answers 404. */
+  findLegacyRecord(input: GetLegacyRecordInput): ReturnType<typeof findLegacyRecord>;
+  /** Stored legacy records of a completely read window that it no longer listed: asked for by id, 404 marks them deleted. */
+  confirmLegacyDeletes(
+    input: Omit<ConfirmLegacyDeletesInput, 'warehouse' | 'org' | 'orgId'>,
+  ): Promise<ConfirmLegacyDeletesResult>;
+  /**
+   * One pass of the org's reconciliation stream (src/stream/reconciliation.ts): reads what it
+   * re-delivers until caught up, loads it, and reports what the primary stream had missed.
+   */
+  reconcileStream(input: {
+    trigger: PassTrigger;
+    signal: AbortSignal;
+    log: Logger;
+  }): Promise<ReconcilePassSummary>;
+}
+
+export function jobOrg(
+  clients: {
+    config: OrganizationConfig;
+    http: HttpClient;
+    streams: StreamsClient;
+    v2: V2Client;
+    legacy: LegacyClient;
+  },
+  warehouse: Warehouse,
+  consumerOptions: StreamConsumerOptionsInput = {},
+): JobOrg {
+  const { config } = clients;
+  return {
+    v2: clients.v2,
+    legacy: clients.legacy,
+    resources: config.resources,
+    legacyObjects: config.legacy.objects,
+    findLegacyRecord: (input) => findLegacyRecord(clients, input),
+    confirmLegacyDeletes: (input) =>
+      confirmLegacyDeletes({ ...input, warehouse, org: clients, orgId: config.orgId }),
+    reconcileStream: ({ trigger, signal, log }) =>
+      runReconcilePass({ warehouse, org: clients, signal, trigger, consumerOptions, log }),
+  };
 }

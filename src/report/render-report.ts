@@ -1,13 +1,28 @@
 /**
+ * The HTML report: the data escaped once, rendered into one self-contained page.
+ */
+import { type CompletenessEstimate, formatShare } from '../audit/completeness-interval.ts';
+import type { AuditStatus } from '../metrics/audit-status.ts';
+import type { ReportData } from './report-data.ts';
+
+/** Escapes text for HTML element content and attribute values (uids, sources and reasons are untrusted). */
+export function escapeHtml(value: unknown): string {
+  return String(value ?? '')
+    .replaceAll('&', '&amp;')
+    .replaceAll('<', '&lt;')
+    .replaceAll('>', '&gt;')
+    .replaceAll('"', '&quot;')
+    .replaceAll("'", '&#39;');
+}
+
+/** `e(…)`: the many escapes of the page below. */
+const e = escapeHtml;
+
+/**
  * The HTML report: one self-contained page (inline CSS and SVG, no scripts, no external resources) that
  * opens offline. Pure: data in, HTML out. Every value from the warehouse is escaped, since uids, source
  * names and quarantine reasons come from outside.
  */
-import { type CompletenessEstimate, formatShare } from '../audit/completeness-interval.ts';
-import type { AuditStatus } from '../metrics/audit-status.ts';
-import { escapeHtml as e } from './escape-html.ts';
-import type { ReportData } from './report-data.ts';
-
 const PALETTE = [
   '#4e79a7',
   '#f28e2b',

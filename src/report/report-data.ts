@@ -2,7 +2,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { Config } from '../config/schema.ts';
 import { type AuditStatus, auditPopulation, readAuditStatus } from '../metrics/audit-status.ts';
-import { V2_RESOURCES } from '../validic/v2-resources.ts';
+import { V2_RESOURCES } from '../validic/platform-limits.ts';
 import type { Database } from '../warehouse/database.ts';
 import { isPollable } from '../warehouse/recent-polls.ts';
 

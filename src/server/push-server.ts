@@ -4,7 +4,7 @@
  * path alone, handing every method there to the push handler (which answers 405 itself), and 404 to
  * anything else: no health, readiness, metrics or queue data here. Hardened like the admin listener
  * (`hardened-server.ts`: timeouts, body limit, connection cap, nosniff). The worker opens it only when
- * push is configured (`src/push/push-configured.ts`).
+ * push is configured (`src/push/push-admission.ts`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Logger, silentLogger } from '../log/logger.ts';

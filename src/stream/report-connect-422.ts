@@ -1,11 +1,11 @@
 import type { Logger } from '../log/logger.ts';
-import { describeStream422 } from '../validic/describe-stream-422.ts';
 import { MAX_STREAMS_PER_CUSTOMER } from '../validic/platform-limits.ts';
+import { describeStream422 } from '../validic/requests.ts';
 
 /**
  * A 422 on connect is usually the platform rebalancing after a reconnect (too many client connections
  * for a moment), which the consumer backs off from. Its body says when it is something else (an invalid
- * filter, the stream limit): then the operator is told which, with the fix (describe-stream-422.ts).
+ * filter, the stream limit): then the operator is told which, with the fix (requests.ts).
  */
 export function reportConnect422(error: unknown, streamName: string, log: Logger): void {
   const e = error as { status?: unknown; messages?: unknown };

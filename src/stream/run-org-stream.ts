@@ -457,7 +457,7 @@ export async function runOrgStream(options: OrgStreamOptions): Promise<OrgStream
 /**
  * The fleet-wide connection slots of a stream (at most 3, the platform's limit): a connection holds one
  * while it runs, and the slot number names its cursor, so two processes never write the same one.
- * The worker implements `AcquireSlot` with Redis locks (src/worker/stream-slots.ts).
+ * The worker implements `AcquireSlot` with Redis locks (src/worker/stream-supervisor.ts).
  */
 
 /**

@@ -11,11 +11,17 @@ import {
   UserFacingError,
 } from '../errors/index.ts';
 import type { HttpClient } from '../http/http-client-types.ts';
-import { buildUrl } from './build-url.ts';
-import { classifyStream422, describeStream422, type Stream422Reason } from './describe-stream-422.ts';
-import { listItems, parseEnvelope, type RawObject, rawObject } from './envelopes.ts';
-import { pathSegmentProblem } from './path-segment.ts';
-import { MAX_STREAMS_PER_CUSTOMER } from './platform-limits.ts';
+import { MAX_STREAMS_PER_CUSTOMER, pathSegmentProblem } from './platform-limits.ts';
+import {
+  buildUrl,
+  classifyStream422,
+  describeStream422,
+  listItems,
+  parseEnvelope,
+  type RawObject,
+  rawObject,
+  type Stream422Reason,
+} from './requests.ts';
 
 const LIMIT_WORDS = /limit|maximum|max\b|exceed|too many/i;
 
@@ -103,7 +109,7 @@ export function createStreamsClient(options: StreamsClientOptions): StreamsClien
   };
 
   /**
-   * Why a create was refused, by the body first (describe-stream-422.ts). A refusal whose body names
+   * Why a create was refused, by the body first (requests.ts). A refusal whose body names
    * no reason (a 422/409, or another 4xx speaking of a limit: "too many") is the stream limit only when
    * the count of streams confirms it; a 422/409 otherwise is reported with the platform's own words.
    * null: not a refusal this explains (401/403, other 4xx): the error goes up as it is.

@@ -10,18 +10,23 @@
 
 import { IncompleteListingError, UsageError } from '../errors/index.ts';
 import type { HttpClient } from '../http/http-client-types.ts';
-import { buildUrl, type QueryValue } from './build-url.ts';
-import { parseUtcDate } from './date-windows.ts';
 import {
+  MAX_REQUEST_WINDOW_DAYS,
+  parseUtcDate,
+  resourcePath,
+  toV2Resource,
+  type V2Resource,
+} from './platform-limits.ts';
+import {
+  buildUrl,
   listItems,
   numberField,
   pageSignature,
   parseEnvelope,
+  type QueryValue,
   type RawObject,
   rawObject,
-} from './envelopes.ts';
-import { MAX_REQUEST_WINDOW_DAYS } from './platform-limits.ts';
-import { resourcePath, toV2Resource, type V2Resource } from './v2-resources.ts';
+} from './requests.ts';
 
 export interface V2ClientOptions {
   http: HttpClient;

@@ -123,7 +123,7 @@ export function reconcileLastWrite(value: Omit<ReconcileLast, 'at'>, at = new Da
 
 /**
  * `legacy:latest:<object>`: the end of the last fully loaded `last_updated` window of one legacy object
- * (how it moves: src/legacy/legacy-cursor.ts). A value without a parsable `end` reads as absent;
+ * (how it moves: src/legacy/legacy-windows.ts). A value without a parsable `end` reads as absent;
  * a missing `start` or `at` reads as `end`.
  */
 export const LEGACY_LATEST_CURSOR_PREFIX = 'legacy:latest:';

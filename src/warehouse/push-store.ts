@@ -4,7 +4,7 @@
  */
 import { type Generated, type Kysely, sql, type Transaction } from 'kysely';
 import { redactKnownSecrets } from '../redact/redact-secrets.ts';
-import type { LegacyObject } from '../validic/legacy-objects.ts';
+import type { LegacyObject } from '../validic/platform-limits.ts';
 import type { Database } from './database.ts';
 
 /**

@@ -1,24 +1,31 @@
 /**
+ * What every entry point assembles once (the CLI's commands, the worker): config, logger, warehouse,
+ * Redis, each organization's platform clients, the request counters, and the job context cut from them.
+ */
+import type { Redis } from 'ioredis';
+import { readBudgetPlan, readPushCap } from '../budget/read-budget-plan.ts';
+import { budgetKeyOf, createRequestBudget, type RedisEvalClient } from '../budget/request-budget.ts';
+import type { Config, OrganizationConfig } from '../config/schema.ts';
+import { ConfigError } from '../errors/index.ts';
+import { createHttpClient } from '../http/http-client.ts';
+import type { HttpClient, RequestBudget, RequestEvent } from '../http/http-client-types.ts';
+import { createRequestStats, type RequestStats } from '../http/request-stats.ts';
+import { createLegacyClient, type LegacyClient } from '../legacy/legacy-client.ts';
+import type { Logger } from '../log/logger.ts';
+import type { JobContextSource } from '../queue/job-context.ts';
+import { type JobOrg, jobCursors, jobOrg, jobSettings, jobWarehouse } from '../queue/job-context.ts';
+import { connectRedis } from '../runtime/connect-redis.ts';
+import { consumerOptionsFromConfig } from '../stream/consumer-options.ts';
+import { createStreamsClient, type StreamsClient } from '../validic/streams-client.ts';
+import { createV2Client, type V2Client } from '../validic/v2-client.ts';
+import { migrateToLatest } from '../warehouse/migrate.ts';
+import { openWarehouse, type Warehouse } from '../warehouse/open-warehouse.ts';
+
+/**
  * A process's assembled parts: validated config, logger, warehouse (migrated), optional Redis, and the
  * platform clients of every configured organization. One-shot commands and the worker build it the
  * same way and hand jobs a `JobContext` cut from it.
  */
-import type { Redis } from 'ioredis';
-import { readBudgetPlan, readPushCap } from '../budget/read-budget-plan.ts';
-import type { Config } from '../config/schema.ts';
-import { ConfigError } from '../errors/index.ts';
-import { createRequestStats, type RequestStats } from '../http/request-stats.ts';
-import type { Logger } from '../log/logger.ts';
-import type { JobContextSource } from '../queue/job-context.ts';
-import { type JobOrg, jobOrg } from '../queue/job-org.ts';
-import { jobSettings } from '../queue/job-settings.ts';
-import { jobCursors, jobWarehouse } from '../queue/job-warehouse.ts';
-import { connectRedis } from '../runtime/connect-redis.ts';
-import { consumerOptionsFromConfig } from '../stream/consumer-options.ts';
-import { migrateToLatest } from '../warehouse/migrate.ts';
-import { openWarehouse, type Warehouse } from '../warehouse/open-warehouse.ts';
-import { createOrgClients, type OrgClients } from './org-clients.ts';
-
 export interface Runtime {
   config: Config;
   log: Logger;
@@ -113,5 +120,61 @@ export async function openRuntime(
       redis?.disconnect();
       if (!options.warehouse) await warehouse.close();
     },
+  };
+}
+
+/**
+ * The platform clients of one organization, sharing one HTTP client whose budget is that org's token
+ * bucket (in Redis when the process has Redis, so a fleet shares it).
+ */
+
+export interface OrgClients {
+  config: OrganizationConfig;
+  http: HttpClient;
+  budget: RequestBudget;
+  legacyBudget: RequestBudget;
+  v2: V2Client;
+  streams: StreamsClient;
+  legacy: LegacyClient;
+  close(): Promise<void>;
+}
+
+export interface OrgClientsOptions {
+  log: Logger;
+  redis?: RedisEvalClient | undefined;
+  redisPrefix: string;
+  onRequest?: (event: RequestEvent) => void;
+}
+
+export function createOrgClients(org: OrganizationConfig, options: OrgClientsOptions): OrgClients {
+  const rate = { limit: org.requestsPerHour };
+  const keyPrefix = `${options.redisPrefix}:budget:`;
+  const budget = createRequestBudget({ rate, redis: options.redis, keyPrefix, key: budgetKeyOf(org.token) });
+  const legacyToken = org.legacyToken ?? org.token;
+  // The legacy token has its own limit on the platform; when it is the same token it shares the bucket.
+  const legacyBudget =
+    legacyToken === org.token
+      ? budget
+      : createRequestBudget({ rate, redis: options.redis, keyPrefix, key: budgetKeyOf(legacyToken) });
+  const http = createHttpClient({
+    logger: options.log,
+    budgets: { forKey: (key) => (key === legacyToken ? legacyBudget : budget) },
+    ...(options.onRequest ? { onRequest: options.onRequest } : {}),
+  });
+  return {
+    config: org,
+    http,
+    budget,
+    legacyBudget,
+    v2: createV2Client({ http, apiUrl: org.apiUrl, orgId: org.orgId, token: org.token }),
+    streams: createStreamsClient({ http, streamsUrl: org.streamsUrl, token: org.token }),
+    legacy: createLegacyClient({
+      http,
+      legacyUrl: org.legacyUrl,
+      orgId: org.legacyOrgId ?? org.orgId,
+      accessToken: legacyToken,
+      ...(org.legacy.serviceVersion ? { serviceVersion: org.legacy.serviceVersion } : {}),
+    }),
+    close: () => http.close(),
   };
 }

@@ -6,10 +6,10 @@
  */
 import type { Queue } from 'bullmq';
 import type { Config } from '../config/schema.ts';
-import { pushConfigured } from '../push/push-configured.ts';
+import { pushConfigured } from '../push/push-admission.ts';
 import type { JobDefinition } from '../queue/job-definition.ts';
 import { jobKey } from '../queue/job-definition.ts';
-import { jobOptions, type KeepJobs, toBullJobId } from '../queue/job-options.ts';
+import { jobOptions, type KeepJobs, toBullJobId } from '../queue/job-queue.ts';
 
 export interface PlannedSchedule {
   /** Scheduler id: `<job>|<org>`. */

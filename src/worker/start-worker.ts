@@ -17,13 +17,13 @@ import type { Config } from '../config/schema.ts';
 import { ConfigError, UserFacingError } from '../errors/index.ts';
 import type { Logger } from '../log/logger.ts';
 import { auditPopulation, readAuditStatus } from '../metrics/audit-status.ts';
-import { readReconciliationStatus, readStreamGapsStatus } from '../metrics/reconciliation-status.ts';
+import { readReconciliationStatus, readStreamGapsStatus } from '../metrics/sync-status.ts';
 import { createWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics.ts';
-import { pushConfigured } from '../push/push-configured.ts';
+import { pushConfigured } from '../push/push-admission.ts';
 import { pushDepsFromConfig } from '../push/push-deps.ts';
 import type { CatalogPayloads } from '../queue/job-catalog.ts';
 import type { JobDefinition } from '../queue/job-definition.ts';
-import type { KeepJobs } from '../queue/job-options.ts';
+import type { KeepJobs } from '../queue/job-queue.ts';
 import { type JobQueue, openJobQueue } from '../queue/job-queue.ts';
 import { type QueueWorker, startQueueWorker } from '../queue/queue-worker.ts';
 import { type RunningServer, serverLimits } from '../server/hardened-server.ts';
@@ -36,11 +36,15 @@ import { readCursor, reconcileLastCursor } from '../warehouse/cursors.ts';
 import { onTransactionRetry } from '../warehouse/loader/load-transaction.ts';
 import { countQuarantineByKind } from '../warehouse/quarantine.ts';
 import { countPollableUsers } from '../warehouse/recent-polls.ts';
-import { holdLease } from './redis-lease.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
 import { applySchedules, planSchedules } from './schedules.ts';
-import { createStreamSlots, type StreamSlots } from './stream-slots.ts';
-import { type StreamSupervisor, superviseStreams } from './stream-supervisor.ts';
+import {
+  createStreamSlots,
+  holdLease,
+  type StreamSlots,
+  type StreamSupervisor,
+  superviseStreams,
+} from './stream-supervisor.ts';
 
 /** How long the replica exporting the fleet-wide gauges keeps that role without a scrape. */
 const FLEET_REPORTER_LEASE_MS = 120_000;

@@ -16,7 +16,7 @@ import { auditPopulation, readAuditStatus } from '../../src/metrics/audit-status
 import { collectSyncStatus } from '../../src/metrics/sync-status.ts';
 import { createWorkerMetrics } from '../../src/metrics/worker-metrics.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { recordTypeOf, toV2Resource } from '../../src/validic/v2-resources.ts';
+import { recordTypeOf, toV2Resource } from '../../src/validic/platform-limits.ts';
 import { auditRotationCursor, readCursor } from '../../src/warehouse/cursors.ts';
 import { createInlineRunner } from '../../src/worker/catalog-inline-runner.ts';
 import { openRuntime, type Runtime } from '../../src/worker/runtime.ts';

@@ -15,7 +15,7 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import { legacyDeleteCheckBudget } from '../../src/legacy/confirm-legacy-deletes.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { LEGACY_OBJECTS } from '../../src/validic/legacy-objects.ts';
+import { LEGACY_OBJECTS } from '../../src/validic/platform-limits.ts';
 import { createInlineRunner } from '../../src/worker/catalog-inline-runner.ts';
 import { openRuntime, type Runtime } from '../../src/worker/runtime.ts';
 import { sandboxEnv } from '../helpers/cli.ts';

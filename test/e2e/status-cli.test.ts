@@ -9,7 +9,7 @@ import type { SyncStatus } from '../../src/metrics/sync-status.ts';
 import type { CatalogPayloads } from '../../src/queue/job-catalog.ts';
 import type { JobDefinition } from '../../src/queue/job-definition.ts';
 import { openJobQueue } from '../../src/queue/job-queue.ts';
-import { createStreamSlots } from '../../src/worker/stream-slots.ts';
+import { createStreamSlots } from '../../src/worker/stream-supervisor.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { day } from '../helpers/fixtures/index.ts';
 import { TEST_REDIS_URL } from '../helpers/redis.ts';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { createStreamSlots } from '../../src/worker/stream-slots.ts';
+import { createStreamSlots } from '../../src/worker/stream-supervisor.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
 import { day } from '../helpers/fixtures/index.ts';

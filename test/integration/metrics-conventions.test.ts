@@ -12,7 +12,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { createWorkerMetrics, type WorkerMetrics } from '../../src/metrics/worker-metrics.ts';
-import { holdLease } from '../../src/worker/redis-lease.ts';
+import { holdLease } from '../../src/worker/stream-supervisor.ts';
 import { REPO_ROOT } from '../helpers/cli.ts';
 import { createTestRedis, type TestRedis } from '../helpers/redis.ts';
 

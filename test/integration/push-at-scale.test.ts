@@ -41,7 +41,7 @@ import type { Sandbox } from '../../src/sandbox/index.ts';
 import { startSandbox } from '../../src/sandbox/index.ts';
 import { type RunningServer, serverLimits } from '../../src/server/hardened-server.ts';
 import { handlePushRequest, startPushServer } from '../../src/server/push-server.ts';
-import type { LegacyObject } from '../../src/validic/legacy-objects.ts';
+import type { LegacyObject } from '../../src/validic/platform-limits.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/open-warehouse.ts';
 import { createInlineRunner } from '../../src/worker/catalog-inline-runner.ts';
 import { openRuntime, type Runtime } from '../../src/worker/runtime.ts';

@@ -12,7 +12,7 @@ import { drainPushFetches, PUSH_FETCH_LOST_AFTER_MS } from '../../jobs/push-drai
 import { pushPrune } from '../../jobs/push-prune.ts';
 import { configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/log/logger.ts';
-import { pushFetchOfItem } from '../../src/push/push-fetch-of-item.ts';
+import { pushFetchOfItem } from '../../src/push/push-items.ts';
 import type { JobContext } from '../../src/queue/job-context.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { storePushFetches, storePushNotification } from '../../src/warehouse/push-store.ts';

@@ -8,8 +8,7 @@ import { pushPrune } from '../../jobs/push-prune.ts';
 import { configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import type { JobContext } from '../../src/queue/job-context.ts';
-import { jobSettings } from '../../src/queue/job-settings.ts';
-import { jobWarehouse } from '../../src/queue/job-warehouse.ts';
+import { jobSettings, jobWarehouse } from '../../src/queue/job-context.ts';
 import { prunePushNotifications } from '../../src/warehouse/push-store.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 

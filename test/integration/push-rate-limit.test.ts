@@ -3,7 +3,7 @@
  * org and minute, and number the refusals alike; another org and the next minute start afresh. Real Redis.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { createPushRateLimit } from '../../src/push/push-rate-limit.ts';
+import { createPushRateLimit } from '../../src/push/push-admission.ts';
 import { createTestRedis } from '../helpers/redis.ts';
 
 describe('push rate limit in Redis', () => {

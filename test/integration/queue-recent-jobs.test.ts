@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { EDGE_DAYS } from '../../src/validic/date-windows.ts';
+import { EDGE_DAYS } from '../../src/validic/platform-limits.ts';
 import { startWorker } from '../../src/worker/start-worker.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';

@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_STREAM_CONNECTIONS } from '../../src/validic/platform-limits.ts';
-import { createStreamSlots, streamSlotKey } from '../../src/worker/stream-slots.ts';
+import { createStreamSlots, streamSlotKey } from '../../src/worker/stream-supervisor.ts';
 import { createTestRedis, type TestRedis } from '../helpers/redis.ts';
 
 describe('stream slots', () => {

@@ -23,7 +23,7 @@ import {
 } from '../../src/warehouse/cursors.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { type GapHandledBy, readOpenStreamGaps } from '../../src/warehouse/stream-bookkeeping.ts';
-import { createOrgClients, type OrgClients } from '../../src/worker/org-clients.ts';
+import { createOrgClients, type OrgClients } from '../../src/worker/runtime.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { sandboxOrganization } from '../helpers/sandbox-organization.ts';
 

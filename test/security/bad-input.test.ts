@@ -17,7 +17,7 @@ import { normalizeItem } from '../../src/normalize/normalize-item.ts';
 import type { RawItem } from '../../src/pipeline/batch.ts';
 import { classifyFrame, readSseFrames, toRawItems } from '../../src/stream/frames.ts';
 import type { DataFrame } from '../../src/stream/types.ts';
-import { listItems } from '../../src/validic/envelopes.ts';
+import { listItems } from '../../src/validic/requests.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { endlessAnswer } from '../helpers/fixtures/index.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';

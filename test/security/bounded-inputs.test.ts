@@ -25,7 +25,7 @@ import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../../src/http/retry-policy
 import { createLegacyClient } from '../../src/legacy/legacy-client.ts';
 import { extractPushItems } from '../../src/push/push-items.ts';
 import { classifyFrame, readSseFrames } from '../../src/stream/frames.ts';
-import { buildUrl } from '../../src/validic/build-url.ts';
+import { buildUrl } from '../../src/validic/requests.ts';
 import { createStreamsClient } from '../../src/validic/streams-client.ts';
 import { createV2Client } from '../../src/validic/v2-client.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
 import { UserFacingError } from '../../src/errors/index.ts';
 import { silentLogger } from '../../src/log/logger.ts';
-import { pushConfigured } from '../../src/push/push-configured.ts';
+import { pushConfigured } from '../../src/push/push-admission.ts';
 import {
   type RunningServer,
   type ServerLimits,

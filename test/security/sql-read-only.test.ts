@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { escapeControlChars, terminalSafeJson } from '../../src/report/terminal-safe.ts';
+import { escapeControlChars, terminalSafeJson } from '../../src/report/format-table.ts';
 import { migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { openWarehouse } from '../../src/warehouse/open-warehouse.ts';
 import { firstKeyword } from '../../src/warehouse/read-only-query.ts';

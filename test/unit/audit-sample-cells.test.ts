@@ -11,7 +11,7 @@ import {
   drawScheduledCells,
   seededUniform,
 } from '../../src/audit/sample-cells.ts';
-import type { DateWindow } from '../../src/validic/date-windows.ts';
+import type { DateWindow } from '../../src/validic/platform-limits.ts';
 
 const DAY_MS = 86_400_000;
 const dayMs = (day: string) => Date.parse(`${day}T00:00:00Z`);

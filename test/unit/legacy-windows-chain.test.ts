@@ -5,8 +5,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { nextLegacyWindow } from '../../jobs/legacy-latest.ts';
-import { nextLegacyCursor } from '../../src/legacy/legacy-cursor.ts';
-import { planLegacyWindows } from '../../src/legacy/legacy-windows.ts';
+import { nextLegacyCursor, planLegacyWindows } from '../../src/legacy/legacy-windows.ts';
 import { legacyLatestCursor } from '../../src/warehouse/cursors.ts';
 
 const HOUR = 3_600_000;

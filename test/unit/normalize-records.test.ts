@@ -1,11 +1,13 @@
 /** Fixtures follow the spec's field tables (v2 "Common record fields", nutrition and intraday tables). */
 import { describe, expect, it } from 'vitest';
-import { normalizeConnectionEvent } from '../../src/normalize/connection-event.ts';
-import { normalizeLegacyRecord } from '../../src/normalize/legacy-record.ts';
-import { normalizeItem } from '../../src/normalize/normalize-item.ts';
+import {
+  normalizeConnectionEvent,
+  normalizeItem,
+  normalizeLegacyRecord,
+  normalizeUser,
+  routeFrame,
+} from '../../src/normalize/normalize-item.ts';
 import { normalizeRecord } from '../../src/normalize/normalize-record.ts';
-import { routeFrame } from '../../src/normalize/route-frame.ts';
-import { normalizeUser } from '../../src/normalize/user.ts';
 import {
   food,
   metric,

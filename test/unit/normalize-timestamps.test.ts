@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseTimestamp } from '../../src/normalize/timestamps.ts';
+import { parseTimestamp } from '../../src/normalize/parse-helpers.ts';
 
 describe('parseTimestamp', () => {
   it.each([

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { pushDrainAllowance, pushDrainWindow } from '../../src/push/push-drain-gate.ts';
+import { pushDrainAllowance, pushDrainWindow } from '../../src/push/process-push-notification.ts';
 
 const HOUR = 3_600_000;
 const TICK = 60_000;

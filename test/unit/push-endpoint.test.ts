@@ -16,8 +16,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log/logger.ts';
 import { handlePush, type PushDeps, type PushRequest } from '../../src/push/handle-push.ts';
-import { createPushRateLimit } from '../../src/push/push-rate-limit.ts';
-import { pushOrgResolver } from '../../src/push/resolve-push-org.ts';
+import { createPushRateLimit, pushOrgResolver } from '../../src/push/push-admission.ts';
 import { handlePushRequest } from '../../src/server/push-server.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 

@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { coalescedDueAt, pushFetchOfItem, refusedMinuteFetches } from '../../src/push/push-fetch-of-item.ts';
+import { coalescedDueAt, pushFetchOfItem, refusedMinuteFetches } from '../../src/push/push-items.ts';
 import {
   coalescePushFetches,
   mergePushFetch,

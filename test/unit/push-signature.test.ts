@@ -14,7 +14,7 @@ vi.mock('node:crypto', async (importOriginal) => {
 });
 
 const { checkSignedPush, parsePushTimestamp, pushSignature, pushSignatureMatches } = await import(
-  '../../src/push/push-signature.ts'
+  '../../src/push/push-admission.ts'
 );
 
 const formula = (secret: string, token: string, service: string, timestamp: string) =>

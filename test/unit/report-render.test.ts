@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { estimateCompleteness } from '../../src/audit/completeness-interval.ts';
 import type { AuditStatus } from '../../src/metrics/audit-status.ts';
-import { escapeHtml } from '../../src/report/escape-html.ts';
-import { renderReport } from '../../src/report/render-report.ts';
+import { escapeHtml, renderReport } from '../../src/report/render-report.ts';
 import type { ReportData } from '../../src/report/report-data.ts';
 import type { AuditKind, AuditTotals } from '../../src/warehouse/audits.ts';
 

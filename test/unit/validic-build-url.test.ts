@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildUrl } from '../../src/validic/build-url.ts';
+import { buildUrl } from '../../src/validic/requests.ts';
 
 describe('buildUrl', () => {
   it('keeps a base path prefix and encodes each segment', () => {

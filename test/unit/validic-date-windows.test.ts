@@ -7,7 +7,7 @@ import {
   planDateWindows,
   planRecordWindows,
   windowDays,
-} from '../../src/validic/date-windows.ts';
+} from '../../src/validic/platform-limits.ts';
 
 describe('planDateWindows', () => {
   it('cuts a range into 30-day inclusive windows', () => {

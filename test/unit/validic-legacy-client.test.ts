@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/errors/index.ts';
+import type { SummaryPage } from '../../src/legacy/legacy-client.ts';
 import { createLegacyClient, formatLegacyInstant } from '../../src/legacy/legacy-client.ts';
-import type { SummaryPage } from '../../src/legacy/legacy-summary-pager.ts';
-import { LEGACY_OBJECTS, toLegacyObject } from '../../src/validic/legacy-objects.ts';
+import { LEGACY_OBJECTS, toLegacyObject } from '../../src/validic/platform-limits.ts';
 import { rawLegacyRecord } from '../helpers/fixtures/index.ts';
 import { useMockAgent } from '../helpers/mock-agent.ts';
 

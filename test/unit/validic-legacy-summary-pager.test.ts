@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { IncompleteListingError } from '../../src/errors/index.ts';
-import { pageBySummary, type SummaryPage } from '../../src/legacy/legacy-summary-pager.ts';
-import type { RawObject } from '../../src/validic/envelopes.ts';
+import { pageBySummary, type SummaryPage } from '../../src/legacy/legacy-client.ts';
+import type { RawObject } from '../../src/validic/requests.ts';
 
 const BASE = 'https://legacy.example.test/v1/organizations/o/fitness/latest.json?access_token=t&expanded=1';
 

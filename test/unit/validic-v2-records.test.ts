@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { PermanentError, UnexpectedResponseError, UsageError } from '../../src/errors/index.ts';
+import { recordTypeOf, toV2Resource, V2_RESOURCES } from '../../src/validic/platform-limits.ts';
 import { createV2Client } from '../../src/validic/v2-client.ts';
-import { recordTypeOf, toV2Resource, V2_RESOURCES } from '../../src/validic/v2-resources.ts';
 import { rawRecord } from '../helpers/fixtures/index.ts';
 import { useMockAgent } from '../helpers/mock-agent.ts';
 

@@ -8,10 +8,10 @@
  */
 import type { Command } from 'commander';
 import { formatShare } from '../../audit/completeness-interval.ts';
-import { selectOrganizations } from '../../config/require-organizations.ts';
+import { selectOrganizations } from '../../config/load-config.ts';
 import { resultOf } from '../../worker/catalog-inline-runner.ts';
 import type { CommandRunner } from '../command-runner.ts';
-import { EXIT_FAILED } from '../exit-codes.ts';
+import { EXIT_FAILED } from '../command-runner.ts';
 import { runInlineCommand } from '../inline-command.ts';
 import { parseDateRange, parseList, parseShare } from '../parse-options.ts';
 

@@ -3,7 +3,7 @@
  * users, v2 records and connection events for the range, resumable and idempotent.
  */
 import type { Command } from 'commander';
-import { selectOrganizations } from '../../config/require-organizations.ts';
+import { selectOrganizations } from '../../config/load-config.ts';
 import { emptyCounts, type LoadCounts } from '../../pipeline/batch.ts';
 import { resultOf } from '../../worker/catalog-inline-runner.ts';
 import type { CommandRunner } from '../command-runner.ts';
@@ -37,7 +37,7 @@ export function registerBackfill(program: Command, run: CommandRunner): void {
         const { config, log, print } = ctx;
         const range = parseDateRange(options.from, options.to);
         const orgs = selectOrganizations(config, options.org);
-        const { toV2Resource } = await import('../../validic/v2-resources.ts');
+        const { toV2Resource } = await import('../../validic/platform-limits.ts');
         const resources = parseList(options.resources)?.map(toV2Resource);
         return runInlineCommand(ctx, {
           orgs,

@@ -4,7 +4,7 @@
  * overlap) and loaded idempotently. Running it again is harmless: unchanged records are not rewritten.
  */
 import type { Command } from 'commander';
-import { selectOrganizations } from '../../config/require-organizations.ts';
+import { selectOrganizations } from '../../config/load-config.ts';
 import { IncompleteListingError, UsageError } from '../../errors/index.ts';
 import { emptyCounts, type LoadCounts } from '../../pipeline/batch.ts';
 import { resultOf } from '../../worker/catalog-inline-runner.ts';
@@ -39,7 +39,7 @@ export function registerLegacy(program: Command, run: CommandRunner): void {
             'give a --from earlier than --to',
           );
         }
-        const { toLegacyObject } = await import('../../validic/legacy-objects.ts');
+        const { toLegacyObject } = await import('../../validic/platform-limits.ts');
         const objects = parseList(options.objects)?.map(toLegacyObject);
         const orgs = selectOrganizations(config, options.org);
         return runInlineCommand(ctx, {

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { createPartitionsAhead } from '../../warehouse/warehouse-upkeep.ts';
 import type { CommandRunner } from '../command-runner.ts';
-import { withWarehouse } from '../with-warehouse.ts';
+import { withWarehouse } from '../command-runner.ts';
 
 export function registerMigrate(program: Command, run: CommandRunner): void {
   program

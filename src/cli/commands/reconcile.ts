@@ -8,7 +8,7 @@
  * lost, so one-shot users get the same completeness as the worker.
  */
 import type { Command } from 'commander';
-import { selectOrganizations } from '../../config/require-organizations.ts';
+import { selectOrganizations } from '../../config/load-config.ts';
 import { UsageError } from '../../errors/index.ts';
 import type { ReconcilePassSummary } from '../../stream/reconciliation.ts';
 import { CONNECTION_EVENTS_SINCE } from '../../validic/platform-limits.ts';
@@ -44,7 +44,7 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
           );
         }
         const from = [range.from, CONNECTION_EVENTS_SINCE].sort().at(-1)!;
-        const { planDateWindows } = await import('../../validic/date-windows.ts');
+        const { planDateWindows } = await import('../../validic/platform-limits.ts');
         const { applyBatch } = await import('../../warehouse/loader/apply-batch.ts');
         const windows = planDateWindows(from, range.to);
         return runInlineCommand(ctx, {

@@ -3,7 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { CommandRunner } from '../command-runner.ts';
-import { withWarehouse } from '../with-warehouse.ts';
+import { withWarehouse } from '../command-runner.ts';
 
 export function registerReport(program: Command, run: CommandRunner): void {
   program

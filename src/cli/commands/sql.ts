@@ -8,8 +8,7 @@
  */
 import type { Command } from 'commander';
 import { ConfigError, UsageError, UserFacingError } from '../../errors/index.ts';
-import { formatTable } from '../../report/format-table.ts';
-import { escapeControlChars, terminalSafeJson } from '../../report/terminal-safe.ts';
+import { escapeControlChars, formatTable, terminalSafeJson } from '../../report/format-table.ts';
 import type { CommandRunner } from '../command-runner.ts';
 
 export const DEFAULT_SQL_TIMEOUT_SECONDS = 60;

@@ -15,7 +15,7 @@ import type { SyncStatus } from '../../metrics/sync-status.ts';
 import { formatColumns } from '../../report/format-table.ts';
 import { reconcileStreamName } from '../../stream/reconciliation.ts';
 import type { CommandRunner } from '../command-runner.ts';
-import { EXIT_OK } from '../exit-codes.ts';
+import { EXIT_OK } from '../command-runner.ts';
 import { formatAuditStatus } from '../format-audit-status.ts';
 
 interface StatusOptions {
@@ -46,7 +46,7 @@ export function registerStatus(program: Command, run: CommandRunner): void {
           if (config.redisUrl) {
             const { connectRedis } = await import('../../runtime/connect-redis.ts');
             const { openJobQueue } = await import('../../queue/job-queue.ts');
-            const { createStreamSlots } = await import('../../worker/stream-slots.ts');
+            const { createStreamSlots } = await import('../../worker/stream-supervisor.ts');
             const redis = await connectRedis(config.redisUrl, { timeoutMs: 3000 }).catch((error: unknown) => {
               // The warehouse side is still worth showing when Redis is away.
               queueError = (error as Error).message;

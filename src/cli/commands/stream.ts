@@ -8,13 +8,13 @@
  * one waits or runs. Gaps no stream reaches any more are backfilled over REST by jobs run here.
  */
 import type { Command } from 'commander';
-import { selectOrganizations } from '../../config/require-organizations.ts';
+import { selectOrganizations } from '../../config/load-config.ts';
 import { UsageError } from '../../errors/index.ts';
 import type { ReconcilePassSummary } from '../../stream/reconciliation.ts';
 import type { OrgStreamSummary } from '../../stream/stream-summary.ts';
 import { STREAM_POKE_INTERVAL_MS } from '../../validic/platform-limits.ts';
 import type { CommandRunner } from '../command-runner.ts';
-import { EXIT_FAILED, EXIT_OK } from '../exit-codes.ts';
+import { EXIT_FAILED, EXIT_OK } from '../command-runner.ts';
 import { parsePositiveInt } from '../parse-options.ts';
 
 interface StreamOptions {

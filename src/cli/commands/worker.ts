@@ -7,10 +7,10 @@
  * a second exits at once.
  */
 import type { Command } from 'commander';
-import { requireOrganizations } from '../../config/require-organizations.ts';
+import { requireOrganizations } from '../../config/load-config.ts';
 import { UsageError } from '../../errors/index.ts';
 import type { CommandRunner } from '../command-runner.ts';
-import { EXIT_OK } from '../exit-codes.ts';
+import { EXIT_OK } from '../command-runner.ts';
 
 interface WorkerOptions {
   schedules: boolean;

@@ -181,7 +181,7 @@ export async function ensureMonthPartitions(
 /**
  * The loader's retry of a whole transaction that PostgreSQL rolled back because it lost a race with
  * another one: `40P01` (the deadlock detector chose it) or `40001` (serialization failure), the
- * `CONFLICT_CODES` of src/errors/error-codes.ts. Why and how: ../README.md, "`loader/load-transaction.ts`".
+ * `CONFLICT_CODES` of src/errors/cause-chain.ts. Why and how: ../README.md, "`loader/load-transaction.ts`".
  */
 
 /** Attempts in all, the first included: a conflict that outlives them goes to the caller. */
