@@ -99,9 +99,7 @@ export async function prunePushNotifications(
   before: Date,
   options: { batchSize?: number; signal?: AbortSignal } = {},
 ): Promise<number> {
-  const batchSize = options.batchSize ?? 10_000;
-  let total = 0;
-  while (!options.signal?.aborted) {
+  return await deleteInBatches(options, async (batchSize) => {
     const deleted = await table(db)
       .deleteFrom('validic_sync.push_notifications')
       .where(
@@ -114,7 +112,22 @@ export async function prunePushNotifications(
           .limit(batchSize),
       )
       .executeTakeFirst();
-    const n = Number(deleted.numDeletedRows);
+    return Number(deleted.numDeletedRows);
+  });
+}
+
+/**
+ * Runs `deleteBatch` (deleting at most `batchSize` rows) until a batch deletes fewer or `signal` aborts:
+ * short transactions, no long lock on a busy table. Returns the rows deleted.
+ */
+async function deleteInBatches(
+  options: { batchSize?: number; signal?: AbortSignal },
+  deleteBatch: (batchSize: number) => Promise<number>,
+): Promise<number> {
+  const batchSize = options.batchSize ?? 10_000;
+  let total = 0;
+  while (!options.signal?.aborted) {
+    const n = await deleteBatch(batchSize);
     total += n;
     if (n < batchSize) break;
   }
@@ -478,16 +491,12 @@ export async function prunePushFetches(
   before: Date,
   options: { batchSize?: number; signal?: AbortSignal } = {},
 ): Promise<number> {
-  const batchSize = options.batchSize ?? 10_000;
-  let total = 0;
-  while (!options.signal?.aborted) {
+  const total = await deleteInBatches(options, async (batchSize) => {
     const deleted = await sql`
       delete from validic_sync.push_fetches where id in (
         select id from validic_sync.push_fetches where done_at < ${before} limit ${batchSize})`.execute(db);
-    const n = Number(deleted.numAffectedRows ?? 0);
-    total += n;
-    if (n < batchSize) break;
-  }
+    return Number(deleted.numAffectedRows ?? 0);
+  });
   const refusals = await sql`delete from validic_sync.push_refusals where minute < ${before}`.execute(db);
   return total + Number(refusals.numAffectedRows ?? 0);
 }
