@@ -1,10 +1,13 @@
 /**
- * Prints the run's counts as one plain last line, `N passed, M failed[, K skipped]`, so any tool
- * (CI included) can read the result without knowing vitest's output format.
+ * Prints the run's wall time (`tests took N s`, so CI's log shows each suite's duration) and then its
+ * counts as one plain last line, `N passed, M failed[, K skipped]`, so any tool (CI included) can read
+ * the result without knowing vitest's output format.
  */
 import type { Reporter, TestModule } from 'vitest/node';
 
 export default class SummaryReporter implements Reporter {
+  readonly #startedAt = Date.now();
+
   onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<unknown>): void {
     let passed = 0;
     let failed = 0;
@@ -20,6 +23,8 @@ export default class SummaryReporter implements Reporter {
       if (module.state() === 'failed' && module.children.size === 0) failed++;
     }
     failed += unhandledErrors.length;
+    const seconds = Math.round((Date.now() - this.#startedAt) / 1000);
+    process.stdout.write(`\ntests took ${seconds} s\n`);
     process.stdout.write(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`);
   }
 }
