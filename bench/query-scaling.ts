@@ -41,11 +41,9 @@
 import pg from 'pg';
 import { bindExample, EXAMPLE_QUERIES } from '../src/docs/example-queries.ts';
 import type { RawItem } from '../src/pipeline/batch.ts';
-import { connectionEvent, sourceFor } from '../src/sandbox/generate-data.ts';
-import { buildUser } from '../src/sandbox/generate-users.ts';
+import { buildUser, connectionEvent, sourceFor, sourceInfo } from '../src/sandbox/generate-data.ts';
 import { createPrng, type Prng } from '../src/sandbox/prng.ts';
 import { buildRecord, computeChecksum } from '../src/sandbox/record-factory.ts';
-import { sourceInfo } from '../src/sandbox/sources.ts';
 import { DAY_MS, isoMillis, isoSeconds, startOfUtcDay } from '../src/sandbox/time.ts';
 import type { ResourceType, User, V2Record } from '../src/sandbox/types.ts';
 import { applyBatch } from '../src/warehouse/loader/apply-batch.ts';

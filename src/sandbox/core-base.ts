@@ -1,8 +1,7 @@
 /** What every route and control operation shares, except the stream hub (which is built from this). */
-import type { FaultSwitches } from './faults.ts';
+import type { FaultSwitches, RequestBudget } from './faults.ts';
 import type { Notifier } from './notifier.ts';
 import type { Prng } from './prng.ts';
-import type { RequestBudget } from './request-budget.ts';
 import type { SandboxState } from './state.ts';
 import type { RequestStats } from './stats.ts';
 import type { SandboxClock } from './time.ts';

@@ -1,11 +1,14 @@
 /**
+ * The faults the sandbox can be told to show (the control API), and the request budget whose 429s one of
+ * them turns on.
+ */
+import { createPrng, type Prng } from './prng.ts';
+
+/**
  * Switchable faults. Every switch is off by default. Rates are probabilities per request (or per event)
  * drawn from a PRNG seeded from the sandbox seed and re-seeded whenever faults are set, so the same
  * sequence of requests meets the same faults.
  */
-
-import { createPrng, type Prng } from './prng.ts';
-import { RequestBudget } from './request-budget.ts';
 
 export type LegacyPaging = 'offset' | 'page' | 'page-and-offset';
 
@@ -129,5 +132,28 @@ export class FaultSwitches {
 
   roll(rate: number): boolean {
     return rate > 0 && (rate >= 1 || this.prng.next() < rate);
+  }
+}
+
+/** Requests per token in fixed windows of the sandbox clock: the platform's rate limit and the budget fault. */
+export class RequestBudget {
+  private readonly limit: { limit: number; windowMs: number } | null;
+  private readonly used = new Map<string, { window: number; count: number }>();
+
+  constructor(limit: { limit: number; windowMs: number } | null) {
+    this.limit = limit;
+  }
+
+  /** Counts one request; returns the ms until the window resets when the budget is exhausted, else null. */
+  spend(token: string, nowMs: number): number | null {
+    if (!this.limit) return null;
+    const window = Math.floor(nowMs / this.limit.windowMs);
+    const entry = this.used.get(token);
+    if (!entry || entry.window !== window) {
+      this.used.set(token, { window, count: 1 });
+      return this.limit.limit >= 1 ? null : this.limit.windowMs;
+    }
+    entry.count++;
+    return entry.count > this.limit.limit ? (window + 1) * this.limit.windowMs - nowMs : null;
   }
 }

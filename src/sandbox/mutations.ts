@@ -3,11 +3,15 @@
  * Changes land in the state (truth) and, for v2 data, in the event log that streams and replay read.
  */
 import type { SandboxCore } from './core.ts';
-import { connectionEvent, sourceFor } from './generate-data.ts';
-import { buildLegacyRecord } from './generate-legacy.ts';
-import { buildUser, offsetOfTimezone } from './generate-users.ts';
+import {
+  buildLegacyRecord,
+  buildUser,
+  connectionEvent,
+  offsetOfTimezone,
+  SOURCES,
+  sourceFor,
+} from './generate-data.ts';
 import { buildRecord, changeRecord, recordAsOf } from './record-factory.ts';
-import { SOURCES } from './sources.ts';
 import { DAY_MS, isoMillis, isoSeconds, parseDay, startOfUtcDay } from './time.ts';
 import type { ConnectionEvent, LegacyObject, LegacyRecord, ResourceType, User, V2Record } from './types.ts';
 

@@ -5,11 +5,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { SandboxControl, SandboxTruth } from './control.ts';
-import { handleControl } from './control-routes.ts';
+import { handleControl } from './control.ts';
 import type { SandboxCore } from './core.ts';
-import { endpointLabel } from './endpoint-label.ts';
 import { type RequestContext, sendJson, sendText } from './http-util.ts';
 import { handleLegacy } from './legacy-routes.ts';
+import { endpointLabel } from './stats.ts';
 import { handleStreams } from './streams-routes.ts';
 import { handleV2 } from './v2-routes.ts';
 

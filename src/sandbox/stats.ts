@@ -1,3 +1,8 @@
+/**
+ * What the sandbox counts of the requests it served, by a bounded label of their endpoint.
+ */
+import { LEGACY_OBJECTS } from './types.ts';
+
 /** Request statistics: per endpoint and status, 429s, and requests per token per minute (sandbox clock). */
 export interface StatsSnapshot {
   total: number;
@@ -52,4 +57,22 @@ export class RequestStats {
       perTokenMinute: nested(this.perTokenMinute as Map<string | number, Map<string | number, number>>),
     };
   }
+}
+
+/** Statistics key of a request: method plus path with ids replaced (`GET /organizations/:org/users`). */
+const OBJECTS = new Set<string>(LEGACY_OBJECTS);
+
+export function endpointLabel(method: string, path: string): string {
+  const segments = path.split('/').filter(Boolean);
+  const legacy = segments[0] === 'v1';
+  const out = segments.map((segment, i) => {
+    const prev = segments[i - 1];
+    const ext = segment.endsWith('.json') ? '.json' : '';
+    if (prev === 'organizations') return `:org${ext}`;
+    if (prev === 'users') return `:uid${ext}`;
+    if (prev === 'streams') return ':id';
+    if (legacy && prev !== undefined && OBJECTS.has(prev) && segment !== 'latest.json') return `:id${ext}`;
+    return segment;
+  });
+  return `${method} /${out.join('/')}`;
 }

@@ -6,12 +6,13 @@
  * may span at most 30 days (end_date − start_date ≤ 30); deleted records are served with `deleted_at`
  * set; a `limit` above the maximum is reduced to it; any page without items answers `{}`.
  */
+
+import { authorizeV2 } from './auth.ts';
 import type { SandboxCore } from './core.ts';
 import { intParam, type RequestContext, readJsonBody, sendJson, sendText } from './http-util.ts';
 import { addUser, ConflictError, deleteUser } from './mutations.ts';
 import { DAY_MS, parseDay, startOfUtcDay, utcDay } from './time.ts';
 import { RESOURCE_PATHS, type User } from './types.ts';
-import { authorizeV2 } from './v2-auth.ts';
 
 const MAX_RANGE_DAYS = 30;
 
