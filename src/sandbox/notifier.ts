@@ -9,7 +9,7 @@
  * UTC seconds followed by a dot-less fraction) and `X-Validic-Signature` = Base64(HMAC-SHA1(application
  * secret, org access token + "notification" + timestamp)). The send time is the real clock (it is a
  * transport header the receiver compares with its own clock), not the sandbox's data clock.
- * The signature is computed here, not with the worker's src/push/push-signature.ts, on purpose: the
+ * The signature is computed here, not with the worker's src/push/push-admission.ts, on purpose: the
  * sandbox is the other side of the wire, and sharing the code would hide a misreading of the formula.
  */
 import { createHmac } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * The consumer's micro-batch buffer (src/stream/frame-list.ts): appending is O(1), leaves the list it
+ * The consumer's micro-batch buffer (the persistent list of src/stream/consumer-machine.ts): appending is O(1), leaves the list it
  * appended to unchanged (so `next` stays pure, STATE-MACHINE.md I10), and a commit gets the frames in
  * arrival order in an array of its own.
  */
@@ -17,7 +17,7 @@ const frame = (id: string): DataFrame => ({
 
 const idOf = (f: DataFrame): string => (f.kind === 'data' ? (f.payload as { id: string }).id : f.kind);
 
-describe('the micro-batch buffer (frame-list.ts)', () => {
+describe('the micro-batch buffer (consumer-machine.ts)', () => {
   it('keeps arrival order and leaves the list it appended to unchanged', () => {
     const one = appendFrame(NO_FRAMES, frame('a'));
     const two = appendFrame(one, frame('b'));
