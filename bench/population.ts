@@ -25,8 +25,11 @@
  * itself (jobs/ has no automatic records.backfill); the feed's new users have no history, so their
  * records arrive by the stream like everyone's.
  *
- * Known limit: the sandbox's v2 users listing sorts every user on every page, so at 100,000 users a
- * listing blocks the sandbox (and so this feed, in the same event loop) for minutes (bench/RESULTS.md).
+ * The sandbox keeps its users listing sorted between changes of its users (it used to sort every user
+ * on every page: 13 minutes per listing at 100,000 users, starving this feed). At 100,000 users the
+ * sandbox's memory grows past Node's default heap over a simulated day: the default run gives each size
+ * a child with `--max-old-space-size=12000`; run `--users 100000` the same way
+ * (`node --max-old-space-size=12000 bench/population.ts --users 100000 --accelerate 48 --hours 24`).
  *
  * Run: `node bench/population.ts` (10,000 then 100,000 users, each in its own child process),
  * `node bench/population.ts --users 10000 --accelerate 144 --hours 24`, `--quick` (2,000 users, 2 h).
@@ -186,8 +189,11 @@ async function streamGaps(
 /**
  * What autovacuum would do, where the server has it off (this machine's PostgreSQL does): ANALYZE the
  * warehouse every minute. Without statistics the planner takes the fresh tables for empty, and the
- * budget plan's counts (readBudgetPlan) become a nested loop over every record per user: measured
- * 6 min 41 s per tick at 10,019 users (`--no-analyze` shows it).
+ * budget plan's counts (readBudgetPlan) became a nested loop over every record per user: measured
+ * 6 min 41 s per tick at 10,019 users. The worker now gives never-analyzed tables their first statistics
+ * itself (analyzeNewTables, src/warehouse/warehouse-upkeep.ts, each records.recent tick), so
+ * `--no-analyze` shows the worker alone: 0.70 s per tick at 100,000 users (bench/RESULTS.md). This stand-in
+ * keeps the statistics fresh as the tables grow, as autovacuum would in production.
  */
 async function standInAutovacuum(
   databaseUrl: string,
