@@ -3,13 +3,14 @@
  * warehouse compared with the sandbox's ground truth row for row.
  */
 import { sql } from 'kysely';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
 import { day } from '../helpers/fixtures/index.ts';
 import type { TestDatabase } from '../helpers/pg.ts';
 import { useSandbox } from '../helpers/use-before-all.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 
 const DAYS = 40;
 const range = () => {
@@ -87,7 +88,8 @@ describe('backfill killed mid-way resumes', () => {
     const env = sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONCURRENCY: '2' });
 
     const killed = spawnCli(args(), env);
-    await vi.waitFor(
+    await waitForStep(
+      'twenty backfill windows done, the run unfinished',
       async () => {
         const { done, total } = await doneWindows();
         expect(done).toBeGreaterThanOrEqual(20);
@@ -117,7 +119,11 @@ describe('backfill killed mid-way resumes', () => {
     expect(again.stdout).toMatch(/inserted 0, updated 0/);
     const freshRequests = sandbox.control.stats().total;
     expect(freshRequests).toBeGreaterThan(resumedRequests);
-    await vi.waitFor(async () => expect(await validicTupleWrites(db)).toBe(writesBefore), { timeout: 5000 });
+    await waitForStep(
+      'the tuple writes to settle at their count before the refetch',
+      async () => expect(await validicTupleWrites(db)).toBe(writesBefore),
+      { timeout: 5000, interval: 50 },
+    );
     expect(await compareWithTruth(db.warehouse, sandbox)).toEqual(NO_DIFFERENCES);
   });
 });

@@ -10,10 +10,11 @@
  */
 import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { createTestRedis, type TestRedis } from '../helpers/redis.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 import { startWorkerChild, type WorkerChild, workerChildEnv } from '../helpers/worker-fleet.ts';
 
 const SECRET = 'e2e-push-secret-4f1c9a7b2d';
@@ -123,7 +124,8 @@ describe('push notifications into a running worker', () => {
     ]);
 
     const announced = [...added, updated];
-    await vi.waitFor(
+    await waitForStep(
+      'the announced records stored',
       async () => expect(await stored(announced.map((r) => r._id))).toEqual(expected(announced)),
       WAIT,
     );
@@ -187,7 +189,8 @@ describe('push notifications into a running worker', () => {
     expect(response.status).toBe(202);
     expect(await response.json()).toMatchObject({ status: 'queued', items: 1, enqueued: 1 });
     const all = [announced, sameSourceThatDay, otherSource, outsideTheWindow].map((r) => r._id);
-    await vi.waitFor(
+    await waitForStep(
+      'the announced record and its same-source neighbour stored',
       async () => expect(await stored(all)).toEqual(expected([announced, sameSourceThatDay])),
       WAIT,
     );
@@ -244,7 +247,8 @@ describe('push notifications into a running worker', () => {
     });
     expect(response.status).toBe(202);
     expect(await response.json()).toMatchObject({ status: 'queued', enqueued: 1 });
-    await vi.waitFor(
+    await waitForStep(
+      'the updated sleep record stored',
       async () => expect(await stored([record._id])).toEqual(expected([{ ...updated, object: 'sleep' }])),
       WAIT,
     );

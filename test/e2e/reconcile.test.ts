@@ -4,11 +4,12 @@
  * counts them (output and the `reconcile:last` cursor), and adds nothing on a second run.
  */
 import { sql } from 'kysely';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readCursor, reconcileLastCursor } from '../../src/warehouse/cursors.ts';
 import { runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { useSandbox, useTempDir } from '../helpers/use-before-all.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 import { compareStreamWithTruth, NO_STREAM_DIFFERENCES } from './stream-compare.ts';
 
 const day = (msAgo: number) => new Date(Date.now() - msAgo).toISOString().slice(0, 10);
@@ -35,10 +36,11 @@ describe('reconcile adds the connection events the stream missed', () => {
     const env = sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONFIG: config });
     const fromSeq = sandbox.truth.events().length;
     const cli = spawnCli(['stream', '--exit-when-idle', '2'], env);
-    await vi.waitFor(() => expect(sandbox.truth.streams()[0]?.members).toBe(1), {
-      timeout: 20_000,
-      interval: 20,
-    });
+    await waitForStep(
+      'the stream to have one member',
+      () => expect(sandbox.truth.streams()[0]?.members).toBe(1),
+      { timeout: 20_000, interval: 20 },
+    );
     const [first, second] = sandbox.truth.users();
     sandbox.control.addRecord({ uid: first!.uid, type: 'measurement' });
     sandbox.control.connectSource(first!.uid, 'garmin');

@@ -5,11 +5,12 @@
  * The warehouse ends equal to the truth, and no record regresses to an older checksum.
  */
 import { sql } from 'kysely';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readCursor, streamPositionCursor } from '../../src/warehouse/cursors.ts';
 import { sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { useSandbox, useTempDir } from '../helpers/use-before-all.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 import { compareStreamWithTruth, NO_STREAM_DIFFERENCES } from './stream-compare.ts';
 
 const STREAM = { staleAfterMs: 3000, batchMaxWaitMs: 50, backoffInitialMs: 20, backoffMaxMs: 300 };
@@ -45,19 +46,22 @@ describe('stream downtime is filled by replay', () => {
 
     // Run 1: stream live data, then Ctrl-C.
     const first = spawnCli(['stream'], env(await configFile('live.json', { gapAfterMs: 60_000 })));
-    await vi.waitFor(() => expect(sandbox.truth.streams()[0]?.members).toBe(1), {
-      timeout: 20_000,
-      interval: 20,
-    });
+    await waitForStep(
+      'the stream to have one member',
+      () => expect(sandbox.truth.streams()[0]?.members).toBe(1),
+      { timeout: 20_000, interval: 20 },
+    );
     const early = [1, 2, 3].map(() => sandbox.control.addRecord({ uid, type: 'measurement' }));
     sandbox.control.startLiveFeed({ ratePerSecond: 40 });
-    await vi.waitFor(() => expect(sandbox.truth.events().length - fromSeq).toBeGreaterThan(60), {
-      timeout: 20_000,
-      interval: 50,
-    });
+    await waitForStep(
+      'over 60 live feed events',
+      () => expect(sandbox.truth.events().length - fromSeq).toBeGreaterThan(60),
+      { timeout: 20_000, interval: 50 },
+    );
     sandbox.control.stopLiveFeed();
     for (const r of early) sandbox.control.updateRecord(r.id);
-    await vi.waitFor(
+    await waitForStep(
+      'the warehouse to match the streamed events',
       async () =>
         expect(await compareStreamWithTruth(db.warehouse, sandbox, fromSeq)).toEqual(NO_STREAM_DIFFERENCES),
       { timeout: 20_000, interval: 100 },

@@ -6,11 +6,12 @@
  * record at an older version than the truth's.
  */
 import { sql } from 'kysely';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { listCursors } from '../../src/warehouse/cursors.ts';
 import { sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { useSandbox, useTempDir } from '../helpers/use-before-all.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 import { compareStreamWithTruth, NO_STREAM_DIFFERENCES } from './stream-compare.ts';
 
 describe('stream with every stream fault on', () => {
@@ -51,19 +52,21 @@ describe('stream with every stream fault on', () => {
       }),
     );
     // The stream exists and both connections are in before anything happens on the platform.
-    await vi.waitFor(() => expect(sandbox.truth.streams()[0]?.members).toBe(2), {
-      timeout: 20_000,
-      interval: 20,
-    });
+    await waitForStep(
+      'the stream to have two members',
+      () => expect(sandbox.truth.streams()[0]?.members).toBe(2),
+      { timeout: 20_000, interval: 20 },
+    );
 
     const uid = sandbox.truth.users()[0]!.uid;
     sandbox.control.startLiveFeed({ ratePerSecond: 60 });
     const mine = sandbox.control.addRecord({ uid, type: 'measurement' });
     sandbox.control.connectSource(uid, 'fitbit');
-    await vi.waitFor(() => expect(sandbox.truth.events().length - fromSeq).toBeGreaterThan(150), {
-      timeout: 20_000,
-      interval: 50,
-    });
+    await waitForStep(
+      'over 150 live feed events',
+      () => expect(sandbox.truth.events().length - fromSeq).toBeGreaterThan(150),
+      { timeout: 20_000, interval: 50 },
+    );
     sandbox.control.updateRecord(mine.id);
     sandbox.control.updateRecord(mine.id);
     sandbox.control.stopLiveFeed();

@@ -5,10 +5,11 @@
  * a pass for ever running, and the command then spun on it and never exited, deaf to a second Ctrl-C.
  */
 import { sql } from 'kysely';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { useSandbox, useTempDir } from '../helpers/use-before-all.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 
 describe('stream interrupted while data flows', () => {
   const sandbox = useSandbox({ seed: 31, users: 3, days: 2, pokeIntervalMs: 200 });
@@ -21,13 +22,15 @@ describe('stream interrupted while data flows', () => {
       ['stream'],
       sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONFIG: config }),
     );
-    await vi.waitFor(() => expect(sandbox.truth.streams()[0]?.members).toBe(1), {
-      timeout: 20_000,
-      interval: 20,
-    });
+    await waitForStep(
+      'the stream to have one member',
+      () => expect(sandbox.truth.streams()[0]?.members).toBe(1),
+      { timeout: 20_000, interval: 20 },
+    );
     // Faster than pokes can come between events (200 ms of quiet): the stop lands while data flows.
     sandbox.control.startLiveFeed({ ratePerSecond: 200 });
-    await vi.waitFor(
+    await waitForStep(
+      'over 50 records stored',
       async () => {
         const { rows } = await sql<{ n: number }>`select count(*)::int as n from validic.records`.execute(
           db.warehouse.db,

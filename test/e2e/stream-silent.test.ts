@@ -4,10 +4,11 @@
  * transitions show it (live → stale → backing_off → connecting → live), and nothing sent meanwhile is lost.
  */
 import { sql } from 'kysely';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { useSandbox, useTempDir } from '../helpers/use-before-all.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 import { compareStreamWithTruth, NO_STREAM_DIFFERENCES, stateTransitions } from './stream-compare.ts';
 
 const STALE_AFTER_MS = 800;
@@ -37,12 +38,14 @@ describe('silent stream', () => {
     cli.stderr!.on('data', (chunk: Buffer) => {
       stderr += chunk.toString('utf8');
     });
-    await vi.waitFor(() => expect(sandbox.truth.streams()[0]?.members).toBe(1), {
-      timeout: 20_000,
-      interval: 20,
-    });
+    await waitForStep(
+      'the stream to have one member',
+      () => expect(sandbox.truth.streams()[0]?.members).toBe(1),
+      { timeout: 20_000, interval: 20 },
+    );
     sandbox.control.startLiveFeed({ ratePerSecond: 20 });
-    await vi.waitFor(
+    await waitForStep(
+      'over 5 records stored',
       async () => {
         const { rows } = await sql<{ n: number }>`
           select count(*)::int as n from validic.records where org_id = ${sandbox.orgId}`.execute(
@@ -54,12 +57,14 @@ describe('silent stream', () => {
     );
 
     sandbox.control.setFaults({ silentStream: true });
-    await vi.waitFor(() => expect(stateTransitions(stderr).some((t) => t.to === 'stale')).toBe(true), {
-      timeout: 20_000,
-      interval: 20,
-    });
+    await waitForStep(
+      'the stream to turn stale',
+      () => expect(stateTransitions(stderr).some((t) => t.to === 'stale')).toBe(true),
+      { timeout: 20_000, interval: 20 },
+    );
     sandbox.control.setFaults({ silentStream: false });
-    await vi.waitFor(
+    await waitForStep(
+      'the stream live again after stale',
       () => {
         const transitions = stateTransitions(stderr);
         const stale = transitions.findIndex((t) => t.to === 'stale');

@@ -4,13 +4,14 @@
  * of the loader's transaction and COPY; without the variable it sends nothing. A running worker traces a
  * push notification through BullMQ to the job it queued, its request and its write.
  */
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
 import { day } from '../helpers/fixtures/index.ts';
 import { type ReceivedSpan, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { createTestRedis } from '../helpers/redis.ts';
 import { useBeforeAll, useSandbox } from '../helpers/use-before-all.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 import { startWorkerChild, workerChildEnv } from '../helpers/worker-fleet.ts';
 
 /** The chain of a span's ancestors' names, nearest first. */
@@ -93,7 +94,11 @@ describe('tracing', () => {
         );
         return write ? ancestors(write, spans) : undefined;
       };
-      await vi.waitFor(() => expect(chain()).toBeDefined(), { timeout: 60_000, interval: 200 });
+      await waitForStep(
+        'a push traced through legacy.fetch to its write',
+        () => expect(chain()).toBeDefined(),
+        { timeout: 60_000, interval: 200 },
+      );
       const names = chain()!;
       expect(names[0]).toBe('job legacy.fetch');
       expect(names.at(-1)).toBe('push.receive');

@@ -9,7 +9,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobCatalog } from '../../jobs/index.ts';
 import type { JobDefinition } from '../../src/queue/job-definition.ts';
 import { type JobQueue, openJobQueue } from '../../src/queue/job-queue.ts';
@@ -18,6 +18,7 @@ import { sandboxEnv } from '../helpers/cli.ts';
 import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
 import { day } from '../helpers/fixtures/index.ts';
 import { ADMIN_URL, createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 import { startWorkerChild, type WorkerChild } from '../helpers/worker-fleet.ts';
 
 const DAYS = 35;
@@ -78,7 +79,8 @@ function startRedisServer(port: number): ChildProcess {
 }
 
 async function waitForRedis(url: string): Promise<void> {
-  await vi.waitFor(
+  await waitForStep(
+    'redis to answer ping',
     async () => {
       const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
       probe.on('error', () => {});
@@ -160,54 +162,64 @@ describe('worker under Postgres and Redis outages', () => {
     });
     const backfill = { orgId: sandbox.orgId, from: day(DAYS + 20), to: day(0) };
     await jobQueue.enqueue('records.backfill', backfill);
-    await vi.waitFor(async () => expect((await windows()).done).toBeGreaterThanOrEqual(5), {
-      timeout: 60_000,
-      interval: 50,
-    });
+    await waitForStep(
+      'five backfill windows done',
+      async () => expect((await windows()).done).toBeGreaterThanOrEqual(5),
+      { timeout: 60_000, interval: 50 },
+    );
 
     // Postgres goes away: the worker notices, keeps its jobs (delayed, not failed), and waits.
     await proxy.cut();
     // /readyz names the stopped dependency and nothing else (no error text: that goes to the log).
-    await vi.waitFor(
+    await waitForStep(
+      'the worker to report postgres unready',
       async () => expect((await readiness()).body).toEqual({ ok: false, failed: ['postgres'] }),
-      { timeout: 10_000 },
+      { timeout: 10_000, interval: 50 },
     );
-    await vi.waitFor(() => expect(worker!.stderr()).toContain('readiness check postgres failed'), {
-      timeout: 10_000,
-      interval: 100,
-    });
-    await vi.waitFor(() => expect(worker!.stderr()).toMatch(/unreachable/), {
-      timeout: 20_000,
-      interval: 100,
-    });
+    await waitForStep(
+      'the log to say the postgres readiness check failed',
+      () => expect(worker!.stderr()).toContain('readiness check postgres failed'),
+      { timeout: 10_000, interval: 100 },
+    );
+    await waitForStep(
+      'the log to say postgres is unreachable',
+      () => expect(worker!.stderr()).toMatch(/unreachable/),
+      { timeout: 20_000, interval: 100 },
+    );
     const doneAtCut = (await windows()).done;
     await proxy.open();
-    await vi.waitFor(async () => expect((await windows()).done).toBeGreaterThan(doneAtCut + 3), {
-      timeout: 60_000,
-      interval: 100,
-    });
+    await waitForStep(
+      'over three more backfill windows done after the reopen',
+      async () => expect((await windows()).done).toBeGreaterThan(doneAtCut + 3),
+      { timeout: 60_000, interval: 100 },
+    );
     expect((await jobQueue.counts()).failed).toBe(0);
 
     // Redis restarts empty: the worker reconnects by itself and takes new work.
     redisServer!.kill('SIGKILL');
     await new Promise((resolve) => redisServer!.once('exit', resolve));
-    await vi.waitFor(async () => expect((await readiness()).body).toEqual({ ok: false, failed: ['redis'] }), {
-      timeout: 10_000,
-    });
-    await vi.waitFor(() => expect(worker!.stderr()).toContain('readiness check redis failed'), {
-      timeout: 10_000,
-      interval: 100,
-    });
+    await waitForStep(
+      'the worker to report redis unready',
+      async () => expect((await readiness()).body).toEqual({ ok: false, failed: ['redis'] }),
+      { timeout: 10_000, interval: 50 },
+    );
+    await waitForStep(
+      'the log to say the redis readiness check failed',
+      () => expect(worker!.stderr()).toContain('readiness check redis failed'),
+      { timeout: 10_000, interval: 100 },
+    );
     redisServer = startRedisServer(redisPort);
     await waitForRedis(redisUrl);
-    await vi.waitFor(async () => expect((await readiness()).status).toBe(200), {
-      timeout: 20_000,
-      interval: 100,
-    });
+    await waitForStep(
+      'the worker to report ready again',
+      async () => expect((await readiness()).status).toBe(200),
+      { timeout: 20_000, interval: 100 },
+    );
 
     // The queue is gone with Redis; queuing the same backfill resumes the run from the ledger.
     await jobQueue.enqueue('records.backfill', backfill);
-    await vi.waitFor(
+    await waitForStep(
+      'the resumed backfill run done and the queue empty',
       async () => {
         const runs = await sql<{ status: string }>`select status from validic_sync.runs`.execute(
           db.warehouse.db,

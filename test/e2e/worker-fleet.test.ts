@@ -6,7 +6,7 @@
  * with exit code 0.
  */
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobCatalog } from '../../jobs/index.ts';
 import type { JobDefinition } from '../../src/queue/job-definition.ts';
 import { type JobQueue, openJobQueue } from '../../src/queue/job-queue.ts';
@@ -16,6 +16,7 @@ import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.
 import { day } from '../helpers/fixtures/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 import { startWorkerChild, type WorkerChild } from '../helpers/worker-fleet.ts';
 
 const DAYS = 35;
@@ -88,7 +89,8 @@ describe('a fleet of three workers', () => {
       await jobQueue.enqueue('records.backfill', { orgId: sandbox.orgId, from: day(DAYS + 20), to: day(0) }),
     ).toBe(true);
 
-    await vi.waitFor(
+    await waitForStep(
+      'eight backfill windows done, over ten left',
       async () => {
         const { done, total } = await windows();
         expect(done).toBeGreaterThanOrEqual(8);
@@ -100,7 +102,8 @@ describe('a fleet of three workers', () => {
     victim.child.kill('SIGKILL');
     expect((await victim.child.result).signal).toBe('SIGKILL');
 
-    await vi.waitFor(
+    await waitForStep(
+      'the backfill run done and the queue idle',
       async () => {
         const runs = await sql<{ status: string }>`select status from validic_sync.runs`.execute(
           db.warehouse.db,

@@ -9,7 +9,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { createStreamSlots } from '../../src/worker/stream-supervisor.ts';
 import { runCli, sandboxEnv } from '../helpers/cli.ts';
@@ -17,6 +17,7 @@ import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.
 import { day } from '../helpers/fixtures/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 import { startWorkerChild, type WorkerChild } from '../helpers/worker-fleet.ts';
 
 describe('stream slot handover in a fleet', () => {
@@ -82,19 +83,24 @@ describe('stream slot handover in a fleet', () => {
       expect(Object.keys(holders)).toEqual(['0']);
       return Number(holders[0]!.split('-')[0]);
     };
-    const firstPid = await vi.waitFor(holderPid, { timeout: 20_000, interval: 50 });
+    const firstPid = await waitForStep('one worker to hold the stream slot', holderPid, {
+      timeout: 20_000,
+      interval: 50,
+    });
     const holder = workers.find((w) => w.child.pid === firstPid)!;
     expect(holder).toBeDefined();
 
     sandbox.control.startLiveFeed({ ratePerSecond: 40 });
-    await vi.waitFor(async () => expect(await streamRecords()).toBeGreaterThanOrEqual(30), {
-      timeout: 30_000,
-      interval: 50,
-    });
+    await waitForStep(
+      '30 stream records stored',
+      async () => expect(await streamRecords()).toBeGreaterThanOrEqual(30),
+      { timeout: 30_000, interval: 50 },
+    );
     holder.child.kill('SIGKILL');
     await holder.child.result;
 
-    const nextPid = await vi.waitFor(
+    const nextPid = await waitForStep(
+      'another worker to take the stream slot',
       async () => {
         const pid = await holderPid();
         expect(pid).not.toBe(firstPid);
@@ -104,18 +110,17 @@ describe('stream slot handover in a fleet', () => {
     );
     expect(workers.some((w) => w.child.pid === nextPid)).toBe(true);
     const atTakeover = await streamRecords();
-    await vi.waitFor(async () => expect(await streamRecords()).toBeGreaterThan(atTakeover + 30), {
-      timeout: 30_000,
-      interval: 50,
-    });
+    await waitForStep(
+      'over 30 more stream records after the takeover',
+      async () => expect(await streamRecords()).toBeGreaterThan(atTakeover + 30),
+      { timeout: 30_000, interval: 50 },
+    );
     sandbox.control.stopLiveFeed();
 
-    await vi.waitFor(
+    await waitForStep(
+      'the warehouse to match the truth',
       async () => expect(await compareWithTruth(db.warehouse, sandbox)).toEqual(NO_DIFFERENCES),
-      {
-        timeout: 30_000,
-        interval: 250,
-      },
+      { timeout: 30_000, interval: 250 },
     );
     // Never more than one connection at a time, fleet-wide: the platform refused none.
     expect(workers.map((w) => w.stderr()).join('\n')).not.toMatch(/max client connections exceeded/);

@@ -3,12 +3,13 @@
  * the three counts every run must bring to zero, plus a seeded PRNG and the usual backfill range.
  */
 import { type Kysely, sql } from 'kysely';
-import { expect, vi } from 'vitest';
+import { expect } from 'vitest';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
 import { compareStreamWithTruth, type StreamDifferences } from '../e2e/stream-compare.ts';
 import { compareWithTruth, type Differences } from '../helpers/compare-with-truth.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 import type { RunCounts } from './fault-results.ts';
 
 export async function countAgainstTruth(
@@ -65,7 +66,8 @@ export async function waitForWindowsDone(
   share: number,
   ended: () => boolean = () => false,
 ): Promise<void> {
-  await vi.waitFor(
+  await waitForStep(
+    `the ledger planned and ${Math.round(share * 100)} % of its windows done`,
     async () => {
       if (ended()) return;
       const { done, total } = await ledgerProgress(db);

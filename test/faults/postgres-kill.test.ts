@@ -6,12 +6,13 @@
  * visibly, running it again finishes, and the warehouse equals the truth.
  */
 import pg from 'pg';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startSandbox } from '../../src/sandbox/index.ts';
 import { openWarehouse } from '../../src/warehouse/open-warehouse.ts';
 import { sandboxEnv } from '../helpers/cli.ts';
 import { NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
 import { useBeforeAll } from '../helpers/use-before-all.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 import { recordFaultRun } from './fault-results.ts';
 import {
   backfillArgs,
@@ -60,7 +61,8 @@ describe('fault postgres-kill', () => {
         const env = sandboxEnv(sandbox, { DATABASE_URL: url, VALIDIC_SYNC_CONCURRENCY: '3' });
         const backfill = startBackfill(DAYS, env);
         const share = 0.1 + random() * 0.7;
-        await vi.waitFor(
+        await waitForStep(
+          `the ledger planned and ${Math.round(share * 100)} % of its windows done`,
           async () => {
             if (backfill.finished()) return;
             const w = await windows(url);

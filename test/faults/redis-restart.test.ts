@@ -5,10 +5,11 @@
  * carries on (or fails visibly); running it again finishes, and the warehouse equals the truth.
  */
 import { Redis } from 'ioredis';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sandboxEnv } from '../helpers/cli.ts';
 import { NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
 import { useBeforeAll } from '../helpers/use-before-all.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 import { recordFaultRun } from './fault-results.ts';
 import {
   backfillArgs,
@@ -40,7 +41,8 @@ describe('fault redis-restart', () => {
           const backfill = startBackfill(DAYS, env);
           const restarts: string[] = [];
           for (const share of [random() * 0.4, 0.4 + random() * 0.4]) {
-            await vi.waitFor(
+            await waitForStep(
+              `requests for ${Math.round(share * 100)} % of the ledger windows made`,
               async () => {
                 if (backfill.finished()) return;
                 const { total } = await ledgerProgress(db.warehouse.db);

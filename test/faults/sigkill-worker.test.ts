@@ -6,13 +6,14 @@
  */
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { jobCatalog } from '../../jobs/index.ts';
 import type { JobDefinition } from '../../src/queue/job-definition.ts';
 import { openJobQueue } from '../../src/queue/job-queue.ts';
 import { sandboxEnv } from '../helpers/cli.ts';
 import { NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
 import { useBeforeAll } from '../helpers/use-before-all.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 import { startWorkerChild, type WorkerChild } from '../helpers/worker-fleet.ts';
 import { recordFaultRun } from './fault-results.ts';
 import { countAgainstTruth, seededRandom, waitForWindowsDone } from './oracle.ts';
@@ -67,7 +68,8 @@ describe('fault sigkill-worker', () => {
           expect((await workers[0]!.child.result).signal).toBe('SIGKILL');
 
           workers.push(await startWorkerChild(env));
-          await vi.waitFor(
+          await waitForStep(
+            'the backfill run done and the queue empty after the kill',
             async () => {
               const runs = await sql<{ status: string }>`select status from validic_sync.runs`.execute(
                 db.warehouse.db,

@@ -13,12 +13,13 @@
  *
  * `STREAM_IDLE_BASE_SEED` picks another base seed (seeds are base..base+19).
  */
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startSandbox } from '../../src/sandbox/index.ts';
 import { stateTransitions } from '../e2e/stream-compare.ts';
 import { runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
 import { createTestDatabase } from '../helpers/pg.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 import { recordFaultRun } from './fault-results.ts';
 import { seededRandom } from './oracle.ts';
 
@@ -86,11 +87,12 @@ async function run(script: Script): Promise<void> {
     });
     const exited = cli.result.then(() => true);
     const waitFor = async (what: string, check: () => boolean, timeout: number) => {
-      await vi.waitFor(
+      await waitForStep(
+        what,
         async () => {
           if (await Promise.race([exited, Promise.resolve(false)]))
             throw new Error(`the command exited before ${what}`);
-          if (!check()) throw new Error(`waiting for ${what}`);
+          if (!check()) throw new Error('the check is still false');
         },
         { timeout, interval: 50 },
       );

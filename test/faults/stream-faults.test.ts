@@ -8,10 +8,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Faults, Sandbox } from '../../src/sandbox/index.ts';
 import { compareStreamWithTruth, NO_STREAM_DIFFERENCES } from '../e2e/stream-compare.ts';
 import { sandboxEnv, spawnCli } from '../helpers/cli.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 import { recordFaultRun } from './fault-results.ts';
 import { seededRandom } from './oracle.ts';
 import { inScenario, timeOfDayAnchor } from './scenario.ts';
@@ -97,16 +98,18 @@ async function streamRun(scenario: StreamScenario, run: number): Promise<void> {
         ['stream', '--exit-when-idle', String(scenario.idleSeconds)],
         sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONFIG: config }),
       );
-      await vi.waitFor(() => expect(sandbox.truth.streams()[0]?.members).toBeGreaterThan(0), {
-        timeout: 20_000,
-        interval: 20,
-      });
+      await waitForStep(
+        'the stream to have a member',
+        () => expect(sandbox.truth.streams()[0]?.members).toBeGreaterThan(0),
+        { timeout: 20_000, interval: 20 },
+      );
       sandbox.control.startLiveFeed({ ratePerSecond: 40 + Math.floor(random() * 60) });
       const target = 80 + Math.floor(random() * 120);
       const what = scenario.during ? await scenario.during(sandbox, random) : JSON.stringify(faults);
       // The feed runs on after the fault ends: the stream must carry what came during it and after it.
       const afterFault = sandbox.truth.events().length;
-      await vi.waitFor(
+      await waitForStep(
+        'the feed past its target and 30 events after the fault',
         () => {
           const now = sandbox.truth.events().length;
           expect(now - fromSeq).toBeGreaterThan(target);

@@ -26,13 +26,14 @@
 import { readFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { NODE_HEAP_FLAGS } from '../../src/runtime/heap-flags.ts';
 import { openWarehouse } from '../../src/warehouse/open-warehouse.ts';
 import { NO_STREAM_DIFFERENCES, stateTransitions } from '../e2e/stream-compare.ts';
 import { sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import type { TestDatabase } from '../helpers/pg.ts';
 import { useBeforeAll } from '../helpers/use-before-all.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 import { recordFaultRun } from './fault-results.ts';
 import { countStreamAgainstTruth } from './oracle.ts';
 import { type PrivatePostgres, startPrivatePostgres } from './private-postgres.ts';
@@ -133,7 +134,8 @@ describe('fault stream-postgres-outage', () => {
           onCleanup(() => cli.kill('SIGKILL'));
           const rss = sampleRss(cli.pid!);
           onCleanup(() => rss.stop());
-          await vi.waitFor(
+          await waitForStep(
+            'both streams, the primary with a member',
             () => {
               expect(sandbox.truth.streams()).toHaveLength(2);
               expect(sandbox.truth.streams()[0]?.members).toBeGreaterThan(0);
@@ -143,10 +145,11 @@ describe('fault stream-postgres-outage', () => {
           // The primary (created first) and the reconciliation stream; then data flows.
           sandbox.control.startLiveFeed({ ratePerSecond: FEED_RATE });
           onCleanup(() => sandbox.control.stopLiveFeed());
-          await vi.waitFor(async () => expect(await count(RECORDS)).toBeGreaterThan(FEED_RATE), {
-            timeout: 30_000,
-            interval: 100,
-          });
+          await waitForStep(
+            'more records stored than one second of feed',
+            async () => expect(await count(RECORDS)).toBeGreaterThan(FEED_RATE),
+            { timeout: 30_000, interval: 100 },
+          );
           const beforeOutage = await count(RECORDS);
 
           // The outage, with the feed running: PostgreSQL stopped as an operator would stop it.
@@ -158,10 +161,11 @@ describe('fault stream-postgres-outage', () => {
           );
           // Nothing more is read while commits fail (I11): once the connection is closed, the primary's
           // checkpoint on the platform stays where it was until the database is back.
-          await vi.waitFor(() => expect(sandbox.truth.streams()[0]!.members).toBe(0), {
-            timeout: 15_000,
-            interval: 50,
-          });
+          await waitForStep(
+            'the primary to disconnect during the outage',
+            () => expect(sandbox.truth.streams()[0]!.members).toBe(0),
+            { timeout: 15_000, interval: 50 },
+          );
           const cursorHeld = sandbox.truth.streams()[0]!.cursor;
           const eventsAtClose = sandbox.truth.events().length;
           await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS - (Date.now() - outageFrom)));
@@ -179,15 +183,17 @@ describe('fault stream-postgres-outage', () => {
           // The held frames land, the stream reconnects and brings what was created meanwhile, and the
           // commit-failed gap is recorded (it asks for a reconciliation pass). Data keeps flowing a
           // little longer, then the feed stops so that the stream catches up and the pass can run.
-          await vi.waitFor(
+          await waitForStep(
+            'a commit-failed gap recorded',
             async () => expect(await count(FAILED_COMMIT_GAPS)).toBeGreaterThan(0),
             // The retry comes at most commitRetryMaxMs (30 s) after the last failed one.
             { timeout: 60_000, interval: 250 },
           );
-          await vi.waitFor(() => expect(sandbox.truth.streams()[0]!.members).toBeGreaterThan(0), {
-            timeout: 30_000,
-            interval: 50,
-          });
+          await waitForStep(
+            'the primary to reconnect after the outage',
+            () => expect(sandbox.truth.streams()[0]!.members).toBeGreaterThan(0),
+            { timeout: 30_000, interval: 50 },
+          );
           await new Promise((resolve) => setTimeout(resolve, 3_000));
           sandbox.control.stopLiveFeed();
           console.log(`stream-postgres-outage: feed stopped at ${elapsed()}`);

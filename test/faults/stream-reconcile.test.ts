@@ -20,10 +20,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import { compareStreamWithTruth, NO_STREAM_DIFFERENCES } from '../e2e/stream-compare.ts';
 import { runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 import { recordFaultRun } from './fault-results.ts';
 import { seededRandom } from './oracle.ts';
 import { inScenario, timeOfDayAnchor } from './scenario.ts';
@@ -94,7 +95,8 @@ async function killRun(run: number): Promise<void> {
 
       const first = spawnCli(['stream'], env);
       onCleanup(() => first.kill('SIGKILL'));
-      await vi.waitFor(
+      await waitForStep(
+        'both streams, the primary with a member',
         () => {
           expect(sandbox.truth.streams()).toHaveLength(2);
           expect(sandbox.truth.streams()[0]?.members).toBeGreaterThan(0);
@@ -104,7 +106,8 @@ async function killRun(run: number): Promise<void> {
       // Both streams exist: the primary (created first) and the reconciliation stream.
       const reconcileFrom = sandbox.truth.streams()[1]!.cursor;
       sandbox.control.startLiveFeed({ ratePerSecond: 40 + Math.floor(random() * 80) });
-      await vi.waitFor(
+      await waitForStep(
+        'the first records stored',
         async () => {
           const n = await sql<{ n: number }>`select count(*)::int as n from validic.records`.execute(
             db.warehouse.db,
