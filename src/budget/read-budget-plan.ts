@@ -2,14 +2,14 @@
  * An org's budget plan as of now, read from the warehouse; the slice of due users one records.recent
  * tick enqueues; and the plan as `status` and `/metrics` show it.
  */
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Config, OrganizationConfig } from '../config/schema.ts';
 import type { Database } from '../warehouse/database.ts';
 import { countLegacyDeleteChecksAsked } from '../warehouse/legacy-deletes.ts';
 import { type PushBacklog, readPushBacklog } from '../warehouse/push-store.ts';
 import {
+  countPollable,
   countPollableUsers,
-  isPollable,
   type PollableUserCounts,
   readDueUsers,
   readRecentPollStats,
@@ -124,11 +124,7 @@ export async function readPushCap(
   config: Config,
   org: OrganizationConfig,
 ): Promise<number> {
-  const users = await sql<{ n: number }>`
-    select count(*)::int as n from validic.users u where u.org_id = ${org.orgId} and ${isPollable('u')}`.execute(
-    db,
-  );
-  const counts = { activeUsers: users.rows[0]?.n ?? 0, dormantUsers: 0, pushFetchesLastHour: 0 };
+  const counts = { activeUsers: await countPollable(db, org.orgId), dormantUsers: 0, pushFetchesLastHour: 0 };
   return pushShare(config, org, counts).capPerHour;
 }
 

@@ -7,7 +7,6 @@
  * REDIS_URL jobs run inline. With them set, it uses them (and leaves the data there).
  */
 import { rm } from 'node:fs/promises';
-import { sql } from 'kysely';
 import { type Config, configSchema } from '../config/schema.ts';
 import { EXAMPLE_QUERIES } from '../docs/example-queries.ts';
 import type { Logger } from '../log/logger.ts';
@@ -17,6 +16,7 @@ import { formatTable } from '../report/format-table.ts';
 import { type Sandbox, startSandbox } from '../sandbox/index.ts';
 import { consumerOptionsFromConfig } from '../stream/consumer-options.ts';
 import { startOrgStream } from '../stream/run-org-stream.ts';
+import { readDemoTables, runExampleQuery } from '../warehouse/summaries.ts';
 import { createInlineRunner } from '../worker/catalog-inline-runner.ts';
 import { openRuntime, type Runtime } from '../worker/runtime.ts';
 
@@ -202,27 +202,15 @@ async function printSummary(
 ): Promise<void> {
   const db = runtime.warehouse.db;
   print('\nWhat landed in the warehouse');
-  const byType = await sql<Record<string, unknown>>`
-    select type, count(*)::int as records, count(*) filter (where deleted_at is not null)::int as deleted,
-      string_agg(distinct arrived_via, ', ') as arrived_via
-    from validic.records group by type order by type`.execute(db);
-  print(formatTable(byType.rows));
-  const bySource = await sql<Record<string, unknown>>`
-    select coalesce(source_type, '(none)') as source, count(*)::int as records from validic.records
-    group by 1 order by records desc`.execute(db);
+  const { byType, bySource, totals } = await readDemoTables(db);
+  print(formatTable(byType));
   print('');
-  print(formatTable(bySource.rows));
-  const totals = await sql<Record<string, number>>`
-    select (select count(*) from validic.users)::int as users,
-      (select count(*) from validic.connection_events)::int as connection_events,
-      (select count(*) from validic.legacy_records)::int as legacy_records,
-      (select count(*) from validic.record_versions)::int as earlier_versions,
-      (select count(*) from validic_sync.quarantine)::int as quarantined`.execute(db);
+  print(formatTable(bySource));
   print('');
-  print(formatTable(totals.rows));
+  print(formatTable(totals));
   for (const title of ['Daily steps per user (local date)', 'Latest blood pressure of every user']) {
     const query = EXAMPLE_QUERIES.find((q) => q.title === title)!;
-    const rows = await sql.raw<Record<string, unknown>>(query.sql.replace(/;\s*$/, '')).execute(db);
+    const rows = await runExampleQuery(db, query.sql);
     print(`\nAnalyst query: ${query.title}\n`);
     print(
       query.sql
@@ -231,8 +219,8 @@ async function printSummary(
         .join('\n'),
     );
     print('');
-    print(formatTable(rows.rows.slice(0, 8)));
-    if (rows.rows.length > 8) print(`(${rows.rows.length - 8} more rows)`);
+    print(formatTable(rows.slice(0, 8)));
+    if (rows.length > 8) print(`(${rows.length - 8} more rows)`);
   }
   print(
     `\nDone in ${(durationMs / 1000).toFixed(1)} s. Query the warehouse yourself: ${runtime.config.databaseUrl ? 'psql "$DATABASE_URL"' : `npm run cli -- sql "select * from validic.data_freshness"  (with VALIDIC_DATA_DIR=${runtime.config.dataDir})`}`,

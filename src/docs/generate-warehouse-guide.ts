@@ -11,9 +11,9 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { describeSchema, type RelationInfo } from '../warehouse/describe-schema.ts';
 import { migrateToLatest } from '../warehouse/migrate.ts';
 import { openWarehouse } from '../warehouse/open-warehouse.ts';
-import { describeSchema, type RelationInfo } from './describe-schema.ts';
 import { EXAMPLE_QUERIES } from './example-queries.ts';
 import { renderDbtSources } from './render-dbt-sources.ts';
 

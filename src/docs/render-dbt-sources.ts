@@ -5,7 +5,7 @@
  * Why and how: README.md, "`render-dbt-sources.ts`".
  */
 import { stringify } from 'yaml';
-import type { RelationInfo } from './describe-schema.ts';
+import type { RelationInfo } from '../warehouse/describe-schema.ts';
 
 const FRESHNESS_TABLES = new Set(['records']);
 const FRESHNESS = {

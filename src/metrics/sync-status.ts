@@ -2,7 +2,7 @@
  * What `status` (and the report, and the worker's gauges) says of each organization: cursors, the
  * ledger, quarantine, the queue, the streams and their reconciliation, the budget plan, the audit.
  */
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import { type BudgetStatus, describeBudget, readBudgetPlan } from '../budget/read-budget-plan.ts';
 import type { Config } from '../config/schema.ts';
 import { V2_RESOURCES } from '../validic/platform-limits.ts';
@@ -27,6 +27,7 @@ import {
   reconcileTotalsSince,
   type StoredStreamGap,
 } from '../warehouse/stream-bookkeeping.ts';
+import { listKnownOrgIds, listShownRuns, readOrgDataSummary } from '../warehouse/summaries.ts';
 import { type LedgerSummary, summarizeLedger } from '../warehouse/window-ledger.ts';
 import { type AuditStatus, auditPopulation, readAuditStatus } from './audit-status.ts';
 
@@ -151,20 +152,12 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
   const { warehouse } = options;
   const db = warehouse.db;
   const now = options.now ?? new Date();
-  const found = await sql<{ org_id: string }>`
-    select org_id from validic_sync.checkpoints union select org_id from validic.users
-    union select org_id from validic_sync.runs`.execute(db);
-  const orgIds = [...new Set([...options.orgIds, ...found.rows.map((r) => r.org_id)])].sort();
+  const orgIds = [...new Set([...options.orgIds, ...(await listKnownOrgIds(db))])].sort();
 
   const orgs: OrgStatus[] = [];
   for (const orgId of orgIds) {
     const cursors = await listCursors(db, orgId);
-    const users = await sql<{ n: number }>`
-      select count(*)::int as n from validic.users where org_id = ${orgId}`.execute(db);
-    const records = await sql<{ n: number; created: Date | null; ingested: Date | null }>`
-      select count(*)::int as n, max(created_at) as created, max(ingested_at) as ingested
-      from validic.records where org_id = ${orgId}`.execute(db);
-    const r = records.rows[0] ?? { n: 0, created: null, ingested: null };
+    const data = await readOrgDataSummary(db, orgId);
     const ageSeconds = (d: Date | null) =>
       d == null ? null : Math.max(0, Math.round((now.getTime() - new Date(d).getTime()) / 1000));
 
@@ -187,22 +180,7 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
     for (const key of [usersFullSync.key, reconcileLast.key, 'stream:gaps']) used.add(key);
     const otherCursors = cursors.filter((c) => !used.has(c.key)).map(cursor);
 
-    const runs = await db
-      .selectFrom('validic_sync.runs')
-      .selectAll()
-      .where('org_id', '=', orgId)
-      .where((eb) =>
-        eb.or([
-          eb('status', '=', 'running'),
-          eb.and([
-            eb('status', '=', 'failed'),
-            eb('started_at', '>', new Date(now.getTime() - 7 * 86_400_000)),
-          ]),
-        ]),
-      )
-      .orderBy('started_at', 'desc')
-      .limit(20)
-      .execute();
+    const runs = await listShownRuns(db, orgId, new Date(now.getTime() - 7 * 86_400_000));
     const runStatuses: RunStatus[] = [];
     for (const run of runs) {
       runStatuses.push({
@@ -226,13 +204,13 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
     const lastFullSync = usersFullSync.parse(byKey.get(usersFullSync.key)?.value);
     orgs.push({
       orgId,
-      users: { count: users.rows[0]?.n ?? 0, lastFullSync: lastFullSync?.at ?? null },
+      users: { count: data.users, lastFullSync: lastFullSync?.at ?? null },
       records: {
-        count: r.n,
-        newestCreatedAt: iso(r.created),
-        newestIngestedAt: iso(r.ingested),
-        lagSeconds: ageSeconds(r.created),
-        sinceIngestSeconds: ageSeconds(r.ingested),
+        count: data.records,
+        newestCreatedAt: iso(data.newestCreatedAt),
+        newestIngestedAt: iso(data.newestIngestedAt),
+        lagSeconds: ageSeconds(data.newestCreatedAt),
+        sinceIngestSeconds: ageSeconds(data.newestIngestedAt),
       },
       stream,
       reconcile: byKey.get(reconcileLast.key)?.value ?? null,

@@ -2,14 +2,14 @@
  * The push-notification endpoint (v1 enterprise push), framework-free; and what a refusal (429, 413
  * parts) leaves to recover.
  */
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import { toError } from '../errors/index.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { redactUrl, registerSecret } from '../redact/redact-secrets.ts';
 import { secretsEqual } from '../runtime/secrets-equal.ts';
 import type { LegacyObject } from '../validic/platform-limits.ts';
 import type { Database } from '../warehouse/database.ts';
-import { storePushFetches } from '../warehouse/push-store.ts';
+import { recordPushRefusalMinute, storePushFetches } from '../warehouse/push-store.ts';
 import {
   DEFAULT_PUSH_PART_ITEMS,
   type ReceivedPush,
@@ -411,12 +411,7 @@ export async function recordPushRefusal(
 ): Promise<number> {
   const minuteStart = Math.floor(input.now / 60_000) * 60_000;
   return db.transaction().execute(async (trx) => {
-    await sql`
-      insert into validic_sync.push_refusals as r (org_id, minute, refused)
-      values (${input.key}, ${new Date(minuteStart)}, ${input.refused})
-      on conflict (org_id, minute) do update set refused = greatest(r.refused, excluded.refused)`.execute(
-      trx,
-    );
+    await recordPushRefusalMinute(trx, input.key, new Date(minuteStart), input.refused);
     // A later write of the same minute (the 100th refusal) merges into the same pending rows, counting
     // no new item; it repairs a first write that failed.
     const items = input.refused === 1 ? 1 : 0;

@@ -2,11 +2,14 @@
  * A stored push notification processed: its items routed to fetches, stored in parts; and the gate
  * that lets push.drain queue only within push's share of the budget.
  */
-import { type Kysely, sql, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { toError } from '../errors/index.ts';
 import type { Database } from '../warehouse/database.ts';
 import {
+  listUnprocessedPushes,
+  lockPushProgress,
   markPushNotification,
+  markPushPartStored,
   type PushNotificationStatus,
   storePushFetches,
   storePushNotification,
@@ -83,10 +86,7 @@ async function storePart(
     slice.map((r) => pushFetchOfItem(r.item, r.orgId, options)),
     { now: options.now, notificationId: id },
   );
-  await sql`
-    update validic_sync.push_notifications
-    set items_processed = ${to}, enqueued = enqueued + ${slice.length}
-    where id = ${id}`.execute(trx);
+  await markPushPartStored(trx, id, to, slice.length);
   return to;
 }
 
@@ -104,9 +104,7 @@ export async function storePushItemsInParts(
 ): Promise<number> {
   for (;;) {
     const done = await db.transaction().execute(async (trx) => {
-      const row = await sql<{ items_processed: number }>`
-        select items_processed from validic_sync.push_notifications where id = ${id} for update`.execute(trx);
-      const from = row.rows[0]?.items_processed ?? routed.length;
+      const from = (await lockPushProgress(trx, id)) ?? routed.length;
       if (from >= routed.length) return true;
       return (await storePart(trx, id, routed, from, options)) >= routed.length;
     });
@@ -209,19 +207,13 @@ export async function resumePushNotifications(
     options: ProcessPushOptions;
   },
 ): Promise<ResumedPush[]> {
-  const rows = await sql<{
-    id: number;
-    org_id: string | null;
-    raw: string;
-    parsed: unknown;
-    received_at: Date;
-  }>`
-    select id, org_id, raw, parsed, received_at from validic_sync.push_notifications
-    where status = 'received' and received_at < ${input.olderThan}
-      and (org_id = ${input.orgId} or org_id is null)
-    order by id limit ${input.limit ?? 100}`.execute(db);
+  const rows = await listUnprocessedPushes(db, {
+    orgId: input.orgId,
+    olderThan: input.olderThan,
+    limit: input.limit ?? 100,
+  });
   const out: ResumedPush[] = [];
-  for (const row of rows.rows) {
+  for (const row of rows) {
     let body: unknown = row.parsed;
     let parseError: string | undefined;
     if (body === null) {

@@ -8,7 +8,7 @@ import { mkdir } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { PGlite } from '@electric-sql/pglite';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { UserFacingError } from '../errors/index.ts';
@@ -280,4 +280,9 @@ async function openPGlite(dataDir: string, log: Logger): Promise<Warehouse> {
       await db.destroy();
     },
   };
+}
+
+/** One round trip to the database: the worker's readiness check. */
+export async function pingWarehouse(db: Kysely<Database>): Promise<void> {
+  await sql`select 1`.execute(db);
 }

@@ -500,3 +500,64 @@ export async function prunePushFetches(
   const refusals = await sql`delete from validic_sync.push_refusals where minute < ${before}`.execute(db);
   return total + Number(refusals.numAffectedRows ?? 0);
 }
+
+/** Records that a part of notification `id` was stored: its items processed up to `to`, `stored` more fetches. */
+export async function markPushPartStored(
+  trx: Kysely<Database> | Transaction<Database>,
+  id: number,
+  to: number,
+  stored: number,
+): Promise<void> {
+  await sql`
+    update validic_sync.push_notifications
+    set items_processed = ${to}, enqueued = enqueued + ${stored}
+    where id = ${id}`.execute(trx);
+}
+
+/**
+ * How many items of notification `id` are processed, its row locked for the caller's transaction (so a
+ * resumption and a slow first attempt never store one part twice); undefined when there is no such row.
+ */
+export async function lockPushProgress(
+  trx: Kysely<Database> | Transaction<Database>,
+  id: number,
+): Promise<number | undefined> {
+  const row = await sql<{ items_processed: number }>`
+    select items_processed from validic_sync.push_notifications where id = ${id} for update`.execute(trx);
+  return row.rows[0]?.items_processed;
+}
+
+/** A stored notification not processed yet (status `received`). */
+export interface UnprocessedPush {
+  id: number;
+  org_id: string | null;
+  raw: string;
+  parsed: unknown;
+  received_at: Date;
+}
+
+/** Notifications of `orgId` (or of no org yet) received before `olderThan` and not processed, oldest first. */
+export async function listUnprocessedPushes(
+  db: Kysely<Database>,
+  input: { orgId: string; olderThan: Date; limit: number },
+): Promise<UnprocessedPush[]> {
+  const rows = await sql<UnprocessedPush>`
+    select id, org_id, raw, parsed, received_at from validic_sync.push_notifications
+    where status = 'received' and received_at < ${input.olderThan}
+      and (org_id = ${input.orgId} or org_id is null)
+    order by id limit ${input.limit}`.execute(db);
+  return rows.rows;
+}
+
+/** A minute's refusals of a push source (`key`): the most counted so far wins. */
+export async function recordPushRefusalMinute(
+  trx: Kysely<Database> | Transaction<Database>,
+  key: string,
+  minute: Date,
+  refused: number,
+): Promise<void> {
+  await sql`
+    insert into validic_sync.push_refusals as r (org_id, minute, refused)
+    values (${key}, ${minute}, ${refused})
+    on conflict (org_id, minute) do update set refused = greatest(r.refused, excluded.refused)`.execute(trx);
+}

@@ -270,3 +270,12 @@ export async function markRecentPollDone(
     .onConflict((oc) => oc.columns(['org_id', 'uid']).doUpdateSet({ polled_at: at }))
     .execute();
 }
+
+/** The org's pollable users (what push's cap is sized by), one count by `users_pollable_idx`. */
+export async function countPollable(db: Kysely<Database>, orgId: string): Promise<number> {
+  const users = await sql<{ n: number }>`
+    select count(*)::int as n from validic.users u where u.org_id = ${orgId} and ${isPollable('u')}`.execute(
+    db,
+  );
+  return users.rows[0]?.n ?? 0;
+}

@@ -10,7 +10,6 @@
  * alone.
  */
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
 import { jobCatalog } from '../../jobs/index.ts';
 import { describeBudget, readBudgetPlan } from '../budget/read-budget-plan.ts';
 import type { Config } from '../config/schema.ts';
@@ -34,6 +33,7 @@ import { reconcileStreamName } from '../stream/reconciliation.ts';
 import { withSpan } from '../telemetry/tracer.ts';
 import { readCursor, reconcileLastCursor } from '../warehouse/cursors.ts';
 import { onTransactionRetry } from '../warehouse/loader/load-transaction.ts';
+import { pingWarehouse } from '../warehouse/open-warehouse.ts';
 import { countQuarantineByKind } from '../warehouse/quarantine.ts';
 import { countPollableUsers } from '../warehouse/recent-polls.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
@@ -210,7 +210,7 @@ export async function startWorker(
       limits: serverLimits(config.http, 'admin'),
       metrics,
       readiness: [
-        { name: 'postgres', check: async () => void (await sql`select 1`.execute(db)) },
+        { name: 'postgres', check: () => pingWarehouse(db) },
         { name: 'redis', check: async () => void (await redis.ping()) },
       ],
       ...(config.http.dashboard

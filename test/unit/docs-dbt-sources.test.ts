@@ -1,8 +1,8 @@
 /** docs/dbt/sources.yml: what an analyst's dbt project reads (descriptions, key tests, freshness). */
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import type { RelationInfo } from '../../src/docs/describe-schema.ts';
 import { renderDbtSources } from '../../src/docs/render-dbt-sources.ts';
+import type { RelationInfo } from '../../src/warehouse/describe-schema.ts';
 
 const column = (name: string, comment: string | null = `${name} text`) => ({ name, type: 'text', comment });
 const relations: RelationInfo[] = [

@@ -216,6 +216,30 @@ function importsAgainstFloors(graph: ImportGraph, floors: readonly (readonly str
   return problems;
 }
 
+/**
+ * The values a source imports from kysely (`sql`, `Kysely`, …), type-only imports left out: outside
+ * src/warehouse/ there must be none, so every statement lives in the warehouse's room.
+ */
+function kyselyValues(source: string): string[] {
+  const code = source.replace(/\/\*[\s\S]*?\*\//g, '');
+  const values: string[] = [];
+  for (const match of code.matchAll(/^\s*import\s+(type\s+)?\{([^}]*)\}\s*from\s*['"]kysely['"]/gm)) {
+    if (match[1]) continue;
+    for (const part of match[2]!
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean))
+      if (!part.startsWith('type ')) values.push(part);
+  }
+  return values;
+}
+
+function sqlOutsideWarehouse(files: Map<string, string>): string[] {
+  return [...files]
+    .filter(([file]) => !file.startsWith('src/warehouse/'))
+    .flatMap(([file, source]) => kyselyValues(source).map((name) => `${file} imports ${name} from kysely`));
+}
+
 const graph = readImportGraph(['src', 'jobs']);
 
 describe('import boundaries of src/ and jobs/', () => {
@@ -260,6 +284,13 @@ describe('import boundaries of src/ and jobs/', () => {
     expect(srcImportingJobs(graph)).toEqual([]);
   });
 
+  it('keeps every SQL statement in src/warehouse/ (elsewhere kysely gives types only)', () => {
+    const sources = new Map(
+      [...graph.keys()].map((file) => [file, readFileSync(path.join(ROOT, file), 'utf8')] as const),
+    );
+    expect(sqlOutsideWarehouse(sources)).toEqual([]);
+  });
+
   it('keeps kysely out of jobs/', () => {
     expect(jobsImportingKysely(graph)).toEqual([]);
   });
@@ -288,6 +319,17 @@ describe('each rule fails on a graph that breaks it', () => {
       'src/http/client.ts (http, floor 1) imports src/validic/limits.ts (validic, floor 1)',
       'src/extra/x.ts: its room extra is on no floor',
     ]);
+  });
+
+  it('finds SQL outside the warehouse, and lets type-only imports pass', () => {
+    const problems = sqlOutsideWarehouse(
+      new Map([
+        ['src/budget/x.ts', "import { type Kysely, sql } from 'kysely';"],
+        ['src/metrics/y.ts', "import type { Kysely } from 'kysely';"],
+        ['src/warehouse/z.ts', "import { sql } from 'kysely';"],
+      ]),
+    );
+    expect(problems).toEqual(['src/budget/x.ts imports sql from kysely']);
   });
 
   it('finds a cycle of three and a file importing itself', () => {
