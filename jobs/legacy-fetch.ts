@@ -1,6 +1,31 @@
 /**
  * legacy.fetch: the targeted retrieval a push notification announced, loaded with arrived_via `push`.
- * Why and how: README.md, "`legacy-fetch.ts`".
+ *
+ * legacy.fetch: the targeted retrieval a push notification announced, loaded with arrived_via `push`.
+ * push.drain queues one per row of the durable push queue (`fetchId`, validic_sync.push_fetches), with
+ * what that row absorbed:
+ *
+ * - the provider's documented items of one user and object (`activityFrom`/`activityTo`, `sources`):
+ *   that user's object list (GET …/users/{user}/{object}.json, by activity timestamp) from the earliest
+ *   announced activity date − ACTIVITY_MARGIN_MS to the latest + ACTIVITY_MARGIN_MS (in parts of at
+ *   most 30 days), filtered by the source when one was announced. The provider's own suggestion is
+ *   start_date = end_date = activity_date; an exact-instant filter misses the record whenever the two
+ *   sides round or zone the instant differently (fractions, `+00:00` vs `Z`, a routine day stamped at
+ *   local midnight, a date given as local wall time), so the window is one day either side: it covers
+ *   every UTC offset (−12…+14 h) and stays one user, one object, one app, so it is still a page or two;
+ * - record id and user id known: that one record (GET …/users/{user}/{object}/{id}.json); a 404 means
+ *   it is gone: nothing is loaded, and a row the warehouse holds for it is marked deleted;
+ * - a latest window (`updatedFrom`/`updatedTo`: around an announced `last_updated`, or over refused
+ *   minutes), user-level when the user is known, org-level when not; without one, the last
+ *   `sync.legacyWindowHours`.
+ *
+ * After its load commits it marks its row done with the requests it took (a crash in between only reads
+ * the same records again); once no attempt is left (a permanent error, or the last retry; a 429 or an
+ * outage spends none) it marks the row failed with the reason. Jobs queued before the durable queue
+ * existed (`activityDate`, `window`, `lastUpdated`, no `fetchId`) still run as they were.
+ *
+ * Whatever it loads, the loader's "latest last_updated wins" keeps the table right; it moves no cursor
+ * (the scheduled legacy.sync owns those and remains the safety net for anything push missed).
  */
 
 import { z } from 'zod';

@@ -1,7 +1,25 @@
 /**
  * legacy.latest: one legacy object × one `last_updated` window of the organization-level latest
  * endpoint.
- * Why and how: README.md, "`legacy-latest.ts`".
+ *
+ * Every page is loaded as it arrives; the cursor `legacy:latest:<object>` moves with the window's LAST
+ * page (same transaction), so it never passes uncommitted data.
+ *
+ * Windows of one object run one after another: when `until` is set, the job enqueues the next window
+ * (starting `overlap` before this one's end, see planLegacyWindows) after its own commit. Running them
+ * in sequence is what keeps the cursor honest: a later window can never commit while an earlier one is
+ * still pending or has failed. Objects run in parallel.
+ *
+ * A listing that does not prove complete (fewer records than `summary.results`, a repeated page: the
+ * pager's IncompleteListingError) loads every page read, without the cursor, checks no deletes, enqueues
+ * no next window, and fails the job: it is retried, then kept as failed, and the object's cursor stays
+ * before the window (the scheduled sync starts from it again; `validic-sync legacy` exits 1).
+ *
+ * Deletes: once the window is read completely, stored records of the window it no longer lists are
+ * queued as suspects, and a pass asks the oldest for by id, within `legacy.deleteChecksPerPass` and
+ * `legacy.deleteCheckShare` of the budget; a 404 marks them deleted (confirm-legacy-deletes.ts says
+ * exactly when absence counts, and how the budget is kept). The result says how many were asked, found
+ * deleted, and are still waiting (`deleteChecksPending`).
  */
 
 import { z } from 'zod';

@@ -1,7 +1,23 @@
 /**
  * push.drain: claims due push fetches (validic_sync.push_fetches) within push's share of the request
  * budget and queues a legacy.fetch job for each; what the share does not allow yet waits in the table.
- * Why and how: README.md, "`push-drain.ts`".
+ *
+ * push.drain: turns due push fetches (validic_sync.push_fetches) into legacy.fetch jobs within push's
+ * share of the request budget. It runs on a tick (`budget.tickSeconds`, when push is configured) and is
+ * kicked by every notification for when its items fall due (job id `push.drain|org|due`: one per org and
+ * second, however many notifications). Each run:
+ *
+ * 1. resumes notifications cut off between their body and their last part of items (status `received`
+ *    for two minutes);
+ * 2. reads push's cap (`ctx.readPushCap`: the plan's `pushShare` without reading every user) and cuts it
+ *    into windows (src/push/process-push-notification.ts);
+ * 3. claims, in one transaction under a per-org lock, what the gate allows: fetches whose job was lost
+ *    (queued an hour without finishing; failed after the third time), then refused-minute windows, then
+ *    the oldest due fetches;
+ * 4. queues a legacy.fetch for each at legacy.fetch's own priority (10: before the recent poll, which
+ *    this gate keeps from starving), not its own more urgent one.
+ *
+ * What the gate does not allow waits in the table for a later run; nothing is dropped.
  */
 
 import { z } from 'zod';

@@ -1,6 +1,26 @@
 /**
  * records.poll: one user × one window (≤ 30 days) × one or more resources.
- * Why and how: README.md, "`records-poll.ts`".
+ *
+ * One request per resource brings that resource's records; all of them are loaded in ONE transaction with
+ * the ledger windows they complete (when part of a backfill run), so a resumed backfill skips exactly the
+ * windows whose data is committed.
+ *
+ * Why several resources per job: a user's 30-day window of one resource often holds about 30 records,
+ * so a job per resource spent most of its time on the transaction, not the data. Resources are loaded
+ * together, in batches of up to MAX_KEY_LOCKS records (a bigger batch would lock the whole org), at the
+ * same number of requests. Requests of a job run one after another: `sync.concurrency` still bounds
+ * the requests in flight.
+ *
+ * A failing resource does not hold the others back: what was fetched is loaded (and its windows marked
+ * done), then the error is raised. After a permanent error the remaining resources are still fetched
+ * (the job then fails for good, leaving that window pending in the ledger); after any other error the
+ * job stops and is retried, and a retry within a backfill run fetches only the still-pending resources.
+ *
+ * A 404 on a user-scoped endpoint may mean the user is gone (deleted users answer 404 everywhere) or
+ * only that this resource is not served: the job asks for the user itself (one request). A 404 there
+ * too marks the user removed (no longer polled, see remove-users.ts), marks this job's remaining ledger
+ * windows done with no records (the run can finish) and ends the job successfully: a deleted user's
+ * windows must not fail every hour forever. A user that answers is kept, and the 404 is the resource's.
  */
 
 import { z } from 'zod';

@@ -1,6 +1,24 @@
 /**
  * records.recent: the tick of the scheduled recent poll (every `budget.tickSeconds`).
- * Why and how: README.md, "`records-recent.ts`".
+ *
+ * Stream-first: while the org's primary stream is heard from, the stream delivers what this poll would
+ * re-read, so by default (`sync.recentPoll` `fallback`) the tick queues nothing and says why once. When
+ * the stream has been unheard for `budget.streamFallbackMinutes`, or was never heard, or its resource
+ * filter leaves a polled resource out (src/budget/recent-poll.ts), each user's outage days (at most
+ * `sync.lookbackDays`, plus today) are re-polled, all configured resources, as a records.poll job without
+ * a backfill run. `sync.recentPoll` `always` re-polls the whole lookback on schedule, whatever the stream
+ * does. The tick logs when the poll goes on (a warning, in fallback) or off.
+ *
+ * Instead of queueing every user at once each period, each tick reads the org's budget plan
+ * (src/budget/read-budget-plan.ts) and enqueues only the next slice of due users, oldest poll first,
+ * active users before dormant ones, as far as the recent poll's share of the request budget allows
+ * (src/budget/read-budget-plan.ts). The users come from `readUserPollStates`, the one selection of
+ * pollable users. Each user's last enqueue is written before the enqueue (validic_sync.recent_polls);
+ * records.poll writes the completion.
+ *
+ * A rolling range of at most 30 days is one window per user × resource, so nothing is planned in the
+ * ledger; the loader makes repeats no-ops, and records.poll's deterministic id keeps a window from being
+ * queued twice while one waits.
  */
 
 import { z } from 'zod';

@@ -18,7 +18,23 @@ import { bucketParams } from './request-budget.ts';
  * The budget planner (pure): how one org's requests per hour are divided among the kinds of work, in
  * order of precedence (stream, push and reconcile, the recent poll, the completeness audit, backfill).
  * The audit takes its share only from what the recent poll leaves above backfill's minimum.
- * Why and how: README.md, "`plan-request-budget.ts`".
+ *
+ * The budget planner (pure): how one org's requests per hour are divided among the kinds of work, in
+ * this order of precedence:
+ *
+ * 1. stream connects and replays (live data; reserved, not queued),
+ * 2. push-triggered and reconcile fetches (users.sync, connections.recent, legacy.sync, legacy.fetch),
+ * 3. the recent poll (records.recent: every user × resource over the lookback),
+ * 4. backfill: whatever is left, and never less than `backfillMinShare` of the usable rate, so the
+ *    kinds above can never starve it (they are clipped instead, and the plan says `overcommitted`).
+ *
+ * From the recent poll's share follows its sweep period. Recently active users are polled every
+ * `activePeriodMs`, dormant ones every `dormantPeriodMs`; one sweep of the active period costs (active +
+ * dormant × activePeriod ÷ dormantPeriod) × requests per user (one per resource). When that does not fit
+ * the share at the configured periods, both periods stretch by the same factor (the ratio between them is
+ * the operator's choice, so the planner keeps it).
+ *
+ * Rates are requests per hour of the caller's clock; periods are milliseconds of the same clock.
  */
 export const HOUR_MS = 3_600_000;
 
@@ -130,7 +146,27 @@ export function planRequestBudget(input: BudgetPlanInput): BudgetPlan {
 
 /**
  * The planner's input from the configuration and what the warehouse counts (pure).
- * Why and how: README.md, "`plan-request-budget.ts` (budget-plan-input)".
+ *
+ * The planner's input from the configuration and what the warehouse counts (pure). How each reserved
+ * share is estimated, and why:
+ *
+ * - stream: `stream.connections` × `budget.streamRequestsPerConnectionHour`, a fixed reservation. The
+ *   stream spends requests only on connects and replays, few and bursty (a rebalancing storm), so a
+ *   measured last hour would swing with noise; a generous constant is simpler and safe.
+ * - push and reconcile: push-triggered fetches MEASURED (the requests the fetches claimed in the last
+ *   hour took, plus the fetches waiting in the durable queue, each at least one request: they follow the
+ *   population's activity, which configuration cannot know), capped by `pushShare` at
+ *   `budget.pushMaxShare` (0.4) of the usable rate and at what the stream, the reconcile jobs and
+ *   backfill's minimum leave (the planner clips its second kind as one number; capping push here keeps
+ *   reconcile's part whole, so a flood of pushes never clips it), plus the scheduled reconcile-type jobs
+ *   computed from their schedules: users.sync (one page per 1,000 users), connections.recent (one per 30
+ *   days of `reconcileDays`), legacy.sync (one per object). push.drain paces itself to the cap (not to the
+ *   plan's estimate, which lags a fresh burst); since the estimate includes what the last hour spent, the
+ *   plan follows what push actually takes.
+ *   Legacy delete checks (one request per suspect, asked after a complete window read) are measured
+ *   over the last hour (`validic_sync.legacy_delete_checks.asked_at`) and counted with reconcile; they
+ *   never exceed `legacy.deleteCheckShare` of the usable rate, which the passes enforce themselves.
+ * - usable: the request budget's sustained refill rate (src/budget/request-budget.ts), not the raw limit.
  */
 export interface BudgetCounts {
   activeUsers: number;

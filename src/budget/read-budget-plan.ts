@@ -130,7 +130,24 @@ export async function readPushCap(
 
 /**
  * Which users one records.recent tick enqueues (pure).
- * Why and how: README.md, "`read-budget-plan.ts` (pick-recent-polls)".
+ *
+ * The sweep is spread over its period instead of queued at once: a tick enqueues only what the plan's
+ * recent-poll rate allows, and
+ *
+ * - due: a dormant user whose last completed poll is older than the plan's dormant period, an active one
+ *   whose poll falls due within the time polls take from queue to completion (measured, + 2 ticks), or
+ *   one never polled; a user whose poll is still in flight is not due. The lead polls active users a
+ *   little more often than planned (Pa ÷ (Pa − lead)), taken from what dormant users get;
+ * - order: active users first (they are the ones whose data is late), then the oldest poll first; their
+ *   polls are queued at a more urgent priority too, so a backlog of dormant users never delays them;
+ * - gate: over any sliding window of `WINDOW_TICKS` ticks, at most the recent cap's worth of users is
+ *   enqueued (a tick: what the rate allows since the last enqueue), and no more are in flight than
+ *   that: the recent poll never takes more than its share of the budget (so backfill keeps its
+ *   minimum), and never queues more than the budget can serve.
+ *
+ * A poll in flight (queued after its last completion) that has not completed within one active period
+ * is taken as lost and becomes due again; records.poll's deterministic id keeps it from being doubled
+ * should it still wait in the queue.
  */
 export const WINDOW_TICKS = 10;
 

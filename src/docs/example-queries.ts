@@ -1,6 +1,17 @@
 /**
  * The example queries of docs/warehouse.md.
- * Why and how: README.md, "`example-queries.ts`".
+ *
+ * They live here, not only in the document, so that a test runs every one of them against a warehouse
+ * filled from the sandbox: an example that stops working fails CI. bench/query-scaling.ts times them on a
+ * small and a large warehouse.
+ *
+ * Examples bounded to one user or one month are written for the literal user `EXAMPLE_UID` and month
+ * `EXAMPLE_MONTH`, as an analyst would type them; the test and the bench put real ones in with
+ * `bindExample`. They filter a user on `uid` alone, as an analyst of a warehouse of one organization
+ * (most of them) does: the index of a user's records is `(uid, start_time)`, so `uid` alone is served.
+ * A uid is unique within its organization only: in a warehouse of several organizations, add
+ * `org_id = 'your-org-id'` (`EXAMPLE_ORG_ID`) to the filter. A month is bounded on `start_time`, the
+ * column `records` is partitioned by, so PostgreSQL reads only that month's partition.
  */
 export interface ExampleQuery {
   /** Short name (benches print it: `query-scaling-<name>`). */

@@ -2,7 +2,19 @@
  * dbt's `sources.yml` for schema `validic`, from the same COMMENT ON texts as docs/warehouse.md, so an
  * analyst's dbt project gets the warehouse's descriptions, key tests and freshness without copying
  * them.
- * Why and how: README.md, "`render-dbt-sources.ts`".
+ *
+ * dbt's `sources.yml` for schema `validic`, from the same COMMENT ON texts as docs/warehouse.md, so an
+ * analyst's dbt project gets the warehouse's descriptions, key tests and freshness without copying them.
+ * Pure: the relations come from `describeSchema`.
+ *
+ * Choices (dbt ≥ 1.8 property names):
+ *
+ * - Keys: a one-column primary key gets dbt's built-in `unique` and `not_null`; a composite one (most of
+ *   ours: `(org_id, id)`) gets `not_null` on each column and dbt_utils' `unique_combination_of_columns`
+ *   (the standard package; add `dbt-labs/dbt_utils` to packages.yml).
+ * - Freshness: on `ingested_at` for `records` only, the table every deployment fills all day. New users,
+ *   connection events and legacy records can be quiet for days in a healthy warehouse, so a freshness
+ *   error there would be noise; their `ingested_at` is still declared as `loaded_at_field`.
  */
 import { stringify } from 'yaml';
 import type { RelationInfo } from '../warehouse/describe-schema.ts';

@@ -1,7 +1,26 @@
 /**
  * The one answer to "what now?" after a failure, for every retry loop: the HTTP client, the SSE
  * consumer, the pipelined stream commit and both job runners (inline and BullMQ).
- * Why and how: README.md, "`classify-failure.ts`".
+ *
+ * | kind           | meaning                                                   | job runners                        |
+ * | -------------- | --------------------------------------------------------- | ---------------------------------- |
+ * | `permanent`    | the same call fails the same way (`PermanentError`, an     | fail now (BullMQ `UnrecoverableError`) |
+ * |                | error with `retryable: false`, 401/403); `unauthorized`    |                                    |
+ * |                | marks 401/403 (a wrong token)                              |                                    |
+ * | `rate-limited` | 429, with the server's `Retry-After` when it gave one      | wait, no attempt spent             |
+ * | `rebalancing`  | 422 on a stream connect: the platform rebalances           | retry, an attempt spent            |
+ * | `outage`       | Postgres, Redis or a connection away (error-codes.ts)      | wait, no attempt spent             |
+ * | `conflict`     | PostgreSQL rolled the transaction back because it lost a   | wait 1 s, no attempt spent         |
+ * |                | race: 40P01 deadlock detected, 40001 serialization failure |                                    |
+ * | `retry`        | a known transient failure: 5xx, a cut body, a socket error | retry, an attempt spent            |
+ * | `unknown`      | nothing in the chain says: a bug, a TLS setting …          | retry, an attempt spent            |
+ *
+ * The HTTP client retries `rate-limited`, `outage` (but not an unresolved host name) and `retry` in
+ * process and throws `unknown` at once; the SSE consumer retries all but `permanent`.
+ *
+ * The chain is read outermost first (cause-chain.ts), and the first link that decides wins: a
+ * `NetworkError` (retryable) wrapping an `ECONNREFUSED` is an outage, a `UserFacingError` wrapping a
+ * 401 is permanent. Plain objects with `status` / `retryable` / `code` count as well as our classes.
  */
 import {
   CONFLICT_CODES,

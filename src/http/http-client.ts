@@ -43,7 +43,16 @@ import { httpRetryDelayMs, isNotSentError } from './retry-policy.ts';
 /**
  * The one HTTP client of validic-sync (undici 8): pooled keep-alive connections, timeouts, the request
  * budget, retries with back-off, bounded bodies, typed errors with redacted URLs.
- * Why and how: README.md, "`http-client.ts`".
+ *
+ * Why our own retry loop rather than undici's `interceptors.retry` / `RetryHandler`: those retry only
+ * until the response body starts flowing (they resume a cut body with a `Range` request, which this
+ * platform does not serve), they cannot retry a 200 whose JSON turns out cut or unparseable, and every
+ * attempt must first take a token from the request budget (the platform counts attempts, not calls).
+ * So the loop in `http-client.ts` owns attempts; undici owns connections and timeouts.
+ *
+ * The parts: http-client-types.ts (options and interface), exchange.ts (one exchange, budget and
+ * redirects), request-json.ts (the retry loop), response-body.ts (bounded bodies),
+ * error-from-response.ts (typed errors of non-2xx answers).
  */
 export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   const headersTimeout = options.headersTimeoutMs ?? 30_000;

@@ -1,6 +1,37 @@
 /**
  * Deleted legacy records, found from a window read to its end, and asked for by id within a budget.
- * Why and how: README.md, "`confirm-legacy-deletes.ts`".
+ *
+ * The legacy API never lists deletions, and `latest` windows filter by `last_updated`, so a stored
+ * record absent from a later read of a window is not necessarily deleted: it may have been edited since,
+ * its new `last_updated` now lying after the window. What absence does prove: a complete read of
+ * [start, end] lists every record that then had a `last_updated` in [start, end] (complete as the pager
+ * proves it: `summary.results` reached; an incomplete listing never gets here). So a stored record (not
+ * deleted) whose stored `last_updated` lies in the window and that the read did not list was either
+ * deleted or edited since. Each such record is asked for by id (one request each):
+ * - 404: gone; the row gets `deleted_at` (src/warehouse/legacy-deletes.ts);
+ * - found: edited; its newer version is loaded like any other (`arrived_via = 'legacy'`).
+ * The answer by id decides, never absence alone, so the window's edges (inclusive or not, seconds
+ * dropped from the query) can cost a request, never a wrong delete. Records without a stored user id
+ * cannot be asked for and are left alone.
+ *
+ * Budget. Asking is one request per suspect, and suspects can come in bulk (a backfill re-reading months
+ * after many edits, a platform-side cleanup), so the asking is decoupled from the finding:
+ * - finding costs no request: the suspects are queued in `validic_sync.legacy_delete_checks`
+ *   (src/warehouse/legacy-deletes.ts); a suspect a later complete read lists again is dropped;
+ * - asking runs in passes, one after each complete window read, on the object's oldest suspects: at
+ *   most `legacy.deleteChecksPerPass` (default 25) per pass, and no more than what
+ *   `legacy.deleteCheckShare` (default 0.05) of the org's usable requests per hour leaves after the
+ *   checks of the last hour (counted in Postgres under an advisory lock per org, so the share holds for a
+ *   whole fleet). What a pass leaves waits for the next one; `legacy.latest` reports the backlog
+ *   (`deleteChecksPending`) and the `legacy` command prints it.
+ * - Sizing: at 2,000 requests per hour the usable rate is 1,880; 5 % is 94 checks an hour, about 2,250
+ *   a day, beside the scheduled legacy polling's own ~30 requests an hour (7 objects every 15 minutes).
+ *   The per-pass cap of 25 bounds one job (≈ 50 s of budget at the usable rate when the bucket is empty)
+ *   and lets one object's backlog use the whole share with the schedule's 4 passes an hour. The budget
+ *   planner counts the checks of the last hour with the push and reconcile fetches.
+ * - A check that fails (after the HTTP client's retries) ends the pass with a warning, not the window:
+ *   the window is loaded and its cursor committed. Its claim counts as spent and is asked again after an
+ *   hour; claims a pass never reached are given back.
  */
 
 import { bucketParams } from '../budget/request-budget.ts';

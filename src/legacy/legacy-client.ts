@@ -136,7 +136,32 @@ export function buildUrlFrom(url: URL, params: Record<string, string | number | 
  * Pages a legacy (v1) list by following its `summary.next` links as the server writes them, and proves
  * the listing complete against `summary.results`, or throws IncompleteListingError once the pages read
  * are yielded. It never loops.
- * Why and how: README.md, "`legacy-client.ts` (legacy-summary-pager)".
+ *
+ * Pages a legacy (v1) list by following `summary.next` as the server writes it, and proves the listing
+ * complete against `summary.results`; it never loops and never stops without saying why.
+ *
+ * Servers page in more than one way: by `offset` (records to skip), by `page` alone (ignoring `offset`,
+ * as the provider's own `page=` links suggest), or by both together (links carrying both). A pager that
+ * builds its own `offset` reads the first page again and again from a `page` server, and one that reads
+ * a link's `offset` and ignores its `page` stops after one page of a server that sends both. So:
+ * - the first page is asked with our `limit` (offset 0); every later page with the paging of the previous
+ *   page's `next` link exactly (`page` and `offset` as the link has them, its `limit` if it has one), on
+ *   our own host, path, filters and credentials: a link's host, path, filters or token are never used (a
+ *   response must not be able to send our token elsewhere or change what we ask for);
+ * - an offset-only link past where the records of an offset-only page ended (a link built from the
+ *   `limit` asked when the server applied less, e.g. the 200 cap of the latest endpoints) is asked from
+ *   where the records ended instead;
+ * - without a usable link (no `next` key, or no `page`/`offset` in it) the next page is the one after this
+ *   one, in the way this one was asked.
+ *
+ * The listing ends, complete unless `summary.results` says more records exist than the distinct records
+ * read, when: the records read reach `summary.results`; `next` is null; `next` goes back to the first page
+ * (`page` 1 / `offset` 0: the wrap-around of one description); a page comes back empty. It is incomplete
+ * (IncompleteListingError, thrown after every page read was yielded, so the loader keeps them) when:
+ * fewer records than `summary.results` were read at such an end; a page holds only records already read
+ * (a server ignoring our paging); `next` points at a page already asked (other than the first);
+ * `maxPages` is reached. Records are counted by `_id` (else their JSON), so a record met twice because the
+ * list shifted while it was read counts once, and the record the shift skipped shows as missing.
  */
 
 export interface SummaryPage {

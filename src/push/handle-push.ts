@@ -33,7 +33,20 @@ import { coalescedDueAt, extractPushItems, refusedMinuteFetches } from './push-i
  * The push-notification endpoint (v1 enterprise push), framework-free: `handlePush`, a function of
  * {method, url, headers, body} → {status, headers, body}. The node:http adapter the worker's push
  * listener mounts at `http.pushPath` is `handlePushRequest` in src/server/push-server.ts.
- * Why and how: README.md, "`handle-push.ts`".
+ *
+ * - `handlePush(request, deps)`: a function of {method, url, headers, body} → {status, headers, body};
+ * - `handlePushRequest(req, res, deps)`, in `src/server/push-server.ts` (answering through
+ *   `server/respond.ts`, like the admin listener): the node:http adapter (body size limit, 413) the
+ *   worker's push listener mounts at `http.pushPath` (default POST /push/v1).
+ *
+ * Order of work, so nothing announced is ever lost and nothing unauthenticated costs more than a header
+ * check: authenticate (the provider's `X-Validic-Signature`, or our shared secret in a header; 401,
+ * nothing stored, body not read); the per-org cap (429, the minute recorded and queued for a legacy
+ * latest pass: `handle-push.ts`); read the body (413 over `maxBodyBytes`, the one size limit); store
+ * it with its items as pending fetches (`process-push-notification.ts`; a failure to store even the body
+ * is the only other non-2xx: 503); kick the org's push.drain for when the items fall due; answer 202
+ * whatever the body's shape (an unknown shape is kept with status `unrecognized`). A kick that cannot be
+ * queued (Redis away) only delays the items to the drain's scheduled tick.
  */
 export const DEFAULT_PUSH_PATH = '/push/v1';
 export const DEFAULT_PUSH_MAX_BODY_BYTES = 1024 * 1024;
@@ -376,7 +389,12 @@ export function pushTooLarge(max: number): PushResponse {
  * A minute whose notifications were refused (429) at `push.ratePerMinute`: recorded in
  * `validic_sync.push_refusals`, and covered by org-level legacy `latest` windows queued as push fetches
  * (mode `refused`), since a refused notification is lost unless something reads what it announced.
- * Why and how: README.md, "`handle-push.ts` (push-refusals)".
+ *
+ * A refused minute (see "Refusals"): written at the first refusal of the minute and every 100th (the
+ * count in `validic_sync.push_refusals` only grows, so it may be up to 99 short; a write per refusal would
+ * cost the database exactly what the cap protects), with the minute's latest windows in the same
+ * transaction. A later write merges into the same pending windows without counting them again, and
+ * repairs a first write that failed.
  */
 
 /** Which orgs a refusal counted against `key` may have lost data of, and the objects to re-read. */

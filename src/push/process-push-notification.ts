@@ -21,7 +21,18 @@ import { extractPushItems, type PushFetchTiming, type PushItem, pushFetchOfItem 
  * A stored notification's items → the durable queue of fetches (validic_sync.push_fetches), in parts of
  * `push.maxItems` items, each part one transaction with the notification's progress
  * (`items_processed`); and the resumption of a notification whose processing was cut off.
- * Why and how: README.md, "`process-push-notification.ts`".
+ *
+ * A notification's items become pending fetches in parts of `push.maxItems`: each part stores its fetches
+ * and the notification's progress (`items_processed`, `enqueued`) in one transaction, under a lock on the
+ * notification's row, so a resumption and a slow first attempt never store a part twice.
+ * `receivePushNotification` puts the body, the first part and, when that was all, the outcome in ONE
+ * transaction: the usual notification costs one commit, the price that bounds how many a worker takes a
+ * minute. If that transaction fails, the body is stored alone (`received`) and the failure returned, so
+ * the body is never lost while the database answers. `resumePushNotifications` (run by push.drain)
+ * finishes notifications still `received` two minutes after arrival: those its org signed, and those
+ * whose org was not told at arrival (shared secret), routed again item by item. One whose items still
+ * cannot be stored a day later is marked `failed` with the reason (its body stays), so it is not retried
+ * forever.
  */
 export const DEFAULT_PUSH_PART_ITEMS = 500;
 
@@ -256,7 +267,14 @@ export async function resumePushNotifications(
 
 /**
  * How many push fetches one drain may claim now (pure): push's share of the request budget, spread
- * evenly. Why and how: README.md, "`process-push-notification.ts` (push-drain-gate)".
+ * evenly.
+ *
+ * How many fetches a drain may claim (pure). The hour is cut into k whole windows (k = six for the
+ * default ten ticks, fewer when the cap is under six an hour) of ⌊cap ÷ k⌋ requests each; the gate counts
+ * claims over the sliding window, so any window, and therefore any hour (k consecutive windows), holds no
+ * more than the cap. Per drain it allows what the rate permits since the last claim (at most two ticks'
+ * worth: a quiet spell does not release a window's worth at once ahead of the recent poll), and no more
+ * in flight than a window. Property-tested in `test/unit/push-drain-gate.test.ts`.
  */
 const HOUR_MS = 3_600_000;
 

@@ -70,7 +70,18 @@ export function secretInQuery(url: string): boolean {
  * The provider's push authentication (PLATFORM-FACTS.md, "Enterprise push notifications"):
  * `X-Validic-Signature` = Base64(HMAC-SHA1(key = application secret, message = organization access
  * token + service name + `X-Validic-Timestamp`)), no separators.
- * Why and how: README.md, "`push-admission.ts` (push-signature)".
+ *
+ * The provider's push authentication (PLATFORM-FACTS.md, "Enterprise push notifications"):
+ * `X-Validic-Signature` = Base64(HMAC-SHA1(key = application secret, message = organization access token +
+ * service name + `X-Validic-Timestamp`)), no separators. The worked example uses the service name
+ * `notification`, the parameter table `notifications`: both are accepted. The signature does not cover the
+ * body, so the timestamp's age is bounded to limit replays. node:crypto does the HMAC and the constant-time
+ * comparison: nothing here is hand-rolled cryptography.
+ *
+ * Timestamp formats accepted (the provider's example is `2015-12-08T16:04:18029095657000`: seconds
+ * followed by a fraction with no dot and no zone, read as UTC), plus ISO-8601 (with `Z`, an offset, or
+ * no zone = UTC) and a plain epoch value (seconds; 13 digits or more are read as milliseconds), since the
+ * documentation shows one example and names no format.
  */
 export const SIGNATURE_HEADER = 'x-validic-signature';
 export const TIMESTAMP_HEADER = 'x-validic-timestamp';

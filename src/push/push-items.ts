@@ -7,7 +7,32 @@ import type { PushFetchInput } from '../warehouse/push-store.ts';
 
 /**
  * What a push notification announces.
- * Why and how: README.md, "`push-items.ts`".
+ *
+ * What a push notification announces. The provider documents the body (PLATFORM-FACTS.md, "Enterprise
+ * push notifications"):
+ *
+ * ```text
+ * { "data": [ { "_id": <user>, "activity_type": <object>,
+ *               "activity_date": <measurement set's timestamp>, "source": <app> } ] }
+ * ```
+ *
+ * where `_id` is the USER (v1 `_id`), not a record: an item with `activity_type` is read that way and
+ * becomes a targeted retrieval of that user's object around `activity_date`, filtered by `source`.
+ * Partner-side notifications (`{ "data": { "type": "sync" | "disconnect", … } }`) announce no data: they
+ * are kept (stored) and reported, never an error.
+ *
+ * The shapes accepted before the provider's was known still are, so that other senders keep working:
+ *
+ * - items in `notifications`, `data`, `items`, `activities` or `records` (an array, or one object), a
+ *   bare array of items, or one bare item;
+ * - per item: the object in `object`/`type`/`object_type`/`resource`; the record in `_id`/`id`/
+ *   `record_id`; the user in `user_id`/`user._id`/`userId`; `last_updated`/`updated_at`; the org in
+ *   `organization_id`/`org_id`; and a retrieval `url`/`path`/`href`/`uri` (absolute or relative) whose
+ *   path `…/organizations/{org}/users/{user}/{object}/{id}.json` fills whatever the fields leave out.
+ *
+ * An item whose record or user id cannot be a URL path segment (`..`, control characters; see
+ * src/validic/platform-limits.ts) is left out with the reason among the problems.
+ * Pure: no I/O.
  */
 export interface PushItem {
   object: LegacyObject;
@@ -214,7 +239,17 @@ export function extractPushItems(body: unknown): ExtractedPushItems {
 
 /**
  * What fetch a push item asks for, as a row of the durable queue (validic_sync.push_fetches), and how
- * rows with the same key merge (pure). Why and how: README.md, "`push-items.ts` (push-fetch-of-item)".
+ * rows with the same key merge (pure).
+ *
+ * What fetch an item asks for (pure), as a row of the durable queue: `activity` (the documented item: the
+ * user's object list around its `activity_date`), `record` (a record and its user), `updated` (a latest
+ * window around `last_updated`, one fetch per UTC hour of it, so a window stays about an hour long), and
+ * `refused` (an org-level latest window over refused minutes). The key is (org, object, mode, user,
+ * record, bucket); `mergePushFetch` is the rule the store's upsert applies when an item joins a pending
+ * row: the range widens, sources unite (null, any source, absorbs the rest), items add up, and it stays
+ * due at the earlier time, except a `refused` window, which waits for the end of its latest minute. Due
+ * times lie on a grid of `push.coalesceSeconds` (`coalescedDueAt`), so the items of one window are due
+ * together and one kick of the drain serves them all.
  */
 export interface PushFetchTiming {
   /** Arrival time of the notification. */

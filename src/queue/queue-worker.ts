@@ -2,7 +2,19 @@
  * The BullMQ worker of one process: takes jobs of the `jobs` queue, validates their payload again, runs
  * the job module with a context cut from the runtime, and maps our error classes onto BullMQ's outcomes
  * (fail, delay without spending an attempt, retry).
- * Why and how: README.md, "`queue-worker.ts`".
+ *
+ * The BullMQ worker of one process: takes jobs of the `jobs` queue, validates their payload again,
+ * runs the job module with a context cut from the runtime (its `enqueue` goes back to BullMQ), and maps
+ * our error classes onto BullMQ's outcomes:
+ *
+ * - stopped by a signal mid-job → the job goes back to the queue at once (no attempt spent); the loader's
+ *   transaction guarantees nothing half-done was committed;
+ * - otherwise `jobRetryDecision` (job-retry-decision.ts, shared with the inline runner): `fail` →
+ *   `UnrecoverableError`; `wait` (a 429, an outage) → the job is delayed without spending an attempt,
+ *   so an outage of any length is waited out; `retry` → BullMQ retries with the definition's back-off.
+ *
+ * A SIGKILLed process's jobs are moved back to waiting by another process's stalled-job check after
+ * `lockDurationMs` and redone; jobs are idempotent, so redoing one costs requests but never data.
  */
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';

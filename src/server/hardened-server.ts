@@ -2,7 +2,24 @@
  * One node:http server with the limits a listener needs when anything untrusted can reach it (timeouts,
  * connection cap, body limit, safe headers, 500 on a throwing handler), used by both of the worker's
  * listeners (admin and push).
- * Why and how: README.md, "`hardened-server.ts`".
+ *
+ * One node:http server with the limits a listener needs when anything untrusted can reach it, used by
+ * both of the worker's listeners (admin and push):
+ *
+ * - `headersTimeout` (slow-loris: headers trickled or never finished) and `requestTimeout` (a body
+ *   trickled) answer 408 and close; `connectionsCheckingInterval` is set so these are enforced within a
+ *   fraction of the timeout (node's default checks only every 30 s);
+ * - `keepAliveTimeout` closes idle kept-alive connections; `maxConnections` caps open ones (more are
+ *   closed on arrival);
+ * - a body limit for every route, whether the handler reads the body or not: a declared Content-Length
+ *   over it gets 413 before the handler runs; a chunked body is counted as it arrives (a request class
+ *   given as node's `IncomingMessage` option) and the first byte over the limit answers 413 and closes
+ *   the connection, so a handler never sees a truncated body as complete;
+ * - `X-Content-Type-Options: nosniff` and `Cache-Control: no-store` on every response;
+ * - a handler that throws answers 500 (logged, redacted), never a hung request.
+ *
+ * Hand-written rather than a framework: node:http has every one of these as an option, and the two
+ * listeners serve five routes between them.
  */
 import { createServer, IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

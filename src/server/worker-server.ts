@@ -1,7 +1,23 @@
 /**
  * The worker's admin listener (`http.host`:`http.port`, loopback unless configured), node:http without
  * a framework, hardened like the push listener: /healthz, /readyz, /metrics and bull-board at /queues/*.
- * Why and how: README.md, "`worker-server.ts`".
+ *
+ * The worker's admin listener (`http.host`:`http.port`, loopback unless configured), node:http without a
+ * framework, hardened like the push listener (`hardened-server.ts`):
+ *
+ * - `GET /healthz`: the process is alive (200);
+ * - `GET /readyz`: Postgres and Redis answer: `{"ok":true,"failed":[]}`, else 503 with the names of the
+ *   failed checks (`{"ok":false,"failed":["postgres"]}`). Their error texts (host names, users, driver
+ *   messages) go to the log, redacted, never into the answer;
+ * - `GET /metrics`: Prometheus text (prom-client);
+ * - `/queues/*`: bull-board (queue-dashboard.ts), when the dashboard is on (read-only unless
+ *   `http.dashboardWritable`).
+ *
+ * Every route but /healthz is behind `admin-access.ts`: the admin token when one is set, loopback clients
+ * otherwise. The push endpoint, the one route the internet must reach, has a listener of its own
+ * (`push-server.ts`) and does not answer here. Routes are listed in `adminRoutes`, the dashboard under
+ * its prefix, so a new one goes in one place. Nothing here echoes tokens: metrics labels hold org ids
+ * and statuses only, and failure reasons shown by the dashboard were redacted before they were stored.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../log/logger.ts';

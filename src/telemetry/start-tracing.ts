@@ -1,6 +1,17 @@
 /**
  * Optional OpenTelemetry tracing.
- * Why and how: README.md, "`start-tracing.ts`".
+ *
+ * On when `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set and
+ * `OTEL_SDK_DISABLED` is not `true`: spans go by OTLP over HTTP (the exporter reads the usual
+ * `OTEL_EXPORTER_OTLP_*` variables: headers, timeout). Off, none of the SDK is even imported.
+ *
+ * What it registers: a tracer provider with the batch span processor, AsyncLocalStorage context (so a
+ * span started in a job is the parent of the HTTP requests and the loader's work it awaits), W3C trace
+ * context propagation, and the undici instrumentation (HTTP spans from undici's diagnostics channels,
+ * which works for ES modules without loader hooks). BullMQ propagates the trace through jobs with
+ * bullmq-otel (in `start-tracing.ts`). PostgreSQL and Redis are not auto-instrumented: their
+ * instrumentations patch CommonJS `require`, which an ES-module program does not go through, so the
+ * loader's own `warehouse.apply_batch` and `warehouse.copy` spans stand for the database work.
  */
 import { context, propagation, trace } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace';

@@ -9,8 +9,8 @@ import type { Database } from './database.ts';
  * The queue of legacy delete checks, `validic_sync.legacy_delete_checks` (migration 0014): stored legacy
  * records a complete window read no longer listed, each to be asked for by id (one request). The rows
  * asked in the last hour (`asked_at`) are what a pass counts against the share of the request budget,
- * so the share holds fleet-wide, whichever process runs the pass. Why: src/legacy/README.md,
- * "`confirm-legacy-deletes.ts`".
+ * so the share holds fleet-wide, whichever process runs the pass. Why: the header of
+ * src/legacy/confirm-legacy-deletes.ts.
  */
 export interface LegacyDeleteCheck {
   id: string;

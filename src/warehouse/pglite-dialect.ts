@@ -1,6 +1,14 @@
 /**
  * A Kysely dialect for PGlite (the embedded Postgres used when no DATABASE_URL is set).
- * Why and how: README.md, "`pglite-dialect.ts`".
+ *
+ * Hand-written because the published `kysely-pglite-dialect` does not support PGlite 0.5, and kysely's
+ * own PGlite driver shares one connection object without a lock: a query issued outside a transaction
+ * while a transaction is open runs INSIDE that transaction (and is rolled back with it). The
+ * driver is small: PGlite is ONE connection to a single-user Postgres, so the driver hands out that one
+ * connection and serializes access with a mutex. A transaction holds the mutex from `acquireConnection`
+ * to `releaseConnection`, so no other query can slip into it (exactly what a pool of size 1 gives).
+ * Consequence to keep in mind: inside a transaction use the transaction's executor, never the outer
+ * `db`, or the second acquire waits for the first forever.
  */
 import type { PGlite } from '@electric-sql/pglite';
 import {

@@ -137,7 +137,15 @@ async function deleteInBatches(
 /**
  * `validic_sync.push_fetches` (migration 0013), the durable queue of push-triggered fetches: store
  * (merging into the pending row of the same key), claim within an allowance, finish, fail, count, prune.
- * Why and how: README.md, "`push-store.ts`".
+
+ * `validic_sync.push_fetches`, the durable queue: one statement stores a part's fetches (merged per key
+ * first: PostgreSQL refuses to update one row twice in a statement) with `insert … on conflict … where
+ * state = 'pending' do update`, the pending row of a key absorbing the new items. `claimPushFetches`
+ * counts the requests claimed in the gate's window, the fetches in flight and the last claim, asks the
+ * allowance, and claims in the same transaction under a per-org advisory lock (two drains never spend one
+ * window twice): lost fetches first (queued more than an hour), then refused-minute windows, then the
+ * rest by due time. A fetch counts as one request until it finishes, then as the pages it took.
+ * `readPushBacklog` is what the planner, `status` and `/metrics` show.
  */
 export type PushFetchMode = 'activity' | 'updated' | 'record' | 'refused';
 

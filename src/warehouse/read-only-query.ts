@@ -11,7 +11,28 @@ import { connectError, DEFAULT_PGLITE_DIR, pgTypes } from './open-warehouse.ts';
 
 /**
  * One analyst query that cannot change the warehouse (the `sql` command).
- * Why and how: README.md, "`read-only-query.ts`".
+ *
+ * What keeps it read-only:
+ *
+ * - It must start like a query (SELECT, WITH, VALUES, TABLE, EXPLAIN, SHOW; read-only-query.ts), so
+ *   COMMIT, SET, COPY and DDL are refused with a clear message before reaching the database.
+ * - One statement only: it goes over the extended query protocol (node-pg `queryMode: 'extended'`,
+ *   PGlite's `query`), which refuses "commit; create table …" outright. The simple protocol, which
+ *   kysely and node-pg use for a query without parameters, runs every statement of the text.
+ * - `BEGIN READ ONLY` and a statement timeout, and the transaction is always rolled back.
+ * - PostgreSQL: the login itself must not be able to get around that. A superuser (who can `COPY … TO
+ *   PROGRAM`, `SET ROLE` anyone, read files) or a login with BYPASSRLS is refused before anything runs,
+ *   for `session_user` and `current_user` alike (a `?options=-c role=…` URL changes only the latter),
+ *   and so is a member of such a role (it could `set_config('role', …)` inside its one statement).
+ *   The statement runs with the login's own rights: no `SET ROLE`, so row-level security sees the
+ *   login as it is.
+ * - PGlite (embedded): it always runs as its superuser, and the file is the user's own. The statement
+ *   runs under `SET LOCAL ROLE validic_analyst` (reads `validic`, writes nothing, no superuser
+ *   functions) on top of the single statement and the read-only transaction. A statement could still
+ *   switch back with `select set_config('role', 'postgres', true)` (the session user is superuser),
+ *   but only for the rest of itself, inside the read-only transaction: nothing runs after it but the
+ *   rollback. PGlite ignores `statement_timeout` and blocks the thread it runs
+ *   on, so the query runs in a worker thread that is terminated when the timeout passes.
  */
 export interface ReadOnlyQueryOptions {
   /** PostgreSQL URL; absent: the embedded PGlite in `dataDir`. */

@@ -2,7 +2,26 @@
  * The worker's recurring work, as BullMQ job schedulers (`upsertJobScheduler`): every process of the
  * fleet upserts the same schedulers at start, Redis holds one of each, and each tick produces ONE job
  * whichever process picks it up.
- * Why and how: README.md, "`schedules.ts`".
+ *
+ * The worker's recurring work, as BullMQ job schedulers (`upsertJobScheduler`): every process of the
+ * fleet upserts the same schedulers at start, Redis holds one of each, and each tick produces ONE job
+ * whichever process picks it up. A scheduler's job template is fixed, so rolling ranges are computed
+ * when the job runs (records.recent, connections.recent, legacy.sync from its cursors).
+ *
+ * | scheduler                          | job                  | every (config `schedules`)          |
+ * | ---------------------------------- | -------------------- | ----------------------------------- |
+ * | `users.sync\|<org>`                | users.sync           | `usersSyncMinutes` (60)             |
+ * | `records.recent\|<org>`            | records.recent       | `budget.tickSeconds` (60 s)         |
+ * | `connections.recent\|<org>`        | connections.recent   | `reconcileMinutes` (1 day)          |
+ * | `legacy.sync\|<org>` (legacy on)   | legacy.sync          | `legacyLatestMinutes` (15)          |
+ * | `push.drain\|<org>` (push on)      | push.drain           | `budget.tickSeconds` (60 s)         |
+ * | `push.prune`                       | push.prune           | `push.pruneMinutes` (1 day)         |
+ * | `warehouse.maintain`               | warehouse.maintain   | `warehouse.maintainMinutes` (1 day) |
+ *
+ * Streams are not scheduled: the worker keeps them running itself (stream-supervisor.ts).
+ * records.recent is a frequent tick, not an hourly sweep: each tick enqueues the next slice of users
+ * that the budget plan allows (records-recent.ts); `recentPollMinutes` (0 = off) is the period it aims at,
+ * and by default it polls only while the org's stream is down (src/budget/recent-poll.ts).
  */
 import type { Queue } from 'bullmq';
 import type { Config } from '../config/schema.ts';

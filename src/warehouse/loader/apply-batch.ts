@@ -1,6 +1,25 @@
 /**
  * The loader: applies one batch and its progress in ONE transaction (the README's "How data flows").
- * Why and how: ../README.md, "`loader/apply-batch.ts`".
+ *
+ * The loader: applies one batch and its checkpoint in ONE transaction (the README's "How data flows":
+ * every arrival path hands the loader the same batch).
+ *
+ * 1. Normalize every item (pure; bad items become quarantine entries, never exceptions).
+ * 2. Reduce within the batch: per record id the newest version (later created_at; tie: the greater
+ *    checksum, so the outcome never depends on arrival order) is the candidate; the others are kept
+ *    for record_versions.
+ * 3. In one transaction, under advisory locks on the keys it writes (loads sharing a key never interleave,
+ *    so the decisions below cannot race; see loadLocks): probe the stored versions with ONE keys-only query
+ *    (a redelivered batch costs no more than that), decide per id (insert / update / same / stale), then
+ *    COPY only the rows to write into session temp tables and apply them set-based: archive replaced and
+ *    older versions, update changed records and insert new ones (a record's metrics, segments and series
+ *    are columns of its own row). Users, connection events and legacy records are staged and upserted the
+ *    same way; quarantine is written, cursors move and ledger windows are marked done in the same
+ *    transaction.
+ *
+ * Duplicates are filtered BEFORE writing (not by ON CONFLICT … WHERE), so redelivering a batch writes
+ * no tuple at all in `validic`: no dead tuples, no WAL, no index churn. Statement count per batch is
+ * constant; nothing is done per row.
  */
 import { setImmediate } from 'node:timers/promises';
 import { type Logger, silentLogger } from '../../log/logger.ts';

@@ -2,7 +2,24 @@
  * The pure heart of the records loader: given the versions a batch brings, the stored current version
  * of each id and which of the batch's versions record_versions already holds, decide per id what the
  * load does.
- * Why and how: ../README.md, "`loader/decide-versions.ts`".
+ *
+ * The pure heart of the records loader: given the versions a batch brings, the stored current version
+ * of each id and which of the batch's versions record_versions already holds, decide per id what the
+ * load does. No I/O: load-records.ts probes, calls this, then writes what it says.
+ *
+ * The rules:
+ *
+ * - same id and checksum: nothing is written (counted unchanged);
+ * - different checksum: the later created_at wins, ties go to the greater checksum (so the outcome never
+ *   depends on arrival order); the replaced version goes to record_versions;
+ * - an older version arriving late is never applied (counted stale) and is kept in record_versions;
+ * - a delete wins even when its checksum equals the stored one (the platform's checksum need not cover
+ *   `deleted_at`): a version carrying `deleted_at` replaces the same checksum without it, unless the
+ *   stored version is newer (later created_at). The same deleted version again is unchanged.
+ *
+ * So record_versions = every distinct (id, checksum) ever seen minus the current one, in any order (a
+ * delete with the stored checksum replaces the row in place: no second row of that checksum).
+ * test/unit/warehouse-loader-decide-versions.test.ts checks these as properties, without PostgreSQL.
  */
 
 /** One version of a record as far as ordering goes. */

@@ -83,6 +83,35 @@ export async function loadTransaction<T>(
  * `warehouse.maintain` job and `migrate` create the coming months ahead of time.
  * A creation and the loads of OTHER batches exclude each other through MONTH_PARTITIONS_LOCK (below).
  */
+/*
+ * A row whose month has no partition cannot be inserted, so `ensureMonthPartitions` creates the months a
+ * batch reaches before its transaction (one `validic_sync.create_month_partitions` call per missing month,
+ * each its own transaction), remembering per warehouse which months exist.
+ *
+ * Creating a month ATTACHes a table to each parent, which locks the parent SHARE UPDATE EXCLUSIVE (loads
+ * and queries go on) but the parent's default partition (`records_undated`, `record_versions_undated`)
+ * ACCESS EXCLUSIVE, in that order. A load's statements lock every partition of both tables in the
+ * planner's order (the probe plans its `record_versions` sub-select first). So a creation holding
+ * `records_undated` and waiting for `record_versions_undated`, and a load of another batch holding the
+ * latter and waiting for the former, deadlocked (`node bench/query-scaling.ts --quick` died of it twice
+ * in two runs; so does `test/integration/warehouse-loader-concurrent-months.test.ts` without the fix, every seed).
+ *
+ * The fix, `MONTH_PARTITIONS_LOCK`: the creation function takes an exclusive advisory lock first thing
+ * (it always did, to serialize creations), and every load that writes records now takes the same lock
+ * SHARED first thing in its transaction, before any key lock and any table. A creation then waits for the
+ * loads in flight, and loads that start meanwhile wait for it at BEGIN: a creation and a load never hold
+ * table locks at the same time. Chosen over the alternatives because:
+ *
+ * - creating the months before the load's own transaction was already done and does not help: the
+ *   deadlock is between one batch's creation and the transactions of OTHER batches;
+ * - no fixed lock order inside the creation matches every statement of every load and reader;
+ * - it costs no new waiting (the creation's ACCESS EXCLUSIVE already waited for every load in flight, and
+ *   queued the loads behind it), and the function takes the lock already, so no migration is needed.
+ *
+ * Readers and other writers that touch both tables in one transaction do not take the lock; should one of
+ * them deadlock with a creation, PostgreSQL rolls one side back, and a load's creation is run again by
+ * `retryOnConflict`.
+ */
 const known = new WeakMap<Warehouse, Set<string>>();
 
 /**
@@ -181,7 +210,20 @@ export async function ensureMonthPartitions(
 /**
  * The loader's retry of a whole transaction that PostgreSQL rolled back because it lost a race with
  * another one: `40P01` (the deadlock detector chose it) or `40001` (serialization failure), the
- * `CONFLICT_CODES` of src/errors/cause-chain.ts. Why and how: ../README.md, "`loader/load-transaction.ts`".
+ * `CONFLICT_CODES` of src/errors/cause-chain.ts.
+ *
+ * `retryOnConflict(attempt)` runs a whole transaction again when PostgreSQL rolled it back with a code of
+ * `CONFLICT_CODES` (40P01, 40001; anywhere in the cause chain): at most `CONFLICT_ATTEMPTS` (4) attempts
+ * in all, with a short jittered wait between them (10 ms plus up to 50, 100, 200 ms: the race is over once
+ * one side is rolled back, and the jitter keeps the same two loads from meeting again in step). The
+ * loader's transaction is safe to run again from the start: it probes what is stored under its locks and
+ * writes only the difference, its counts start from zero, its staging tables are emptied by the rollback.
+ * A conflict that outlives the attempts goes to the caller, whose `classifyFailure` says `conflict`: a job
+ * waits 1 s without spending an attempt, the stream holds its frames and commits them again.
+ *
+ * Each retry is logged (warn), counted in the batch's `LoadResult.transactionRetries` and told to the
+ * warehouse's listeners (`onTransactionRetry`): the worker counts them in
+ * `validic_sync_transaction_retries_total{code}`.
  */
 
 /** Attempts in all, the first included: a conflict that outlives them goes to the caller. */

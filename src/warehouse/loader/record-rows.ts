@@ -130,7 +130,17 @@ export const setList = (t: AnyTable, source: string): RawBuilder<unknown> =>
 /**
  * One `validic.records` row: its columns (name and PostgreSQL type) and the values of one normalized
  * record in that order (RECORDS, the records' column descriptor, see record-rows.ts).
- * Why and how: ../README.md, "`loader/record-rows.ts`".
+
+ * One `validic.records` row: its columns (name and PostgreSQL type) and the values of one normalized record
+ * in that order (RECORDS, the records' column descriptor, see record-rows.ts). Every write path takes its
+ * column list from RECORD_COLUMNS (the staging table, the COPY and parameter inserts of new ids, the update
+ * of changed ones, the benchmark's COPY baseline), so a column cannot be added to one path and forgotten in
+ * another.
+ *
+ * The nested parts of a record are stored on its own row, normalized and compact (migration 0010):
+ * `metrics` and `segments` as JSON arrays of arrays, series as `series` metadata plus the points of
+ * all series in two arrays (times as millisecond deltas, which compress to almost nothing at regular
+ * intervals). The views record_metrics, nutrition_* and intraday_series read them back as rows.
  */
 const column = (name: string, type: string): TableColumn => ({ name, type });
 
