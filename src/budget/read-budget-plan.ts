@@ -6,7 +6,7 @@ import type { Kysely } from 'kysely';
 import type { Config, OrganizationConfig } from '../config/schema.ts';
 import type { Database } from '../warehouse/database.ts';
 import { countLegacyDeleteChecksAsked } from '../warehouse/legacy-deletes.ts';
-import { type PushBacklog, readPushBacklog } from '../warehouse/push-store.ts';
+import { type PushBacklog, readPushBacklog } from '../warehouse/push-fetch-store.ts';
 import {
   countPollable,
   countPollableUsers,

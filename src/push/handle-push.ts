@@ -9,7 +9,7 @@ import { redactUrl, registerSecret } from '../redact/redact-secrets.ts';
 import { secretsEqual } from '../runtime/secrets-equal.ts';
 import type { LegacyObject } from '../validic/platform-limits.ts';
 import type { Database } from '../warehouse/database.ts';
-import { recordPushRefusalMinute, storePushFetches } from '../warehouse/push-store.ts';
+import { recordPushRefusalMinute, storePushFetches } from '../warehouse/push-fetch-store.ts';
 import {
   DEFAULT_PUSH_PART_ITEMS,
   type ReceivedPush,

@@ -5,15 +5,15 @@
 import type { Kysely, Transaction } from 'kysely';
 import { toError } from '../errors/index.ts';
 import type { Database } from '../warehouse/database.ts';
+import { storePushFetches } from '../warehouse/push-fetch-store.ts';
 import {
   listUnprocessedPushes,
   lockPushProgress,
   markPushNotification,
   markPushPartStored,
   type PushNotificationStatus,
-  storePushFetches,
   storePushNotification,
-} from '../warehouse/push-store.ts';
+} from '../warehouse/push-notification-store.ts';
 import type { ResolvePushOrg } from './push-admission.ts';
 import { extractPushItems, type PushFetchTiming, type PushItem, pushFetchOfItem } from './push-items.ts';
 

@@ -3,7 +3,7 @@
  * and the fetch each item asks for as a row of the durable queue (validic_sync.push_fetches).
  */
 import { LEGACY_OBJECTS, type LegacyObject, pathSegmentProblem } from '../validic/platform-limits.ts';
-import type { PushFetchInput } from '../warehouse/push-store.ts';
+import type { PushFetchInput } from '../warehouse/push-fetch-store.ts';
 
 /**
  * What a push notification announces.

@@ -42,8 +42,8 @@ import {
   failPushFetch,
   finishPushFetch,
   prunePushFetches,
-  prunePushNotifications,
-} from '../warehouse/push-store.ts';
+} from '../warehouse/push-fetch-store.ts';
+import { prunePushNotifications } from '../warehouse/push-notification-store.ts';
 import { listPollableUids, markRecentPollDone, markRecentPollsEnqueued } from '../warehouse/recent-polls.ts';
 import {
   firstListedUsers,
@@ -281,7 +281,7 @@ export function jobWarehouse(warehouse: Warehouse) {
     listPendingWindows: onDb(listPendingWindows),
     pendingWindowKeys: onDb(pendingWindowKeys),
     finishRunIfComplete: onDb(finishRunIfComplete),
-    // Push's durable queue of fetches (src/warehouse/push-store.ts).
+    // Push's durable queue of fetches (src/warehouse/push-fetch-store.ts).
     claimPushFetches: onDb(claimPushFetches),
     finishPushFetch: onDb(finishPushFetch),
     failPushFetch: onDb(failPushFetch),

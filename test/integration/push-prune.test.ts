@@ -9,7 +9,7 @@ import { configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import type { JobContext } from '../../src/queue/job-context.ts';
 import { jobSettings, jobWarehouse } from '../../src/queue/job-context.ts';
-import { prunePushNotifications } from '../../src/warehouse/push-store.ts';
+import { prunePushNotifications } from '../../src/warehouse/push-notification-store.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
 const DAY = 86_400_000;

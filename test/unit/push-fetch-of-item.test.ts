@@ -12,7 +12,7 @@ import {
   mergePushFetch,
   mergeSources,
   type PushFetchInput,
-} from '../../src/warehouse/push-store.ts';
+} from '../../src/warehouse/push-fetch-store.ts';
 
 const NOW = Date.parse('2026-03-15T12:00:03Z');
 const timing = { now: NOW, coalesceMs: 10_000, updatedMarginMs: 600_000 };
