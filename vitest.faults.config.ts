@@ -9,6 +9,9 @@ export default defineConfig({
     testTimeout: 300_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // Every fault file has its own PostgreSQL or Redis when it kills one (private-postgres.ts,
+    // private-redis.ts), so two files run at once; one at a time took 711 s in CI.
+    maxWorkers: 2,
     globalSetup: ['./test/faults/global-setup.ts'],
     reporters: ['default', './test/faults/fault-counts-reporter.ts', './test/helpers/summary-reporter.ts'],
   },
