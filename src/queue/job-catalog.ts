@@ -28,11 +28,6 @@ export type CatalogPayloads = { [Name in keyof JobPayloads]: JobPayloads[Name] }
 
 export type JobName = keyof JobPayloads & string;
 
-/** The payload a job `name` runs with (its schema's output). */
-export type PayloadOf<Name extends JobName> = JobPayloads[Name] extends z.ZodType
-  ? z.output<JobPayloads[Name]>
-  : never;
-
 /** What a job `name` resolves to. */
 export type ResultOf<Name extends JobName> = Name extends keyof JobResults ? JobResults[Name] : unknown;
 

@@ -387,7 +387,7 @@ export async function prunePushFetches(
 /** Records that a part of notification `id` was stored: its items processed up to `to`, `stored` more fetches. */
 
 export async function recordPushRefusalMinute(
-  trx: Kysely<Database> | Transaction<Database>,
+  trx: Executor,
   key: string,
   minute: Date,
   refused: number,
