@@ -6,6 +6,7 @@ import { type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { PermanentError } from '../errors/index.ts';
 import type { FailedJobInfo, JobCounts } from '../metrics/sync-status.ts';
+import { dropRedis } from '../runtime/connect-redis.ts';
 import { bullmqTelemetry } from '../telemetry/start-tracing.ts';
 import type { EnqueueJob, PayloadSchemas } from './job-context.ts';
 import { type JobDefinition, retryOptionsOf } from './job-definition.ts';
@@ -38,7 +39,8 @@ export interface JobQueue<Payloads extends PayloadSchemas = any> {
   enqueue: EnqueueJob<Payloads, QueueEnqueueOptions>;
   counts(): Promise<JobCounts>;
   failed(limit?: number): Promise<FailedJobInfo[]>;
-  close(): Promise<void>;
+  /** `redisReachable: false` (a stop during an outage): drop the connection instead of a goodbye that waits for Redis. */
+  close(options?: { redisReachable?: boolean }): Promise<void>;
 }
 
 export interface OpenJobQueueOptions {
@@ -102,7 +104,8 @@ export function openJobQueue<Payloads extends PayloadSchemas = any>(
         finishedOn: job.finishedOn,
       }));
     },
-    async close() {
+    async close({ redisReachable = true } = {}) {
+      if (!redisReachable) dropRedis(connection);
       await queue.close().catch(() => {});
       connection.disconnect();
     },

@@ -1,8 +1,4 @@
 /**
- * The BullMQ worker of one process: takes jobs of the `jobs` queue, validates their payload again, runs
- * the job module with a context cut from the runtime, and maps our error classes onto BullMQ's outcomes
- * (fail, delay without spending an attempt, retry).
- *
  * The BullMQ worker of one process: takes jobs of the `jobs` queue, validates their payload again,
  * runs the job module with a context cut from the runtime (its `enqueue` goes back to BullMQ), and maps
  * our error classes onto BullMQ's outcomes:
@@ -15,6 +11,11 @@
  *
  * A SIGKILLed process's jobs are moved back to waiting by another process's stalled-job check after
  * `lockDurationMs` and redone; jobs are idempotent, so redoing one costs requests but never data.
+ *
+ * Closing while Redis is down: BullMQ's graceful close waits for its blocking connection to end, which
+ * never happens while Redis is away (bullmq#4656, open in 6.7), and a running job waits for Redis to
+ * take it back. So `close({ redisReachable: false })` drops the connection first (every waiting command
+ * fails at once) and closes BullMQ by force; the running jobs stay active in Redis, as after a SIGKILL.
  */
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -23,6 +24,7 @@ import type { Logger } from '../log/logger.ts';
 import type { WorkerMetrics } from '../metrics/worker-metrics.ts';
 import type { LoadCounts } from '../pipeline/batch.ts';
 import { redactKnownSecrets } from '../redact/redact-secrets.ts';
+import { dropRedis } from '../runtime/connect-redis.ts';
 import { bullmqTelemetry } from '../telemetry/start-tracing.ts';
 import { jobAttributes, withSpan } from '../telemetry/tracer.ts';
 import type { JobContextSource } from './job-context.ts';
@@ -50,8 +52,11 @@ export interface QueueWorkerOptions {
 
 export interface QueueWorker {
   worker: Worker;
-  /** Stops taking jobs and waits for the running ones (which see the aborted signal) to settle. */
-  close(): Promise<void>;
+  /**
+   * Stops taking jobs and waits for the running ones (which see the aborted signal) to settle; with
+   * `redisReachable: false`, stops without waiting for anything Redis would have to answer.
+   */
+  close(options?: { redisReachable?: boolean }): Promise<void>;
 }
 
 export function startQueueWorker(options: QueueWorkerOptions): QueueWorker {
@@ -152,8 +157,11 @@ export function startQueueWorker(options: QueueWorkerOptions): QueueWorker {
 
   return {
     worker,
-    async close() {
-      await worker.close().catch((error) => log.warn({ err: error }, 'closing the queue worker'));
+    async close({ redisReachable = true } = {}) {
+      if (!redisReachable) dropRedis(connection);
+      await worker
+        .close(!redisReachable)
+        .catch((error) => log.warn({ err: error }, 'closing the queue worker'));
       connection.disconnect();
     },
   };

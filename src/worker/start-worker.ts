@@ -25,6 +25,7 @@ import type { JobDefinition } from '../queue/job-definition.ts';
 import type { KeepJobs } from '../queue/job-queue.ts';
 import { type JobQueue, openJobQueue } from '../queue/job-queue.ts';
 import { type QueueWorker, startQueueWorker } from '../queue/queue-worker.ts';
+import { dropRedis, redisAnswers, stopReconnecting } from '../runtime/connect-redis.ts';
 import { type RunningServer, serverLimits } from '../server/hardened-server.ts';
 import { handlePushRequest, startPushServer } from '../server/push-server.ts';
 import { createQueueDashboard } from '../server/queue-dashboard.ts';
@@ -45,6 +46,9 @@ import {
   type StreamSupervisor,
   superviseStreams,
 } from './stream-supervisor.ts';
+
+/** How long a stop waits for Redis to answer before it treats Redis as down (see stop()). */
+const REDIS_ANSWER_AT_STOP_MS = 2000;
 
 /** How long the replica exporting the fleet-wide gauges keeps that role without a scrape. */
 const FLEET_REPORTER_LEASE_MS = 120_000;
@@ -264,7 +268,21 @@ export async function startWorker(
       stopping ??= (async () => {
         log.info('worker stopping: no new jobs; running jobs stop after their current batch');
         if (reapply) redis.off('ready', reapply);
-        await queueWorker.close();
+        // Every Redis command of ours waits for Redis to come back; a stop during an outage would wait
+        // with them, forever. So when Redis does not answer, cut its connections first: what the stop
+        // would have handed back (running jobs, stream slots) stays in Redis and expires with its lock
+        // or lease, as after a SIGKILL, and another worker redoes or takes it.
+        const redisReachable = await redisAnswers(redis, REDIS_ANSWER_AT_STOP_MS);
+        if (!redisReachable) {
+          log.warn(
+            'Redis does not answer: stopping without handing jobs and stream slots back; another worker takes them over once their locks and leases expire',
+          );
+          stopReconnecting(redis);
+          dropRedis(redis);
+          // A stream that stops queues its gap's pass; that fails now, and the gap waits in Postgres.
+          await jobQueue.close({ redisReachable });
+        }
+        await queueWorker.close({ redisReachable });
         await streams?.done;
         await slots.releaseAll();
         await pushServer?.close();

@@ -50,7 +50,9 @@ describe('status', () => {
     expect(org.runs).toEqual([]);
     expect(status.queue).toBeUndefined();
     expect(json.stdout).not.toContain(sandbox.token);
-  });
+    // Four CLI runs, each opening the embedded warehouse (PGlite, WebAssembly): about 17 s on an idle
+    // 2-core machine, over 60 s with three files and a CPU-bound process beside it.
+  }, 180_000);
 
   it('adds queue depths, failed jobs and stream slot holders with Redis', async () => {
     const prefix = testRedis.prefix.slice(0, -1);

@@ -236,5 +236,60 @@ describe('worker under Postgres and Redis outages', () => {
     const result = await worker.child.result;
     expect(result.code, result.stderr.slice(-2000)).toBe(0);
     expect(result.stderr).not.toContain(sandbox.token);
-  }, 240_000);
+  }, 360_000);
+
+  // BullMQ's graceful close waits for its blocking connection to end, which never happens while Redis is
+  // down (bullmq#4656): without the worker's own handling, this SIGTERM waited forever.
+  it('stops on SIGTERM while Redis is down, with streams and schedules running', async () => {
+    const port = await freePort();
+    const redisUrl = `redis://127.0.0.1:${port}`;
+    const outageRedis = startRedisServer(port);
+    let running: WorkerChild | undefined;
+    try {
+      await waitForRedis(redisUrl);
+      running = await startWorkerChild(
+        sandboxEnv(sandbox, {
+          DATABASE_URL: db.url,
+          REDIS_URL: redisUrl,
+          HTTP_PORT: '0',
+          VALIDIC_WORKER_LOCK_MS: '2000',
+          LOG_LEVEL: 'info',
+        }),
+      );
+      let exited = false;
+      running.child.result.then(() => {
+        exited = true;
+      });
+      await waitForStep(
+        'the worker to hold a stream slot',
+        () => expect(running!.stderr()).toContain('holding a stream slot'),
+        { timeout: 30_000, interval: 100 },
+      );
+      outageRedis.kill('SIGKILL');
+      await new Promise((resolve) => outageRedis.once('exit', resolve));
+      await waitForStep(
+        'the worker to report redis unready',
+        async () => {
+          const res = await fetch(`${running!.url}/readyz`);
+          expect(((await res.json()) as { failed: string[] }).failed).toContain('redis');
+        },
+        { timeout: 10_000, interval: 50 },
+      );
+      running.child.kill('SIGTERM');
+      await waitForStep(
+        'the worker to exit after SIGTERM with Redis down',
+        () => expect(exited, running!.stderr().slice(-3000)).toBe(true),
+        {
+          timeout: 60_000,
+          interval: 100,
+        },
+      );
+      const result = await running.child.result;
+      expect(result.code, result.stderr.slice(-2000)).toBe(0);
+      expect(result.stdout).toContain('worker stopped');
+    } finally {
+      running?.child.kill('SIGKILL');
+      outageRedis.kill('SIGKILL');
+    }
+  }, 120_000);
 });

@@ -65,6 +65,33 @@ export function spawnCli(
   return Object.assign(child, { result });
 }
 
-export function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
-  return spawnCli(args, env).result;
+/**
+ * Runs the CLI to its end. One that is still running after `timeoutMs` is killed and fails the test
+ * with its command and the tail of its log, so a hung command names itself instead of running into the
+ * test's timeout.
+ */
+export async function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  { timeoutMs = 120_000 }: { timeoutMs?: number } = {},
+): Promise<CliResult> {
+  const child = spawnCli(args, env);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      void child.result.then((r) =>
+        reject(
+          new Error(
+            `validic-sync ${args.join(' ')} still running after ${timeoutMs / 1000} s; its stderr ends: ${r.stderr.slice(-1500)}`,
+          ),
+        ),
+      );
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([child.result, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
