@@ -50,6 +50,9 @@ import {
 /** How long a stop waits for Redis to answer before it treats Redis as down (see stop()). */
 const REDIS_ANSWER_AT_STOP_MS = 2000;
 
+/** How often a stop that has not ended logs what it still waits for. */
+const STOP_REPORT_MS = 10_000;
+
 /** How long the replica exporting the fleet-wide gauges keeps that role without a scrape. */
 const FLEET_REPORTER_LEASE_MS = 120_000;
 
@@ -282,14 +285,31 @@ export async function startWorker(
           // A stream that stops queues its gap's pass; that fails now, and the gap waits in Postgres.
           await jobQueue.close({ redisReachable });
         }
-        await queueWorker.close({ redisReachable });
-        await streams?.done;
-        await slots.releaseAll();
-        await pushServer?.close();
-        await server?.close();
-        await jobQueue.close();
-        stopCountingRetries();
-        await runtime.close();
+        // A stop that hangs says on what, every STOP_REPORT_MS, until it ends (or a second signal ends it).
+        let step = 'the running jobs';
+        const startedAt = Date.now();
+        const report = setInterval(() => {
+          const seconds = Math.round((Date.now() - startedAt) / 1000);
+          log.warn({ step, seconds }, `worker stop still waiting for ${step}`);
+        }, STOP_REPORT_MS);
+        report.unref();
+        try {
+          await queueWorker.close({ redisReachable });
+          step = 'the streams to flush';
+          await streams?.done;
+          step = 'the stream slots to be released';
+          await slots.releaseAll();
+          step = 'the listeners to close';
+          await pushServer?.close();
+          await server?.close();
+          step = 'the queue to close';
+          await jobQueue.close();
+          stopCountingRetries();
+          step = 'the warehouse and the platform clients to close';
+          await runtime.close();
+        } finally {
+          clearInterval(report);
+        }
         log.info('worker stopped');
       })();
       return stopping;

@@ -44,8 +44,7 @@ describe('push notifications into a running worker', () => {
   }, 60_000);
   afterAll(async () => {
     if (worker) {
-      worker.child.kill('SIGTERM');
-      await worker.child.result;
+      await worker.stop();
     }
     await testRedis?.cleanup();
     await sandbox?.close();

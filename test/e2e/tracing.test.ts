@@ -108,8 +108,7 @@ describe('tracing', () => {
       expect(JSON.stringify(receiver.spans)).not.toContain(sandbox.legacyToken);
       expect(JSON.stringify(receiver.spans)).not.toContain(sandbox.applicationSecret);
     } finally {
-      worker.child.kill('SIGTERM');
-      await worker.child.result;
+      await worker.stop();
       await testRedis.cleanup();
     }
   });

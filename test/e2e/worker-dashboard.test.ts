@@ -28,8 +28,7 @@ describe('the queue dashboard of a running worker', () => {
     try {
       await check(worker.url, new URL(worker.pushUrl!).origin);
     } finally {
-      worker.child.kill('SIGTERM');
-      await worker.child.result;
+      await worker.stop();
     }
   };
 

@@ -232,8 +232,7 @@ describe('worker under Postgres and Redis outages', () => {
     );
     expect(await compareWithTruth(db.warehouse, sandbox)).toEqual(NO_DIFFERENCES);
 
-    worker.child.kill('SIGTERM');
-    const result = await worker.child.result;
+    const result = await worker.stop();
     expect(result.code, result.stderr.slice(-2000)).toBe(0);
     expect(result.stderr).not.toContain(sandbox.token);
   }, 360_000);
@@ -256,10 +255,6 @@ describe('worker under Postgres and Redis outages', () => {
           LOG_LEVEL: 'info',
         }),
       );
-      let exited = false;
-      running.child.result.then(() => {
-        exited = true;
-      });
       await waitForStep(
         'the worker to hold a stream slot',
         () => expect(running!.stderr()).toContain('holding a stream slot'),
@@ -275,16 +270,7 @@ describe('worker under Postgres and Redis outages', () => {
         },
         { timeout: 10_000, interval: 50 },
       );
-      running.child.kill('SIGTERM');
-      await waitForStep(
-        'the worker to exit after SIGTERM with Redis down',
-        () => expect(exited, running!.stderr().slice(-3000)).toBe(true),
-        {
-          timeout: 60_000,
-          interval: 100,
-        },
-      );
-      const result = await running.child.result;
+      const result = await running.stop(60_000);
       expect(result.code, result.stderr.slice(-2000)).toBe(0);
       expect(result.stdout).toContain('worker stopped');
     } finally {

@@ -140,9 +140,7 @@ describe('a fleet of three workers', () => {
     });
     expect(accepted.status).toBe(202);
 
-    for (const w of workers.slice(1)) w.child.kill('SIGTERM');
-    for (const w of workers.slice(1)) {
-      const result = await w.child.result;
+    for (const result of await Promise.all(workers.slice(1).map((w) => w.stop()))) {
       expect(result.code, result.stderr).toBe(0);
       expect(result.stderr).not.toContain(sandbox.token);
     }

@@ -126,9 +126,7 @@ describe('stream slot handover in a fleet', () => {
     expect(workers.map((w) => w.stderr()).join('\n')).not.toMatch(/max client connections exceeded/);
 
     const survivors = workers.filter((w) => w !== holder);
-    for (const w of survivors) w.child.kill('SIGTERM');
-    for (const w of survivors) {
-      const result = await w.child.result;
+    for (const result of await Promise.all(survivors.map((w) => w.stop()))) {
       expect(result.code, result.stderr.slice(-2000)).toBe(0);
     }
   }, 180_000);

@@ -14,6 +14,12 @@ export interface WorkerChild {
   /** The push endpoint (listener and path), when push is configured. */
   pushUrl: string | undefined;
   stderr(): string;
+  /**
+   * SIGTERM, then the exit: a graceful stop that has not ended after `timeoutMs` kills the worker and
+   * fails with the step and the tail of its log (what the stop was still waiting for), instead of
+   * running into the test's own timeout.
+   */
+  stop(timeoutMs?: number): Promise<CliResult>;
 }
 
 /**
@@ -60,5 +66,24 @@ export async function startWorkerChild(env: NodeJS.ProcessEnv, args: string[] = 
     );
   });
   const pushUrl = /push endpoint on (\S+)/.exec(stdout)?.[1];
-  return { child, url, pushUrl, stderr: () => stderr };
+  const stop = async (timeoutMs = 60_000): Promise<CliResult> => {
+    child.kill('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(
+          new Error(
+            `timed out after ${timeoutMs / 1000} s waiting for the worker to stop after SIGTERM; its log ends: ${stderr.slice(-3000)}`,
+          ),
+        );
+      }, timeoutMs);
+    });
+    try {
+      return await Promise.race([child.result, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  return { child, url, pushUrl, stderr: () => stderr, stop };
 }
