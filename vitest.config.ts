@@ -8,8 +8,11 @@ const FRESH_CLONE = 'test/e2e/fresh-clone.test.ts';
 // (its own project, a later group), so its install does not compete with the suite.
 export default defineConfig({
   test: {
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // A guard against a hang, not a speed limit (a test's waits name their own steps and limits): in
+    // repeated runs of the e2e files, three at a time beside a CPU-bound process, tests that take 20–40 s
+    // on an idle machine (audit, backfill, status on the embedded warehouse) ran past 60 s.
+    testTimeout: 180_000,
+    hookTimeout: 120_000,
     pool: 'forks',
     // Most files wait on child processes, HTTP and the database rather than compute: one worker (what this
     // Vitest chose on a 2-core machine) left the cores idle and took 750 s in CI; three took 379 s here
