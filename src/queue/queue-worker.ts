@@ -14,8 +14,9 @@
  *
  * Closing while Redis is down: BullMQ's graceful close waits for its blocking connection to end, which
  * never happens while Redis is away (bullmq#4656, open in 6.7), and a running job waits for Redis to
- * take it back. So `close({ redisReachable: false })` drops the connection first (every waiting command
- * fails at once) and closes BullMQ by force; the running jobs stay active in Redis, as after a SIGKILL.
+ * take it back. So `close({ redisReachable: false })` drops the connection first (with the runtime's
+ * `stopReconnecting`, which its duplicates share, every command it holds fails within seconds) and
+ * closes BullMQ by force; the running jobs stay active in Redis, as after a SIGKILL.
  */
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';

@@ -80,6 +80,8 @@ export interface StartWorkerOptions {
   catalog?: Record<string, JobDefinition>;
   /** An already opened runtime (tests); closed by stop() all the same. */
   runtime?: Runtime;
+  /** How often a stop that has not ended logs what it waits for, ms (default STOP_REPORT_MS; tests). */
+  stopReportMs?: number;
 }
 
 export async function startWorker(
@@ -271,29 +273,31 @@ export async function startWorker(
       stopping ??= (async () => {
         log.info('worker stopping: no new jobs; running jobs stop after their current batch');
         if (reapply) redis.off('ready', reapply);
-        // Every Redis command of ours waits for Redis to come back; a stop during an outage would wait
-        // with them, forever. So when Redis does not answer, cut its connections first: what the stop
-        // would have handed back (running jobs, stream slots) stays in Redis and expires with its lock
-        // or lease, as after a SIGKILL, and another worker redoes or takes it.
-        const redisReachable = await redisAnswers(redis, REDIS_ANSWER_AT_STOP_MS);
-        if (!redisReachable) {
-          log.warn(
-            'Redis does not answer: stopping without handing jobs and stream slots back; another worker takes them over once their locks and leases expire',
-          );
-          stopReconnecting(redis);
-          dropRedis(redis);
-          // A stream that stops queues its gap's pass; that fails now, and the gap waits in Postgres.
-          await jobQueue.close({ redisReachable });
-        }
         // A stop that hangs says on what, every STOP_REPORT_MS, until it ends (or a second signal ends it).
-        let step = 'the running jobs';
+        let step = 'Redis to answer';
         const startedAt = Date.now();
         const report = setInterval(() => {
           const seconds = Math.round((Date.now() - startedAt) / 1000);
           log.warn({ step, seconds }, `worker stop still waiting for ${step}`);
-        }, STOP_REPORT_MS);
+        }, options.stopReportMs ?? STOP_REPORT_MS);
         report.unref();
         try {
+          // Every Redis command of ours waits for Redis to come back; a stop during an outage would wait
+          // with them, forever. So when Redis does not answer, cut its connections first: what the stop
+          // would have handed back (running jobs, stream slots) stays in Redis and expires with its lock
+          // or lease, as after a SIGKILL, and another worker redoes or takes it.
+          const redisReachable = await redisAnswers(redis, REDIS_ANSWER_AT_STOP_MS);
+          if (!redisReachable) {
+            log.warn(
+              'Redis does not answer: stopping without handing jobs and stream slots back; another worker takes them over once their locks and leases expire',
+            );
+            stopReconnecting(redis);
+            dropRedis(redis);
+            // A stream that stops queues its gap's pass; that fails now, and the gap waits in Postgres.
+            step = 'the queue to close';
+            await jobQueue.close({ redisReachable });
+          }
+          step = 'the running jobs';
           await queueWorker.close({ redisReachable });
           step = 'the streams to flush';
           await streams?.done;

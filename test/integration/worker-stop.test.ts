@@ -1,0 +1,97 @@
+/**
+ * A worker's stop that does not end says what it still waits for: here a job that finishes only when
+ * the test lets it (as a job stuck in a call without a timeout would), so the stop waits on "the running
+ * jobs", logs that while it waits, and ends once the job does.
+ */
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { configSchema } from '../../src/config/schema.ts';
+import { createLogger } from '../../src/log/logger.ts';
+import { defineUncatalogedJob, type JobDefinition } from '../../src/queue/job-definition.ts';
+import type { JobQueue } from '../../src/queue/job-queue.ts';
+import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { startWorker } from '../../src/worker/start-worker.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
+import { sandboxOrganization } from '../helpers/sandbox-organization.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
+
+describe('a worker stop that waits', () => {
+  let sandbox: Sandbox;
+  let db: TestDatabase;
+  let testRedis: TestRedis;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ seed: 3, users: 1, days: 1 });
+    db = await createTestDatabase();
+    testRedis = createTestRedis('worker-stop');
+  });
+  afterAll(async () => {
+    await testRedis?.cleanup();
+    await sandbox?.close();
+    await db?.drop();
+  });
+
+  it('logs the step it waits for until that step ends', async () => {
+    let started = false;
+    let finish: () => void = () => {};
+    const stuck = defineUncatalogedJob({
+      name: 'test.stuck',
+      payload: z.object({}),
+      priority: 1,
+      retry: { attempts: 1, backoff: { type: 'exponential', delay: 50 } },
+      async run() {
+        started = true;
+        await new Promise<void>((resolve) => {
+          finish = resolve;
+        });
+        return 'done';
+      },
+    });
+    const lines: string[] = [];
+    const log = createLogger({
+      level: 'info',
+      destination: new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          lines.push(chunk.toString('utf8'));
+          done();
+        },
+      }),
+    });
+    const config = configSchema.parse({
+      databaseUrl: db.url,
+      redisUrl: TEST_REDIS_URL,
+      redisPrefix: testRedis.prefix.slice(0, -1),
+      allowInsecureLoopback: true,
+      http: { port: 0 },
+      worker: { streams: false },
+      schedules: { enabled: false },
+      organizations: [sandboxOrganization(sandbox)],
+    });
+    const worker = await startWorker(config, log, new AbortController().signal, {
+      catalog: { [stuck.name]: stuck } as Record<string, JobDefinition>,
+      stopReportMs: 100,
+    });
+    // The worker's queue is typed by the real catalog; this test's job is not in it.
+    await (worker.jobQueue as JobQueue).enqueue('test.stuck', {});
+    await waitForStep('the stuck job to start', () => expect(started).toBe(true), { timeout: 20_000 });
+
+    let stopped = false;
+    const stopping = worker.stop().then(() => {
+      stopped = true;
+    });
+    await waitForStep(
+      'the stop to say it waits for the running jobs',
+      () => expect(lines.join('')).toContain('worker stop still waiting for the running jobs'),
+      { timeout: 20_000 },
+    );
+    expect(stopped).toBe(false);
+    finish();
+    await waitForStep('the stop to end once the job did', () => expect(stopped).toBe(true), {
+      timeout: 20_000,
+    });
+    await stopping;
+    expect(lines.join('')).toContain('worker stopped');
+  });
+});
