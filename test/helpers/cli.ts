@@ -66,16 +66,15 @@ export function spawnCli(
 }
 
 /**
- * Runs the CLI to its end. One that is still running after `timeoutMs` is killed and fails the test
- * with its command and the tail of its log, so a hung command names itself instead of running into the
- * test's timeout.
+ * The child's result, or, when it is still running after `timeoutMs`, the child killed and an error that
+ * says what was waited for (`what`) and ends with the tail of its log, so a hung child names itself
+ * instead of running into the test's own timeout.
  */
-export async function runCli(
-  args: string[],
-  env: NodeJS.ProcessEnv,
-  { timeoutMs = 120_000 }: { timeoutMs?: number } = {},
+export async function resultWithin(
+  child: ChildProcess & { result: Promise<CliResult> },
+  timeoutMs: number,
+  what: string,
 ): Promise<CliResult> {
-  const child = spawnCli(args, env);
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
@@ -83,7 +82,7 @@ export async function runCli(
       void child.result.then((r) =>
         reject(
           new Error(
-            `validic-sync ${args.join(' ')} still running after ${timeoutMs / 1000} s; its stderr ends: ${r.stderr.slice(-1500)}`,
+            `timed out after ${timeoutMs / 1000} s waiting for ${what}; its log ends: ${r.stderr.slice(-3000)}`,
           ),
         ),
       );
@@ -94,4 +93,13 @@ export async function runCli(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Runs the CLI to its end, within `timeoutMs` (resultWithin). */
+export function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  { timeoutMs = 120_000 }: { timeoutMs?: number } = {},
+): Promise<CliResult> {
+  return resultWithin(spawnCli(args, env), timeoutMs, `validic-sync ${args.join(' ')} to end`);
 }

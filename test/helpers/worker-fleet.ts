@@ -5,7 +5,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import type { Sandbox } from '../../src/sandbox/index.ts';
-import { type CliResult, sandboxEnv, spawnCli } from './cli.ts';
+import { type CliResult, resultWithin, sandboxEnv, spawnCli } from './cli.ts';
 import { TEST_REDIS_URL, type TestRedis } from './redis.ts';
 
 export interface WorkerChild {
@@ -66,24 +66,9 @@ export async function startWorkerChild(env: NodeJS.ProcessEnv, args: string[] = 
     );
   });
   const pushUrl = /push endpoint on (\S+)/.exec(stdout)?.[1];
-  const stop = async (timeoutMs = 60_000): Promise<CliResult> => {
+  const stop = (timeoutMs = 60_000): Promise<CliResult> => {
     child.kill('SIGTERM');
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        child.kill('SIGKILL');
-        reject(
-          new Error(
-            `timed out after ${timeoutMs / 1000} s waiting for the worker to stop after SIGTERM; its log ends: ${stderr.slice(-3000)}`,
-          ),
-        );
-      }, timeoutMs);
-    });
-    try {
-      return await Promise.race([child.result, late]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return resultWithin(child, timeoutMs, 'the worker to stop after SIGTERM');
   };
   return { child, url, pushUrl, stderr: () => stderr, stop };
 }

@@ -4,34 +4,23 @@
  * jobs", logs that while it waits, and ends once the job does.
  */
 import { Writable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { configSchema } from '../../src/config/schema.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { defineUncatalogedJob, type JobDefinition } from '../../src/queue/job-definition.ts';
 import type { JobQueue } from '../../src/queue/job-queue.ts';
-import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { startWorker } from '../../src/worker/start-worker.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
-import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
+import { TEST_REDIS_URL } from '../helpers/redis.ts';
 import { sandboxOrganization } from '../helpers/sandbox-organization.ts';
+import { useSandbox, useTestRedis } from '../helpers/use-before-all.ts';
+import { useTestDatabase } from '../helpers/use-test-database.ts';
 import { waitForStep } from '../helpers/wait-for-step.ts';
 
 describe('a worker stop that waits', () => {
-  let sandbox: Sandbox;
-  let db: TestDatabase;
-  let testRedis: TestRedis;
-
-  beforeAll(async () => {
-    sandbox = await startSandbox({ seed: 3, users: 1, days: 1 });
-    db = await createTestDatabase();
-    testRedis = createTestRedis('worker-stop');
-  });
-  afterAll(async () => {
-    await testRedis?.cleanup();
-    await sandbox?.close();
-    await db?.drop();
-  });
+  const sandbox = useSandbox({ seed: 3, users: 1, days: 1 });
+  const db = useTestDatabase();
+  const testRedis = useTestRedis('worker-stop');
 
   it('logs the step it waits for until that step ends', async () => {
     let started = false;
