@@ -4,6 +4,12 @@
  * SIGKILLed in the middle of its micro-batches; its slot lapses, another worker takes it over and
  * resumes from the slot's committed checkpoint (replaying the downtime), and the warehouse ends equal
  * to the truth with no duplicates. The sandbox never sees more than one connection at a time.
+ *
+ * What the holder had read and not committed when it died is gone from the primary stream (the
+ * platform's checkpoint moved when it sent it), and the takeover's replay hands off at the newest
+ * committed `created_at`, as the provider's recipe says: that window is a `crash` gap, and the
+ * reconciliation pass the gap asks for re-delivers it (src/stream/README.md, "Gaps"). The test waits for
+ * that pass (a second after the gap here, a minute by default) and for every gap to be covered.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -51,6 +57,14 @@ describe('stream slot handover in a fleet', () => {
     return r.rows[0]!.n;
   };
 
+  const openGaps = async () => {
+    const r = await sql<{ reason: string; from: string }>`
+      select reason, gap_from::text as from from validic_sync.stream_gaps where covered_at is null`.execute(
+      db.warehouse.db,
+    );
+    return r.rows;
+  };
+
   it('hands the slot to another worker when its holder dies, losing nothing', async () => {
     const prefix = testRedis.prefix.slice(0, -1);
     const configFile = join(configDir, 'config.json');
@@ -59,7 +73,8 @@ describe('stream slot handover in a fleet', () => {
       JSON.stringify({
         worker: { streamSlotTtlMs: 1500 },
         // Any downtime longer than half a second is replayed from the slot's checkpoint.
-        stream: { gapAfterMs: 500, staleAfterMs: 5000, batchMaxWaitMs: 200 },
+        // The crash gap's reconciliation pass a second after the gap, not the default minute.
+        stream: { gapAfterMs: 500, staleAfterMs: 5000, batchMaxWaitMs: 200, passAfterGapSeconds: 1 },
         organizations: [],
       }),
     );
@@ -117,6 +132,11 @@ describe('stream slot handover in a fleet', () => {
     );
     sandbox.control.stopLiveFeed();
 
+    await waitForStep(
+      'the reconciliation pass to cover every gap',
+      async () => expect(await openGaps()).toEqual([]),
+      { timeout: 60_000, interval: 250 },
+    );
     await waitForStep(
       'the warehouse to match the truth',
       async () => expect(await compareWithTruth(db.warehouse, sandbox)).toEqual(NO_DIFFERENCES),
