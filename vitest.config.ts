@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { SlowFirstSequencer } from './test/helpers/slow-first-sequencer.ts';
 
 const FRESH_CLONE = 'test/e2e/fresh-clone.test.ts';
 
@@ -18,6 +19,8 @@ export default defineConfig({
     // Vitest chose on a 2-core machine) left the cores idle and took 750 s in CI; three took 379 s here
     // with the same 850 tests passing.
     maxWorkers: 3,
+    // Without the cache of a previous run (CI's fresh clone), the slow end-to-end files start first.
+    sequence: { sequencer: SlowFirstSequencer },
     reporters: ['default', './test/helpers/summary-reporter.ts'],
     projects: [
       {
