@@ -4,15 +4,15 @@
  * Vitest starts the files that took longest in its last run first (its cache of results), which packs
  * the workers well. A fresh clone, such as CI's, has no such cache, and Vitest falls back to the largest
  * file first. File size says little about time here: the slowest files are small e2e files that spawn
- * `npm` or a worker fleet (installed-bin, env-file, budget), and they started last in CI, running
- * 60–90 s after every other file had ended. Without a cache this sequencer starts the end-to-end files
- * first (then integration, then the rest), each tier largest first, and the many short files fill the
- * workers at the end. With a cache, Vitest's own order stands.
+ * `npm` or a worker fleet (installed-bin, env-file, budget), and they started last in CI and were the
+ * last to finish. Without a cache this sequencer starts the end-to-end files first (then integration,
+ * then the rest), each tier largest first, and the many short files fill the workers at the end. With a
+ * cache, Vitest's own order stands. (The fault suite has its own config and keeps Vitest's order.)
  */
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /** Folders in the order they start; a folder not listed starts after them. */
-const TIERS = ['/test/e2e/', '/test/faults/', '/test/integration/'];
+const TIERS = ['/test/e2e/', '/test/integration/'];
 
 function tier(spec: TestSpecification): number {
   const index = TIERS.findIndex((folder) => spec.moduleId.includes(folder));
