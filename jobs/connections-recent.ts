@@ -44,10 +44,7 @@ export const connectionsRecent = defineJob({
 });
 
 declare module '../src/queue/job-catalog.ts' {
-  interface JobPayloads {
-    'connections.recent': typeof connectionsRecentPayload;
-  }
-  interface JobResults {
-    'connections.recent': Awaited<ReturnType<(typeof connectionsRecent)['run']>>;
+  interface Jobs {
+    'connections.recent': { payload: typeof connectionsRecentPayload; job: typeof connectionsRecent };
   }
 }

@@ -92,10 +92,10 @@ export const connectionsReconcile = defineJob({
 });
 
 declare module '../src/queue/job-catalog.ts' {
-  interface JobPayloads {
-    'connections.reconcile': typeof connectionsReconcilePayload;
-  }
-  interface JobResults {
-    'connections.reconcile': Awaited<ReturnType<(typeof connectionsReconcile)['run']>>;
+  interface Jobs {
+    'connections.reconcile': {
+      payload: typeof connectionsReconcilePayload;
+      job: typeof connectionsReconcile;
+    };
   }
 }

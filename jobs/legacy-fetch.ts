@@ -225,10 +225,7 @@ export const legacyFetch = defineJob({
 });
 
 declare module '../src/queue/job-catalog.ts' {
-  interface JobPayloads {
-    'legacy.fetch': typeof legacyFetchPayload;
-  }
-  interface JobResults {
-    'legacy.fetch': Awaited<ReturnType<(typeof legacyFetch)['run']>>;
+  interface Jobs {
+    'legacy.fetch': { payload: typeof legacyFetchPayload; job: typeof legacyFetch };
   }
 }

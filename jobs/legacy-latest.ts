@@ -142,10 +142,7 @@ export const legacyLatest = defineJob({
 });
 
 declare module '../src/queue/job-catalog.ts' {
-  interface JobPayloads {
-    'legacy.latest': typeof legacyLatestPayload;
-  }
-  interface JobResults {
-    'legacy.latest': Awaited<ReturnType<(typeof legacyLatest)['run']>>;
+  interface Jobs {
+    'legacy.latest': { payload: typeof legacyLatestPayload; job: typeof legacyLatest };
   }
 }

@@ -98,10 +98,7 @@ export const legacySync = defineJob({
 });
 
 declare module '../src/queue/job-catalog.ts' {
-  interface JobPayloads {
-    'legacy.sync': typeof legacySyncPayload;
-  }
-  interface JobResults {
-    'legacy.sync': Awaited<ReturnType<(typeof legacySync)['run']>>;
+  interface Jobs {
+    'legacy.sync': { payload: typeof legacySyncPayload; job: typeof legacySync };
   }
 }

@@ -139,10 +139,7 @@ export const pushDrain = defineJob({
 });
 
 declare module '../src/queue/job-catalog.ts' {
-  interface JobPayloads {
-    'push.drain': typeof pushDrainPayload;
-  }
-  interface JobResults {
-    'push.drain': Awaited<ReturnType<(typeof pushDrain)['run']>>;
+  interface Jobs {
+    'push.drain': { payload: typeof pushDrainPayload; job: typeof pushDrain };
   }
 }

@@ -29,10 +29,7 @@ export const pushPrune = defineJob({
 });
 
 declare module '../src/queue/job-catalog.ts' {
-  interface JobPayloads {
-    'push.prune': typeof pushPrunePayload;
-  }
-  interface JobResults {
-    'push.prune': Awaited<ReturnType<(typeof pushPrune)['run']>>;
+  interface Jobs {
+    'push.prune': { payload: typeof pushPrunePayload; job: typeof pushPrune };
   }
 }

@@ -239,10 +239,7 @@ async function auditCells(
 }
 
 declare module '../src/queue/job-catalog.ts' {
-  interface JobPayloads {
-    'records.audit': typeof recordsAuditPayload;
-  }
-  interface JobResults {
-    'records.audit': Awaited<ReturnType<(typeof recordsAudit)['run']>>;
+  interface Jobs {
+    'records.audit': { payload: typeof recordsAuditPayload; job: typeof recordsAudit };
   }
 }

@@ -182,10 +182,7 @@ export const recordsBackfill = defineJob({
 });
 
 declare module '../src/queue/job-catalog.ts' {
-  interface JobPayloads {
-    'records.backfill': typeof recordsBackfillPayload;
-  }
-  interface JobResults {
-    'records.backfill': Awaited<ReturnType<(typeof recordsBackfill)['run']>>;
+  interface Jobs {
+    'records.backfill': { payload: typeof recordsBackfillPayload; job: typeof recordsBackfill };
   }
 }

@@ -158,10 +158,7 @@ async function userIsGone(
 }
 
 declare module '../src/queue/job-catalog.ts' {
-  interface JobPayloads {
-    'records.poll': typeof recordsPollPayload;
-  }
-  interface JobResults {
-    'records.poll': Awaited<ReturnType<(typeof recordsPoll)['run']>>;
+  interface Jobs {
+    'records.poll': { payload: typeof recordsPollPayload; job: typeof recordsPoll };
   }
 }

@@ -147,10 +147,7 @@ export const recordsRecent = defineJob({
 });
 
 declare module '../src/queue/job-catalog.ts' {
-  interface JobPayloads {
-    'records.recent': typeof recordsRecentPayload;
-  }
-  interface JobResults {
-    'records.recent': Awaited<ReturnType<(typeof recordsRecent)['run']>>;
+  interface Jobs {
+    'records.recent': { payload: typeof recordsRecentPayload; job: typeof recordsRecent };
   }
 }

@@ -41,10 +41,7 @@ export const streamsReconcile = defineJob({
 });
 
 declare module '../src/queue/job-catalog.ts' {
-  interface JobPayloads {
-    'streams.reconcile': typeof streamsReconcilePayload;
-  }
-  interface JobResults {
-    'streams.reconcile': Awaited<ReturnType<(typeof streamsReconcile)['run']>>;
+  interface Jobs {
+    'streams.reconcile': { payload: typeof streamsReconcilePayload; job: typeof streamsReconcile };
   }
 }

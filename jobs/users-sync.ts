@@ -222,10 +222,7 @@ async function backfillNewUsers(
 }
 
 declare module '../src/queue/job-catalog.ts' {
-  interface JobPayloads {
-    'users.sync': typeof usersSyncPayload;
-  }
-  interface JobResults {
-    'users.sync': Awaited<ReturnType<(typeof usersSync)['run']>>;
+  interface Jobs {
+    'users.sync': { payload: typeof usersSyncPayload; job: typeof usersSync };
   }
 }

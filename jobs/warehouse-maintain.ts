@@ -35,10 +35,7 @@ export const warehouseMaintain = defineJob({
 });
 
 declare module '../src/queue/job-catalog.ts' {
-  interface JobPayloads {
-    'warehouse.maintain': typeof warehouseMaintainPayload;
-  }
-  interface JobResults {
-    'warehouse.maintain': Awaited<ReturnType<(typeof warehouseMaintain)['run']>>;
+  interface Jobs {
+    'warehouse.maintain': { payload: typeof warehouseMaintainPayload; job: typeof warehouseMaintain };
   }
 }

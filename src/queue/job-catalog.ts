@@ -1,11 +1,9 @@
 /**
  * The job catalog's types, gathered from the job files themselves by declaration merging (as Graphile
- * Worker's task map is): each module of jobs/ adds its payload schema and its result to the two
- * interfaces below,
+ * Worker's task map is): each module of jobs/ adds its payload schema and its definition to `Jobs`,
  *
  *     declare module '../src/queue/job-catalog.ts' {
- *       interface JobPayloads { 'users.sync': typeof usersSyncPayload }
- *       interface JobResults { 'users.sync': UsersSyncResult }
+ *       interface Jobs { 'users.sync': { payload: typeof usersSyncPayload; job: typeof usersSync } }
  *     }
  *
  * so `ctx.enqueue(name, payload)`, the queue's `enqueue` and the inline runner's results are typed by
@@ -15,28 +13,28 @@ import type { z } from 'zod';
 import type { JobContext } from './job-context.ts';
 import { defineJobFor, type JobDefinition } from './job-definition.ts';
 
-/** Job name → payload schema; each job file adds its own entry. */
+/**
+ * Job name → its payload schema and its definition; each job file adds its own entry. (The payload is its
+ * own member because the definition's type depends on the catalog's payloads: read from the definition,
+ * it would be circular.)
+ */
 // biome-ignore lint/suspicious/noEmptyInterface: filled by declaration merging in the job files
-export interface JobPayloads {}
+export interface Jobs {}
 
-/** Job name → what its `run` resolves to; each job file adds its own entry. */
-// biome-ignore lint/suspicious/noEmptyInterface: filled by declaration merging in the job files
-export interface JobResults {}
+/** The catalog's payload schemas by job name (a plain object type, which `PayloadSchemas` accepts). */
+export type CatalogPayloads = { [Name in keyof Jobs]: Jobs[Name]['payload'] };
 
-/** The catalog's payloads as a plain object type (an interface has no index signature to satisfy). */
-export type CatalogPayloads = { [Name in keyof JobPayloads]: JobPayloads[Name] };
-
-export type JobName = keyof JobPayloads & string;
+export type JobName = keyof Jobs & string;
 
 /** What a job `name` resolves to. */
-export type ResultOf<Name extends JobName> = Name extends keyof JobResults ? JobResults[Name] : unknown;
+export type ResultOf<Name extends JobName> = Awaited<ReturnType<Jobs[Name]['job']['run']>>;
 
 /** What a job of the catalog may touch, its `ctx.enqueue` typed by the catalog. */
 export type CatalogJobContext = JobContext<CatalogPayloads>;
 
 /** Every job of the catalog by name. */
 export type JobCatalog = {
-  [Name in JobName]: JobDefinition<JobPayloads[Name] & z.ZodType, ResultOf<Name>, CatalogPayloads> & {
+  [Name in JobName]: JobDefinition<CatalogPayloads[Name] & z.ZodType, ResultOf<Name>, CatalogPayloads> & {
     name: Name;
   };
 };

@@ -25,7 +25,7 @@ export interface QueueEnqueueOptions {
 }
 
 /**
- * `Payloads`: the catalog `enqueue` is typed by (start-worker.ts passes jobs/' `JobPayloads`). Its default
+ * `Payloads`: the catalog `enqueue` is typed by (start-worker.ts passes jobs/' `CatalogPayloads`). Its default
  * is `any`, as for JobContext: the framework (worker, stream supervisor, push) passes names it does not
  * know statically, and a typed queue can be handed to it.
  */
@@ -51,7 +51,7 @@ export interface OpenJobQueueOptions {
   keep: KeepJobs;
 }
 
-/** `Payloads`: the catalog's payload schemas, when the caller knows them (`openJobQueue<JobPayloads>`). */
+/** `Payloads`: the catalog's payload schemas, when the caller knows them (`openJobQueue<CatalogPayloads>`). */
 export function openJobQueue<Payloads extends PayloadSchemas = any>(
   options: OpenJobQueueOptions,
 ): JobQueue<Payloads> {

@@ -13,7 +13,7 @@ import type { Runtime } from './runtime.ts';
 export type CatalogInlineRunner = InlineRunner<CatalogPayloads>;
 
 /**
- * A completed job's result typed by the catalog when the job is `name` (its file's `JobResults` entry),
+ * A completed job's result typed by the catalog when the job is `name` (what its `run` resolves to),
  * else undefined: what a command's `completed` listener reads a result through.
  */
 export function resultOf<Name extends JobName>(

@@ -2,8 +2,10 @@
  * `validic-sync backfill` end to end: the real CLI against the sandbox over HTTP, with faults on, and the
  * warehouse compared with the sandbox's ground truth row for row.
  */
+
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import { ledgerProgress } from '../helpers/backfill-progress.ts';
 import { runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
 import { day } from '../helpers/fixtures/index.ts';
@@ -77,12 +79,7 @@ describe('backfill killed mid-way resumes', () => {
     return ['backfill', '--from', from, '--to', to];
   };
 
-  const doneWindows = async () => {
-    const result = await sql<{ done: number; total: number }>`
-      select count(*) filter (where status = 'done')::int as done, count(*)::int as total
-      from validic_sync.backfill_windows`.execute(db.warehouse.db);
-    return result.rows[0]!;
-  };
+  const doneWindows = () => ledgerProgress(db.warehouse.db);
 
   it('finishes with the same tables and fewer requests than a fresh run, then refetches without writing', async () => {
     const env = sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONCURRENCY: '2' });

@@ -24,15 +24,15 @@
  * backfill requests of 317). At real speed a worker makes 0.6 requests/s and the budget is always the
  * limit, which is what this test is about.
  */
-import { Writable } from 'node:stream';
+
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import type { BudgetStatus } from '../../src/budget/read-budget-plan.ts';
 import { configSchema } from '../../src/config/schema.ts';
-import { createLogger } from '../../src/log/logger.ts';
 import type { ResourceType } from '../../src/sandbox/types.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { startWorker } from '../../src/worker/start-worker.ts';
+import { captureLog } from '../helpers/capture-log.ts';
 import { runCli } from '../helpers/cli.ts';
 import { day } from '../helpers/fixtures/index.ts';
 import { TEST_REDIS_URL } from '../helpers/redis.ts';
@@ -114,16 +114,7 @@ describe('schedules within the request budget of 3,000 users', () => {
     const configFile = await dir.writeJson('config.json', fileConfig);
     const config = configSchema.parse(fileConfig);
 
-    const lines: string[] = [];
-    const log = createLogger({
-      level: 'warn',
-      destination: new Writable({
-        write(chunk: Buffer, _encoding, done) {
-          lines.push(chunk.toString('utf8'));
-          done();
-        },
-      }),
-    });
+    const { log, lines } = captureLog('warn');
     const t0 = Date.now();
     const worker = await startWorker(config, log, new AbortController().signal);
     try {

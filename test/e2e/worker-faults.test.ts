@@ -5,21 +5,20 @@
  * completes once it is queued again (Redis lost the queue; the ledger in Postgres kept what was done).
  * SIGTERM then stops it with exit code 0.
  */
+
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { Redis } from 'ioredis';
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobCatalog } from '../../jobs/index.ts';
-import type { JobDefinition } from '../../src/queue/job-definition.ts';
-import { type JobQueue, openJobQueue } from '../../src/queue/job-queue.ts';
+import type { JobQueue } from '../../src/queue/job-queue.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { ledgerProgress, waitForRunDoneAndQueueIdle } from '../helpers/backfill-progress.ts';
 import { sandboxEnv } from '../helpers/cli.ts';
 import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
 import { day } from '../helpers/fixtures/index.ts';
 import { ADMIN_URL, createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { waitForStep } from '../helpers/wait-for-step.ts';
-import { startWorkerChild, type WorkerChild } from '../helpers/worker-fleet.ts';
+import { openFleetJobQueue, startWorkerChild, type WorkerChild } from '../helpers/worker-fleet.ts';
 
 const DAYS = 35;
 
@@ -126,15 +125,23 @@ describe('worker under Postgres and Redis outages', () => {
     await db?.drop();
   });
 
-  const windows = async () => {
-    const r = await sql<{ done: number; total: number }>`
-      select count(*) filter (where status = 'done')::int as done, count(*)::int as total
-      from validic_sync.backfill_windows`.execute(db.warehouse.db);
-    return r.rows[0]!;
-  };
+  const windows = () => ledgerProgress(db.warehouse.db);
   const readiness = async () => {
     const res = await fetch(`${worker!.url}/readyz`);
     return { status: res.status, body: (await res.json()) as { ok: boolean; failed: string[] } };
+  };
+  /** /readyz names the stopped dependency and nothing else (no error text: that goes to the log). */
+  const waitForUnready = async (dependency: 'postgres' | 'redis') => {
+    await waitForStep(
+      `the worker to report ${dependency} unready`,
+      async () => expect((await readiness()).body).toEqual({ ok: false, failed: [dependency] }),
+      { timeout: 10_000, interval: 50 },
+    );
+    await waitForStep(
+      `the log to say the ${dependency} readiness check failed`,
+      () => expect(worker!.stderr()).toContain(`readiness check ${dependency} failed`),
+      { timeout: 10_000, interval: 100 },
+    );
   };
 
   it('waits out both outages and completes the sync', async () => {
@@ -154,12 +161,7 @@ describe('worker under Postgres and Redis outages', () => {
     );
     queueRedis = new Redis(redisUrl, { maxRetriesPerRequest: null });
     queueRedis.on('error', () => {});
-    jobQueue = openJobQueue({
-      redis: queueRedis,
-      prefix: 'validic-sync',
-      catalog: jobCatalog as Record<string, JobDefinition>,
-      keep: { keepCompleted: 100, keepFailed: 100 },
-    });
+    jobQueue = openFleetJobQueue(queueRedis, 'validic-sync');
     const backfill = { orgId: sandbox.orgId, from: day(DAYS + 20), to: day(0) };
     await jobQueue.enqueue('records.backfill', backfill);
     await waitForStep(
@@ -170,17 +172,7 @@ describe('worker under Postgres and Redis outages', () => {
 
     // Postgres goes away: the worker notices, keeps its jobs (delayed, not failed), and waits.
     await proxy.cut();
-    // /readyz names the stopped dependency and nothing else (no error text: that goes to the log).
-    await waitForStep(
-      'the worker to report postgres unready',
-      async () => expect((await readiness()).body).toEqual({ ok: false, failed: ['postgres'] }),
-      { timeout: 10_000, interval: 50 },
-    );
-    await waitForStep(
-      'the log to say the postgres readiness check failed',
-      () => expect(worker!.stderr()).toContain('readiness check postgres failed'),
-      { timeout: 10_000, interval: 100 },
-    );
+    await waitForUnready('postgres');
     await waitForStep(
       'the log to say postgres is unreachable',
       () => expect(worker!.stderr()).toMatch(/unreachable/),
@@ -198,16 +190,7 @@ describe('worker under Postgres and Redis outages', () => {
     // Redis restarts empty: the worker reconnects by itself and takes new work.
     redisServer!.kill('SIGKILL');
     await new Promise((resolve) => redisServer!.once('exit', resolve));
-    await waitForStep(
-      'the worker to report redis unready',
-      async () => expect((await readiness()).body).toEqual({ ok: false, failed: ['redis'] }),
-      { timeout: 10_000, interval: 50 },
-    );
-    await waitForStep(
-      'the log to say the redis readiness check failed',
-      () => expect(worker!.stderr()).toContain('readiness check redis failed'),
-      { timeout: 10_000, interval: 100 },
-    );
+    await waitForUnready('redis');
     redisServer = startRedisServer(redisPort);
     await waitForRedis(redisUrl);
     await waitForStep(
@@ -218,16 +201,10 @@ describe('worker under Postgres and Redis outages', () => {
 
     // The queue is gone with Redis; queuing the same backfill resumes the run from the ledger.
     await jobQueue.enqueue('records.backfill', backfill);
-    await waitForStep(
+    await waitForRunDoneAndQueueIdle(
       'the resumed backfill run done and the queue empty',
-      async () => {
-        const runs = await sql<{ status: string }>`select status from validic_sync.runs`.execute(
-          db.warehouse.db,
-        );
-        expect(runs.rows.map((r) => r.status)).toEqual(['done']);
-        const c = await jobQueue!.counts();
-        expect(c.active + c.waiting + c.prioritized + c.delayed).toBe(0);
-      },
+      db.warehouse.db,
+      jobQueue,
       { timeout: 120_000, interval: 200 },
     );
     expect(await compareWithTruth(db.warehouse, sandbox)).toEqual(NO_DIFFERENCES);

@@ -5,19 +5,22 @@
  * ends equal to the truth, without duplicates and without a single 429. The survivors stop on SIGTERM
  * with exit code 0.
  */
-import { sql } from 'kysely';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobCatalog } from '../../jobs/index.ts';
-import type { JobDefinition } from '../../src/queue/job-definition.ts';
-import { type JobQueue, openJobQueue } from '../../src/queue/job-queue.ts';
+import type { JobQueue } from '../../src/queue/job-queue.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
-import { sandboxEnv } from '../helpers/cli.ts';
+import { ledgerProgress, waitForRunDoneAndQueueIdle } from '../helpers/backfill-progress.ts';
 import { compareWithTruth, NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
 import { day } from '../helpers/fixtures/index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
-import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
+import { createTestRedis, type TestRedis } from '../helpers/redis.ts';
 import { waitForStep } from '../helpers/wait-for-step.ts';
-import { startWorkerChild, type WorkerChild } from '../helpers/worker-fleet.ts';
+import {
+  openFleetJobQueue,
+  startWorkerChild,
+  type WorkerChild,
+  workerChildEnv,
+} from '../helpers/worker-fleet.ts';
 
 const DAYS = 35;
 const PUSH_SECRET = 'fleet-push-secret-0123456789';
@@ -49,42 +52,21 @@ describe('a fleet of three workers', () => {
     await db?.drop();
   });
 
-  const queueIdle = async () => {
-    const c = await jobQueue.counts();
-    return c.active + c.waiting + c.prioritized + c.delayed === 0;
-  };
-  const windows = async () => {
-    const r = await sql<{ done: number; total: number }>`
-      select count(*) filter (where status = 'done')::int as done, count(*)::int as total
-      from validic_sync.backfill_windows`.execute(db.warehouse.db);
-    return r.rows[0]!;
-  };
+  const windows = () => ledgerProgress(db.warehouse.db);
 
   it('shares the work and the budget, survives a SIGKILL, and lands exactly the truth', async () => {
     const prefix = testRedis.prefix.slice(0, -1);
-    const env = sandboxEnv(sandbox, {
-      DATABASE_URL: db.url,
-      REDIS_URL: TEST_REDIS_URL,
-      VALIDIC_REDIS_PREFIX: prefix,
-      HTTP_PORT: '0',
-      PUSH_PORT: '0',
+    const env = workerChildEnv(sandbox, db.url, testRedis, {
       // The fleet's shared bucket stays under the sandbox's 50 per 10 s (burst 20 + 2.4/s).
       VALIDIC_REQUESTS_PER_HOUR: '9000',
       VALIDIC_WORKER_LOCK_MS: '2000',
       VALIDIC_WORKER_CONCURRENCY: '3',
-      VALIDIC_SCHEDULES: 'false',
-      VALIDIC_WORKER_STREAMS: 'false',
       PUSH_SECRET: PUSH_SECRET,
     });
     workers.push(...(await Promise.all([0, 1, 2].map(() => startWorkerChild(env)))));
     for (const w of workers) expect((await fetch(`${w.url}/readyz`)).status).toBe(200);
 
-    jobQueue = openJobQueue({
-      redis: testRedis.connect(),
-      prefix,
-      catalog: jobCatalog as Record<string, JobDefinition>,
-      keep: { keepCompleted: 100, keepFailed: 100 },
-    });
+    jobQueue = openFleetJobQueue(testRedis.connect(), prefix);
     expect(
       await jobQueue.enqueue('records.backfill', { orgId: sandbox.orgId, from: day(DAYS + 20), to: day(0) }),
     ).toBe(true);
@@ -102,17 +84,10 @@ describe('a fleet of three workers', () => {
     victim.child.kill('SIGKILL');
     expect((await victim.child.result).signal).toBe('SIGKILL');
 
-    await waitForStep(
-      'the backfill run done and the queue idle',
-      async () => {
-        const runs = await sql<{ status: string }>`select status from validic_sync.runs`.execute(
-          db.warehouse.db,
-        );
-        expect(runs.rows.map((r) => r.status)).toEqual(['done']);
-        expect(await queueIdle()).toBe(true);
-      },
-      { timeout: 150_000, interval: 200 },
-    );
+    await waitForRunDoneAndQueueIdle('the backfill run done and the queue idle', db.warehouse.db, jobQueue, {
+      timeout: 150_000,
+      interval: 200,
+    });
 
     expect(await compareWithTruth(db.warehouse, sandbox)).toEqual(NO_DIFFERENCES);
     expect(sandbox.control.stats().rateLimited).toBe(0);

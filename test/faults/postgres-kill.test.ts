@@ -5,22 +5,18 @@
  * What was committed survives the crash, what was in flight rolls back; the run recovers or fails
  * visibly, running it again finishes, and the warehouse equals the truth.
  */
+
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { startSandbox } from '../../src/sandbox/index.ts';
 import { openWarehouse } from '../../src/warehouse/open-warehouse.ts';
+import { LEDGER_PROGRESS_SQL } from '../helpers/backfill-progress.ts';
 import { sandboxEnv } from '../helpers/cli.ts';
 import { NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
 import { useBeforeAll } from '../helpers/use-before-all.ts';
 import { waitForStep } from '../helpers/wait-for-step.ts';
 import { recordFaultRun } from './fault-results.ts';
-import {
-  backfillArgs,
-  countAgainstTruth,
-  LEDGER_PROGRESS_SQL,
-  rerunToCompletion,
-  seededRandom,
-} from './oracle.ts';
+import { backfillArgs, countAgainstTruth, rerunToCompletion, seededRandom } from './oracle.ts';
 import { startPrivatePostgres } from './private-postgres.ts';
 import { startBackfill } from './scenario.ts';
 

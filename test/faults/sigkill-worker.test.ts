@@ -4,17 +4,14 @@
  * finishes the run from the ledger. Each run ends compared with the sandbox's truth. Queues live in a
  * PRIVATE Redis (private-redis.ts), emptied between runs.
  */
+
 import { Redis } from 'ioredis';
-import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { jobCatalog } from '../../jobs/index.ts';
-import type { JobDefinition } from '../../src/queue/job-definition.ts';
-import { openJobQueue } from '../../src/queue/job-queue.ts';
+import { waitForRunDoneAndQueueIdle } from '../helpers/backfill-progress.ts';
 import { sandboxEnv } from '../helpers/cli.ts';
 import { NO_DIFFERENCES } from '../helpers/compare-with-truth.ts';
 import { useBeforeAll } from '../helpers/use-before-all.ts';
-import { waitForStep } from '../helpers/wait-for-step.ts';
-import { startWorkerChild, type WorkerChild } from '../helpers/worker-fleet.ts';
+import { openFleetJobQueue, startWorkerChild, type WorkerChild } from '../helpers/worker-fleet.ts';
 import { recordFaultRun } from './fault-results.ts';
 import { countAgainstTruth, seededRandom, waitForWindowsDone } from './oracle.ts';
 import { startPrivateRedis } from './private-redis.ts';
@@ -37,12 +34,7 @@ describe('fault sigkill-worker', () => {
           onCleanup(() => client.disconnect());
           client.on('error', () => {});
           await client.flushall();
-          const queue = openJobQueue({
-            redis: client,
-            prefix: 'validic-sync',
-            catalog: jobCatalog as Record<string, JobDefinition>,
-            keep: { keepCompleted: 100, keepFailed: 100 },
-          });
+          const queue = openFleetJobQueue(client, 'validic-sync');
           onCleanup(() => queue.close());
           const workers: WorkerChild[] = [];
           onCleanup(async () => {
@@ -68,16 +60,10 @@ describe('fault sigkill-worker', () => {
           expect((await workers[0]!.child.result).signal).toBe('SIGKILL');
 
           workers.push(await startWorkerChild(env));
-          await waitForStep(
+          await waitForRunDoneAndQueueIdle(
             'the backfill run done and the queue empty after the kill',
-            async () => {
-              const runs = await sql<{ status: string }>`select status from validic_sync.runs`.execute(
-                db.warehouse.db,
-              );
-              expect(runs.rows.map((r) => r.status)).toEqual(['done']);
-              const c = await queue.counts();
-              expect(c.active + c.waiting + c.prioritized + c.delayed).toBe(0);
-            },
+            db.warehouse.db,
+            queue,
             { timeout: 120_000, interval: 100 },
           );
           expect((await queue.counts()).failed).toBe(0);

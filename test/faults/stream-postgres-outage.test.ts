@@ -35,7 +35,7 @@ import type { TestDatabase } from '../helpers/pg.ts';
 import { useBeforeAll } from '../helpers/use-before-all.ts';
 import { waitForStep } from '../helpers/wait-for-step.ts';
 import { recordFaultRun } from './fault-results.ts';
-import { countStreamAgainstTruth } from './oracle.ts';
+import { countStreamAgainstTruth, waitForBothStreams } from './oracle.ts';
 import { type PrivatePostgres, startPrivatePostgres } from './private-postgres.ts';
 import { inScenario, timeOfDayAnchor } from './scenario.ts';
 
@@ -134,14 +134,7 @@ describe('fault stream-postgres-outage', () => {
           onCleanup(() => cli.kill('SIGKILL'));
           const rss = sampleRss(cli.pid!);
           onCleanup(() => rss.stop());
-          await waitForStep(
-            'both streams, the primary with a member',
-            () => {
-              expect(sandbox.truth.streams()).toHaveLength(2);
-              expect(sandbox.truth.streams()[0]?.members).toBeGreaterThan(0);
-            },
-            { timeout: 30_000, interval: 20 },
-          );
+          await waitForBothStreams(sandbox);
           // The primary (created first) and the reconciliation stream; then data flows.
           sandbox.control.startLiveFeed({ ratePerSecond: FEED_RATE });
           onCleanup(() => sandbox.control.stopLiveFeed());

@@ -26,7 +26,7 @@ import { compareStreamWithTruth, NO_STREAM_DIFFERENCES } from '../e2e/stream-com
 import { runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { waitForStep } from '../helpers/wait-for-step.ts';
 import { recordFaultRun } from './fault-results.ts';
-import { seededRandom } from './oracle.ts';
+import { seededRandom, waitForBothStreams } from './oracle.ts';
 import { inScenario, timeOfDayAnchor } from './scenario.ts';
 
 const KILL_RUNS = Number(process.env.FAULT_KILL_RUNS ?? 4);
@@ -95,14 +95,7 @@ async function killRun(run: number): Promise<void> {
 
       const first = spawnCli(['stream'], env);
       onCleanup(() => first.kill('SIGKILL'));
-      await waitForStep(
-        'both streams, the primary with a member',
-        () => {
-          expect(sandbox.truth.streams()).toHaveLength(2);
-          expect(sandbox.truth.streams()[0]?.members).toBeGreaterThan(0);
-        },
-        { timeout: 30_000, interval: 20 },
-      );
+      await waitForBothStreams(sandbox);
       // Both streams exist: the primary (created first) and the reconciliation stream.
       const reconcileFrom = sandbox.truth.streams()[1]!.cursor;
       sandbox.control.startLiveFeed({ ratePerSecond: 40 + Math.floor(random() * 80) });

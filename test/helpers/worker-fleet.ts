@@ -4,6 +4,10 @@
  * the "push endpoint on" line printed before it (when push is configured; PUSH_PORT=0 for a free port).
  */
 import type { ChildProcess } from 'node:child_process';
+import type { Redis } from 'ioredis';
+import { jobCatalog } from '../../jobs/index.ts';
+import type { JobDefinition } from '../../src/queue/job-definition.ts';
+import { type JobQueue, openJobQueue } from '../../src/queue/job-queue.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import { type CliResult, resultWithin, sandboxEnv, spawnCli } from './cli.ts';
 import { TEST_REDIS_URL, type TestRedis } from './redis.ts';
@@ -71,4 +75,14 @@ export async function startWorkerChild(env: NodeJS.ProcessEnv, args: string[] = 
     return resultWithin(child, timeoutMs, 'the worker to stop after SIGTERM');
   };
   return { child, url, pushUrl, stderr: () => stderr, stop };
+}
+
+/** The job queue a fleet test feeds and reads: the catalog's jobs under `prefix`, 100 finished jobs kept. */
+export function openFleetJobQueue(redis: Redis, prefix: string): JobQueue {
+  return openJobQueue({
+    redis,
+    prefix,
+    catalog: jobCatalog as Record<string, JobDefinition>,
+    keep: { keepCompleted: 100, keepFailed: 100 },
+  });
 }

@@ -8,14 +8,13 @@
 
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { EDGE_DAYS } from '../../src/validic/platform-limits.ts';
 import { startWorker } from '../../src/worker/start-worker.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
-import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
-import { sandboxOrganization } from '../helpers/sandbox-organization.ts';
+import { createTestRedis, type TestRedis } from '../helpers/redis.ts';
+import { sandboxWorkerConfig } from '../helpers/sandbox-organization.ts';
 
 const LOOKBACK = 3;
 
@@ -36,16 +35,7 @@ describe('scheduled recent polling and reconciliation', () => {
   });
 
   it('lands the lookback window, the users and the recent connection events', async () => {
-    const config = configSchema.parse({
-      databaseUrl: db.url,
-      redisUrl: TEST_REDIS_URL,
-      redisPrefix: testRedis.prefix.slice(0, -1),
-      allowInsecureLoopback: true,
-      http: { port: 0 },
-      sync: { lookbackDays: LOOKBACK },
-      worker: { streams: false },
-      organizations: [sandboxOrganization(sandbox)],
-    });
+    const config = sandboxWorkerConfig(sandbox, db.url, testRedis, { sync: { lookbackDays: LOOKBACK } });
     const worker = await startWorker(config, silentLogger, new AbortController().signal);
     try {
       expect(worker.schedules.sort()).toEqual([

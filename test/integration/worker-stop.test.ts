@@ -3,16 +3,14 @@
  * the test lets it (as a job stuck in a call without a timeout would), so the stop waits on "the running
  * jobs", logs that while it waits, and ends once the job does.
  */
-import { Writable } from 'node:stream';
+
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { configSchema } from '../../src/config/schema.ts';
-import { createLogger } from '../../src/log/logger.ts';
 import { defineUncatalogedJob, type JobDefinition } from '../../src/queue/job-definition.ts';
 import type { JobQueue } from '../../src/queue/job-queue.ts';
 import { startWorker } from '../../src/worker/start-worker.ts';
-import { TEST_REDIS_URL } from '../helpers/redis.ts';
-import { sandboxOrganization } from '../helpers/sandbox-organization.ts';
+import { captureLog } from '../helpers/capture-log.ts';
+import { sandboxWorkerConfig } from '../helpers/sandbox-organization.ts';
 import { useSandbox, useTestRedis } from '../helpers/use-before-all.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
 import { waitForStep } from '../helpers/wait-for-step.ts';
@@ -38,26 +36,8 @@ describe('a worker stop that waits', () => {
         return 'done';
       },
     });
-    const lines: string[] = [];
-    const log = createLogger({
-      level: 'info',
-      destination: new Writable({
-        write(chunk: Buffer, _encoding, done) {
-          lines.push(chunk.toString('utf8'));
-          done();
-        },
-      }),
-    });
-    const config = configSchema.parse({
-      databaseUrl: db.url,
-      redisUrl: TEST_REDIS_URL,
-      redisPrefix: testRedis.prefix.slice(0, -1),
-      allowInsecureLoopback: true,
-      http: { port: 0 },
-      worker: { streams: false },
-      schedules: { enabled: false },
-      organizations: [sandboxOrganization(sandbox)],
-    });
+    const { log, lines } = captureLog('info');
+    const config = sandboxWorkerConfig(sandbox, db.url, testRedis, { schedules: { enabled: false } });
     const worker = await startWorker(config, log, new AbortController().signal, {
       catalog: { [stuck.name]: stuck } as Record<string, JobDefinition>,
       stopReportMs: 100,

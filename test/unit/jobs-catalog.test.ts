@@ -16,14 +16,13 @@ const JOBS_DIR = path.resolve(import.meta.dirname, '../../jobs');
 const jobFiles = readdirSync(JOBS_DIR).filter((name) => name.endsWith('.ts') && name !== 'index.ts');
 
 describe('job catalog', () => {
-  it('holds one job per file of jobs/, each declaring its own payload and result in the catalog types', () => {
+  it('holds one job per file of jobs/, each declaring its own entry (payload schema and definition) in the catalog types', () => {
     const declared: string[] = [];
     for (const file of jobFiles) {
       const source = readFileSync(path.join(JOBS_DIR, file), 'utf8');
-      const payloads = /interface JobPayloads \{\s*'([a-z.]+)'/.exec(source)?.[1];
-      const results = /interface JobResults \{\s*'([a-z.]+)'/.exec(source)?.[1];
+      const entry = /interface Jobs \{\s*'([a-z.]+)'/.exec(source)?.[1];
       const name = /defineJob\(\{\s*name: '([a-z.]+)'/.exec(source)?.[1];
-      expect({ file, payloads, results }).toEqual({ file, payloads: name, results: name });
+      expect({ file, entry }).toEqual({ file, entry: name });
       declared.push(name!);
     }
     expect(Object.keys(jobCatalog).sort()).toEqual(declared.sort());
