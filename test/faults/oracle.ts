@@ -1,6 +1,7 @@
 /**
  * The fault suite's oracle: the warehouse against the sandbox's truth (compare-with-truth.ts), reduced to
- * the three counts every run must bring to zero, plus a seeded PRNG and the usual backfill range.
+ * the three counts every run must bring to zero; around it what the fault tests share: a seeded PRNG, the
+ * usual backfill range, the waits for the moment a fault strikes, and the re-run after a failed run.
  */
 import type { Kysely } from 'kysely';
 import { expect } from 'vitest';
