@@ -2,7 +2,6 @@
  * `validic-sync backfill` end to end: the real CLI against the sandbox over HTTP, with faults on, and the
  * warehouse compared with the sandbox's ground truth row for row.
  */
-
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { ledgerProgress } from '../helpers/backfill-progress.ts';

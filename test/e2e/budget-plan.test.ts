@@ -24,7 +24,6 @@
  * backfill requests of 317). At real speed a worker makes 0.6 requests/s and the budget is always the
  * limit, which is what this test is about.
  */
-
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import type { BudgetStatus } from '../../src/budget/read-budget-plan.ts';

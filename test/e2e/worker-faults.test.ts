@@ -5,7 +5,6 @@
  * completes once it is queued again (Redis lost the queue; the ledger in Postgres kept what was done).
  * SIGTERM then stops it with exit code 0.
  */
-
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { Redis } from 'ioredis';

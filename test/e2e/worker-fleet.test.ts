@@ -5,7 +5,6 @@
  * ends equal to the truth, without duplicates and without a single 429. The survivors stop on SIGTERM
  * with exit code 0.
  */
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobQueue } from '../../src/queue/job-queue.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';

@@ -5,7 +5,6 @@
  * What was committed survives the crash, what was in flight rolls back; the run recovers or fails
  * visibly, running it again finishes, and the warehouse equals the truth.
  */
-
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { startSandbox } from '../../src/sandbox/index.ts';

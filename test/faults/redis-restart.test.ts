@@ -4,7 +4,6 @@
  * started again on the same port after a seeded pause, losing every key. The CLI waits Redis out and
  * carries on (or fails visibly); running it again finishes, and the warehouse equals the truth.
  */
-
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { ledgerProgress } from '../helpers/backfill-progress.ts';

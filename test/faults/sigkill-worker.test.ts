@@ -4,7 +4,6 @@
  * finishes the run from the ledger. Each run ends compared with the sandbox's truth. Queues live in a
  * PRIVATE Redis (private-redis.ts), emptied between runs.
  */
-
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { waitForRunDoneAndQueueIdle } from '../helpers/backfill-progress.ts';

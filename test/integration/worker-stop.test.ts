@@ -3,7 +3,6 @@
  * the test lets it (as a job stuck in a call without a timeout would), so the stop waits on "the running
  * jobs", logs that while it waits, and ends once the job does.
  */
-
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineUncatalogedJob, type JobDefinition } from '../../src/queue/job-definition.ts';
