@@ -130,6 +130,11 @@ export function connectError(databaseUrl: string, error: unknown): unknown {
   );
 }
 
+/** `application_name` of this process's PostgreSQL sessions (`pg_stat_activity`). */
+export function warehouseApplicationName(pid = process.pid): string {
+  return `validic-sync pid ${pid}`;
+}
+
 export async function openWarehouse(options: OpenWarehouseOptions = {}): Promise<Warehouse> {
   const log = options.log ?? silentLogger;
   if (options.databaseUrl) return openPostgres(options.databaseUrl, options.maxConnections ?? 10, log);
@@ -142,7 +147,9 @@ async function openPostgres(databaseUrl: string, max: number, log: Logger): Prom
     max,
     types: pgTypes,
     connectionTimeoutMillis: 10_000,
-    application_name: 'validic-sync',
+    // The pid tells a DBA (and the fault tests) which process a session belongs to: a session can
+    // outlive its process by a moment, finishing a COMMIT the process sent just before it died.
+    application_name: warehouseApplicationName(),
   });
   // An idle client that dies (server restart) must not crash the process; the next query reconnects.
   pool.on('error', (error) => log.warn({ err: error }, 'idle PostgreSQL connection failed'));

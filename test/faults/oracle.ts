@@ -3,11 +3,11 @@
  * the three counts every run must bring to zero; around it what the fault tests share: a seeded PRNG, the
  * usual backfill range, the waits for the moment a fault strikes, and the re-run after a failed run.
  */
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { expect } from 'vitest';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import type { Database } from '../../src/warehouse/database.ts';
-import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
+import { type Warehouse, warehouseApplicationName } from '../../src/warehouse/open-warehouse.ts';
 import { compareStreamWithTruth, type StreamDifferences } from '../e2e/stream-compare.ts';
 import { ledgerProgress } from '../helpers/backfill-progress.ts';
 import { compareWithTruth, type Differences } from '../helpers/compare-with-truth.ts';
@@ -135,5 +135,25 @@ export async function waitForBothStreams(sandbox: Sandbox): Promise<void> {
       expect(sandbox.truth.streams()[0]?.members).toBeGreaterThan(0);
     },
     { timeout: 30_000, interval: 20 },
+  );
+}
+
+/**
+ * Waits until PostgreSQL holds no session of the process `pid` (a killed `validic-sync` child). A session
+ * outlives its process by a moment: a COMMIT the process sent just before the kill still lands, so a
+ * snapshot of the warehouse taken as soon as the process is gone may miss rows that then appear. On a
+ * busy machine that moment lasted long enough to count a committed micro-batch as lost.
+ */
+export async function waitForSessionsToEnd(db: Kysely<Database>, pid: number | undefined): Promise<void> {
+  if (pid === undefined) return;
+  const name = warehouseApplicationName(pid);
+  await waitForStep(
+    `the PostgreSQL sessions of process ${pid} to end`,
+    async () => {
+      const { rows } = await sql<{ n: number }>`
+        select count(*)::int as n from pg_stat_activity where application_name = ${name}`.execute(db);
+      expect(rows[0]!.n).toBe(0);
+    },
+    { timeout: 60_000, interval: 50 },
   );
 }

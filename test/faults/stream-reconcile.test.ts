@@ -26,7 +26,7 @@ import { compareStreamWithTruth, NO_STREAM_DIFFERENCES } from '../e2e/stream-com
 import { runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { waitForStep } from '../helpers/wait-for-step.ts';
 import { recordFaultRun } from './fault-results.ts';
-import { seededRandom, waitForBothStreams } from './oracle.ts';
+import { seededRandom, waitForBothStreams, waitForSessionsToEnd } from './oracle.ts';
 import { inScenario, timeOfDayAnchor } from './scenario.ts';
 
 const KILL_RUNS = Number(process.env.FAULT_KILL_RUNS ?? 4);
@@ -113,6 +113,8 @@ async function killRun(run: number): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, 100 + Math.floor(random() * 1_400)));
       first.kill('SIGKILL');
       await first.result;
+      // What the killed process committed is what its sessions committed, the last COMMIT included.
+      await waitForSessionsToEnd(db.warehouse.db, first.pid);
       sandbox.control.stopLiveFeed();
       const sent = sandbox.truth.streams()[0]!.cursor;
 
