@@ -104,6 +104,14 @@ export interface StreamConsumerOptions {
   role: 'primary' | 'pass';
   /** A pass that has not caught up after this long commits what it read and stops. Default 1_800_000. */
   passTimeoutMs: number;
+  /**
+   * Set when a pass reads the provider's replay (the gaps the reconciliation stream cannot reach) instead
+   * of the reconciliation stream: it is caught up at the first event created at or after `catchUpAtMs`
+   * (platform ms), or at `quietPokes` pokes stamped at or after it, rather than at its own start; and
+   * since a replay starts again from its date on every connect, data read before a drop is no progress
+   * (its failures in a row are not reset). Set per pass, never from config. Default undefined.
+   */
+  passReplay: { catchUpAtMs: number } | undefined;
   /** Largest frame kept in memory. Default 8 MiB. */
   maxFrameBytes: number;
 }
@@ -145,5 +153,6 @@ export const DEFAULT_STREAM_CONSUMER_OPTIONS: StreamConsumerOptions = {
   // A pass of the reconciliation stream re-delivers everything since the last one: an hour at a large
   // organization's rate is seconds to a few minutes of reading; a day after an outage, more.
   passTimeoutMs: 1_800_000,
+  passReplay: undefined,
   maxFrameBytes: 8 * 1024 * 1024,
 };

@@ -19,7 +19,7 @@ import { loadLegacyPages } from '../legacy/load-legacy-pages.ts';
 import type { Logger } from '../log/logger.ts';
 import { resumePushNotifications } from '../push/process-push-notification.ts';
 import type { StreamConsumerOptionsInput } from '../stream/consumer-options.ts';
-import { type ReconcilePassSummary, runReconcilePass } from '../stream/reconciliation.ts';
+import { type ReconcileOrgOptions, type ReconcileOrgSummary, reconcileOrg } from '../stream/reconcile-org.ts';
 import type { StreamsClient } from '../validic/streams-client.ts';
 import type { V2Client } from '../validic/v2-client.ts';
 import {
@@ -323,14 +323,18 @@ export interface JobOrg {
     input: Omit<ConfirmLegacyDeletesInput, 'warehouse' | 'org' | 'orgId'>,
   ): Promise<ConfirmLegacyDeletesResult>;
   /**
-   * One pass of the org's reconciliation stream (src/stream/reconciliation.ts): reads what it
-   * re-delivers until caught up, loads it, and reports what the primary stream had missed.
+   * One reconciliation of the org's stream (src/stream/reconcile-org.ts): the replay of the gaps the
+   * reconciliation stream cannot reach, then a pass of that stream; each loads what it re-delivers and
+   * reports what the primary stream had lost. `replayFrom`: without a reconciliation stream, also replay
+   * from this date (the `reconcile` command).
    */
   reconcileStream(input: {
     trigger: PassTrigger;
     signal: AbortSignal;
     log: Logger;
-  }): Promise<ReconcilePassSummary>;
+    replayFrom?: string;
+    enqueue?: ReconcileOrgOptions['enqueue'];
+  }): Promise<ReconcileOrgSummary>;
 }
 
 export function jobOrg(
@@ -353,7 +357,16 @@ export function jobOrg(
     findLegacyRecord: (input) => findLegacyRecord(clients, input),
     confirmLegacyDeletes: (input) =>
       confirmLegacyDeletes({ ...input, warehouse, org: clients, orgId: config.orgId }),
-    reconcileStream: ({ trigger, signal, log }) =>
-      runReconcilePass({ warehouse, org: clients, signal, trigger, consumerOptions, log }),
+    reconcileStream: ({ trigger, signal, log, replayFrom, enqueue }) =>
+      reconcileOrg({
+        warehouse,
+        org: clients,
+        signal,
+        trigger,
+        consumerOptions,
+        log,
+        ...(replayFrom ? { replayFrom } : {}),
+        ...(enqueue ? { enqueue } : {}),
+      }),
   };
 }

@@ -72,7 +72,7 @@ export interface Faults {
   /** Request budget per token: `limit` requests per fixed window of `windowMs` (sandbox clock), then 429. */
   requestBudget: { limit: number; windowMs: number } | null;
   /**
-   * Events re-sent to the next member after a stream disconnect; null: the `redeliverCount` option (3).
+   * Events re-sent to the next member after a stream disconnect; null: the `redeliverCount` option (0).
    * The platform promises no number ("redelivery after reconnects is expected"): 0 is the honest worst case.
    */
   redeliverCount: number | null;

@@ -5,7 +5,7 @@
  *   member is connected; with several members they are dealt round-robin (consumer-group style).
  * - The checkpoint moves when an event is SENT (written to a member's connection), as the platform's
  *   does: an event a client received but never stored is not sent again, except the last
- *   `redeliverCount` (option, default 3; the `redeliverCount` fault switch overrides it, 0 in the fault
+ *   `redeliverCount` (option, default 0; the `redeliverCount` fault switch overrides it, 0 in the fault
  *   tests) re-sent to the next member after a disconnect (at-least-once delivery).
  * - A checkpoint is kept `checkpointRetentionMs` (7 days, sandbox clock) after the last member left;
  *   later the stream restarts at the end of the log.

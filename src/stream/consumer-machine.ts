@@ -127,6 +127,16 @@ export interface MachineState {
   passOutcome: PassOutcome | undefined;
   /** `role: 'pass'`, caught up: everything created before this (platform ms) was delivered. */
   passReachedMs: number | undefined;
+  /**
+   * `role: 'pass'`: it ended right after a poke with nothing uncommitted, so nothing was in flight: the
+   * next pass of the reconciliation stream goes on exactly where this one stopped.
+   */
+  passEndedQuiet: boolean;
+  /**
+   * Platform time of the last poke on this connection (the main stream, or a pass) that found nothing
+   * uncommitted: everything the platform had sent it before then is committed (`StreamPosition.quietAt`).
+   */
+  quietThroughMs: number | undefined;
 }
 
 export type ConsumerEvent =
@@ -278,6 +288,8 @@ export function initialMachineState(options: StreamConsumerOptions): MachineStat
     connection: undefined,
     passOutcome: undefined,
     passReachedMs: undefined,
+    passEndedQuiet: false,
+    quietThroughMs: undefined,
   };
 }
 

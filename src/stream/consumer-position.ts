@@ -3,6 +3,7 @@
  * a gap needs replay, and where a replay starts and hands off (on the platform's clock).
  */
 import {
+  PASS_END_REASONS,
   REPLAY_GAP_REASONS,
   type StreamGap,
   type StreamPosition,
@@ -34,12 +35,14 @@ export function pickPosition(loaded: StreamPosition): StreamPosition {
   if (typeof loaded.lastDisconnectAt === 'string') out.lastDisconnectAt = loaded.lastDisconnectAt;
   if (typeof loaded.platformOffsetMs === 'number' && Number.isFinite(loaded.platformOffsetMs))
     out.platformOffsetMs = loaded.platformOffsetMs;
+  if (typeof loaded.quietAt === 'string') out.quietAt = loaded.quietAt;
+  if (typeof loaded.deliveryFrom === 'string') out.deliveryFrom = loaded.deliveryFrom;
   const gap = loaded.uncleanEnd;
   if (
     gap &&
     typeof gap.from === 'string' &&
     typeof gap.to === 'string' &&
-    ([...UNCLEAN_END_REASONS, ...REPLAY_GAP_REASONS] as string[]).includes(gap.reason)
+    ([...UNCLEAN_END_REASONS, ...PASS_END_REASONS, ...REPLAY_GAP_REASONS] as string[]).includes(gap.reason)
   )
     out.uncleanEnd = { from: gap.from, to: gap.to, reason: gap.reason };
   return out;
@@ -51,6 +54,8 @@ function samePosition(a: StreamPosition, b: StreamPosition): boolean {
     a.lastLiveAt === b.lastLiveAt &&
     a.lastDisconnectAt === b.lastDisconnectAt &&
     a.platformOffsetMs === b.platformOffsetMs &&
+    a.quietAt === b.quietAt &&
+    a.deliveryFrom === b.deliveryFrom &&
     a.uncleanEnd?.from === b.uncleanEnd?.from &&
     a.uncleanEnd?.to === b.uncleanEnd?.to
   );
@@ -72,6 +77,9 @@ function nextPosition(s: MachineState, frames: DataFrame[]): StreamPosition {
   if (s.gapStartMs !== undefined) next.lastDisconnectAt = iso(s.gapStartMs);
   else delete next.lastDisconnectAt;
   if (s.platformOffsetMs !== undefined) next.platformOffsetMs = s.platformOffsetMs;
+  const quietAt = parseTime(next.quietAt);
+  if (s.quietThroughMs !== undefined && (quietAt === undefined || s.quietThroughMs > quietAt))
+    next.quietAt = iso(s.quietThroughMs);
   if (s.uncleanEnd) next.uncleanEnd = s.uncleanEnd;
   else delete next.uncleanEnd;
   return next;
@@ -135,13 +143,37 @@ export function platformTime(s: MachineState, ms: number): number {
 }
 
 /**
- * What an unclean end may have lost: everything created after the newest `created_at` committed (or,
- * with nothing committed yet, after the stream was last heard from) up to the moment reading stopped.
+ * Where what this connection may lose begins (platform ms): after the later of the newest `created_at`
+ * committed and the last poke that found nothing uncommitted (everything sent before it is committed).
+ * With neither, where the stream's delivery to this connection began (`deliveryFrom`: a crash before the
+ * first commit loses the backlog too); undefined when that is not known either.
+ */
+export function committedThrough(s: MachineState): number | undefined {
+  const marks = [
+    parseTime(s.checkpoint.newestCreatedAt),
+    parseTime(s.checkpoint.quietAt),
+    s.quietThroughMs,
+  ].filter((ms): ms is number => ms !== undefined);
+  if (marks.length > 0) return Math.max(...marks);
+  return parseTime(s.checkpoint.deliveryFrom);
+}
+
+/** `committedThrough` of a committed checkpoint alone (what a crash right now would leave). */
+export function committedThroughOf(position: StreamPosition): number | undefined {
+  const marks = [parseTime(position.newestCreatedAt), parseTime(position.quietAt)].filter(
+    (ms): ms is number => ms !== undefined,
+  );
+  if (marks.length > 0) return Math.max(...marks);
+  return parseTime(position.deliveryFrom);
+}
+
+/**
+ * What an unclean end may have lost: everything created after what is committed (`committedThrough`;
+ * when nothing is known, after the stream was last heard from) up to the moment reading stopped.
  */
 export function uncleanGap(s: MachineState, now: number, reason: StreamGap['reason']): StreamGap {
-  const newest = parseTime(s.checkpoint.newestCreatedAt);
   const lastHeard = s.lastStreamFrameAt ?? now;
-  const from = newest ?? platformTime(s, lastHeard);
+  const from = committedThrough(s) ?? platformTime(s, lastHeard);
   const to = Math.max(from, platformTime(s, now));
   return { from: iso(from), to: iso(to), reason };
 }
@@ -169,8 +201,13 @@ export function notePlatformTime(s: MachineState, payload: unknown, receivedAt: 
  */
 export function planReplay(s: MachineState, nowMs: number): ReturnType<typeof planGapFill> {
   if (s.options.role === 'pass') {
-    // A pass reads the reconciliation stream from where its last pass left off, up to now.
-    return { replayDate: '', catchUpAtMs: platformTime(s, nowMs), tooLong: undefined };
+    // A pass reads the reconciliation stream from where its last pass left off, up to now; a pass over
+    // the replay (its connection knows the date) up to its target.
+    return {
+      replayDate: '',
+      catchUpAtMs: s.options.passReplay?.catchUpAtMs ?? platformTime(s, nowMs),
+      tooLong: undefined,
+    };
   }
   const offset = s.platformOffsetMs ?? 0;
   const gapStart = s.gapStartMs ?? nowMs;

@@ -4,7 +4,7 @@
  * state; what the consumer does once a connection it was reading has closed. Each step mutates the draft
  * state it is given and returns the effects it asks for.
  */
-import type { StreamGap, UncleanEndReason } from '../warehouse/cursors.ts';
+import type { PassEndReason, StreamGap, UncleanEndReason } from '../warehouse/cursors.ts';
 import {
   type ConnectionEnd,
   type ConnectionState,
@@ -17,6 +17,7 @@ import {
   reconnectDelay,
 } from './consumer-machine.ts';
 import {
+  committedThrough,
   flush,
   iso,
   notePlatformTime,
@@ -93,6 +94,17 @@ export function uncleanEnd(
   s.counters.uncleanEnds += 1;
   if (commit) flush(s, fx, now, 'stream', commit, true);
   reportGap(s, fx, gap);
+}
+
+/**
+ * A pass's connection ended uncleanly: what the platform had sent it and it had not committed is gone
+ * from the stream it reads (the reconciliation stream moved its position on send). The gap runs from what
+ * this connection committed (or, with nothing committed, where the pass's delivery began) to now.
+ */
+export function passCut(s: MachineState, fx: Effect[], now: number, reason: PassEndReason): void {
+  const from = committedThrough(s) ?? platformTime(s, s.replayStartedAt ?? now);
+  s.counters.uncleanEnds += 1;
+  reportGap(s, fx, { from: iso(from), to: iso(Math.max(from, platformTime(s, now))), reason });
 }
 
 /** A pass of the reconciliation stream is over: commit what it read, then stop. */
@@ -218,8 +230,9 @@ export function readFrame(
         s.quietFromMs = frame.receivedAt;
       }
       // A pass that delivers makes progress (the reconciliation stream resumes after it): its failures
-      // in a row start again. A replay restarts from its date, so it does not.
-      if (s.options.role === 'pass') s.replayFailures = 0;
+      // in a row start again. A replay (of the primary, or a pass over the replay) restarts from its date,
+      // so it does not.
+      if (s.options.role === 'pass' && !s.options.passReplay) s.replayFailures = 0;
       const createdAtMs = parseTime(classified.createdAt);
       if (belowReplayFloor(s, via, createdAtMs)) s.counters.replaySkipped += 1;
       else push(s, now, via, bufferedItem(classified, frame)!);
@@ -245,6 +258,19 @@ export function readFrame(
       c.pokesWithoutData += 1;
       notePlatformTime(s, classified.payload, frame.receivedAt);
       if (via === 'stream') s.lastPokeAtMs = frame.receivedAt;
+      const stamped = pokeTime(classified.payload) ?? frame.receivedAt + (s.platformOffsetMs ?? 0);
+      // Nothing else flows and nothing of this connection is uncommitted: everything it was sent before
+      // this poke is committed (or on its way, in order, before any later checkpoint).
+      if ((via === 'stream' || s.options.role === 'pass') && s.buffer.length === 0 && !s.unsaved) {
+        s.quietThroughMs = stamped;
+        // The first such poke after data commits it: a crash's gap, and a pass judging what this connection
+        // could still commit, start there (not at the next 60 s heartbeat).
+        const committedQuiet = parseTime((s.committing?.checkpoint ?? s.checkpoint).quietAt);
+        const newest = parseTime((s.committing?.checkpoint ?? s.checkpoint).newestCreatedAt);
+        if (committedQuiet === undefined || (newest !== undefined && committedQuiet < newest)) {
+          if (flush(s, fx, now, via, 'heartbeat', true)) c.commitStartedAt = now;
+        }
+      }
       const { idleHygiene, quietPokes } = s.options;
       if (via === 'stream' && idleHygiene.enabled && c.pokesWithoutData >= idleHygiene.maxPokesWithoutData) {
         endConnection(c, fx, { kind: 'idle' });
@@ -253,7 +279,6 @@ export function readFrame(
       if (c.catchUpAtMs !== undefined) {
         // The platform pokes when nothing else flows: pokes stamped at or after T say everything created
         // before T has been sent. One alone may race a backlog the server is still preparing.
-        const stamped = pokeTime(classified.payload) ?? frame.receivedAt + (s.platformOffsetMs ?? 0);
         c.pokesAfterCatchUp = stamped >= c.catchUpAtMs ? c.pokesAfterCatchUp + 1 : 0;
         if (quietPokes > 0 && c.pokesAfterCatchUp >= quietPokes) {
           const why = `${c.pokesAfterCatchUp} pokes since ${new Date(c.catchUpAtMs).toISOString()}: nothing more flows`;
@@ -397,17 +422,25 @@ export function replayEnded(s: MachineState, fx: Effect[], now: number, c: Conne
   const { replayAttempts, replayTimeoutMs, staleAfterMs } = s.options;
   const pass = s.options.role === 'pass';
   const via = c.via;
+  // Closed by us right after a poke: nothing was flowing, so nothing was in flight.
+  const quiet = c.lastFrame === 'poke';
   switch (end.kind) {
     case 'stopped':
+      if (pass) {
+        if (quiet) s.passEndedQuiet = true;
+        else passCut(s, fx, now, 'pass-stopped');
+      }
       return stop(s, fx, now, 'stop requested');
     case 'caught-up':
       s.counters.replaysCaughtUp += 1;
       s.replayFailures = 0;
-      s.replayStartedAt = undefined;
       if (pass) {
         s.passReachedMs = c.catchUpAtMs;
+        s.passEndedQuiet = quiet;
+        s.replayStartedAt = undefined;
         return endPass(s, fx, now, 'caught-up', end.why);
       }
+      s.replayStartedAt = undefined;
       // Everything up to now is in; should the main stream stay unreachable for long, the next gap
       // starts here.
       s.gapStartMs = now;
@@ -425,6 +458,7 @@ export function replayEnded(s: MachineState, fx: Effect[], now: number, c: Conne
       );
     case 'timed-out': {
       const limit = pass ? s.options.passTimeoutMs : replayTimeoutMs;
+      if (pass && !quiet) passCut(s, fx, now, 'pass-timed-out');
       flush(s, fx, now, via, 'state-change', true);
       return giveUpReplay(
         s,
@@ -437,10 +471,12 @@ export function replayEnded(s: MachineState, fx: Effect[], now: number, c: Conne
     }
     case 'commit-failed':
       // The replay (or the pass) is resumed once what it read has landed.
+      if (pass) passCut(s, fx, now, 'pass-commit-failed');
       s.afterBackoff = 'replaying';
       return hold(s, fx, jitter, `commit failed: the ${pass ? 'pass' : 'replay'} is closed until it lands`);
     case 'stale':
       flush(s, fx, now, via, 'state-change', true);
+      if (pass) passCut(s, fx, now, 'pass-stale');
       if (replayFailed(s))
         return giveUpReplay(s, fx, now, `replay failed ${replayAttempts} times: stale`, undefined);
       s.staleVia = 'replay';
@@ -452,6 +488,7 @@ export function replayEnded(s: MachineState, fx: Effect[], now: number, c: Conne
       // resumes where the reconciliation stream left off.
       s.counters.errors += 1;
       flush(s, fx, now, via, 'state-change', true);
+      if (pass) passCut(s, fx, now, 'pass-dropped');
       const what = pass ? 'pass' : 'replay';
       const why =
         end.kind === 'error'

@@ -42,10 +42,18 @@ function isReadableLike(body: unknown): body is ReadableLike {
   );
 }
 
+/**
+ * A body read eagerly. `stopReceiving()` takes no more bytes from the socket (the connection is being
+ * closed), and the iteration then yields the chunks already received and ends: a consumer that drains
+ * it before closing keeps every frame the platform counts as delivered and that reached us. A body that
+ * is not a Node stream (a test's async iterable) is returned as it is, without `stopReceiving`.
+ */
+export type EagerBody = AsyncIterable<Uint8Array> & { stopReceiving?: () => void };
+
 export function eagerBody(
   body: AsyncIterable<Uint8Array>,
   maxBufferedBytes = DEFAULT_MAX_BUFFERED_BYTES,
-): AsyncIterable<Uint8Array> {
+): EagerBody {
   if (!isReadableLike(body)) return body;
   const stream = body;
   // Listening starts NOW, not when iteration starts: the consumer commits (awaits the database)
@@ -53,6 +61,7 @@ export function eagerBody(
   const queue: Uint8Array[] = [];
   let queuedBytes = 0;
   let ended = false;
+  let stopped = false;
   let failure: { error: unknown } | undefined;
   let wake: (() => void) | undefined;
   const notify = () => {
@@ -96,8 +105,13 @@ export function eagerBody(
         const chunk = queue.shift();
         if (chunk !== undefined) {
           queuedBytes -= chunk.byteLength;
-          if (queuedBytes <= maxBufferedBytes / 2) stream.resume();
+          if (queuedBytes <= maxBufferedBytes / 2 && !stopped) stream.resume();
           return { done: false, value: chunk };
+        }
+        if (stopped) {
+          // What was received has been read; the connection's end (our own abort) is not a failure.
+          detach();
+          return { done: true, value: undefined };
         }
         if (failure) {
           detach();
@@ -119,7 +133,16 @@ export function eagerBody(
       return { done: true, value: undefined };
     },
   };
-  return { [Symbol.asyncIterator]: () => iterator };
+  return {
+    [Symbol.asyncIterator]: () => iterator,
+    stopReceiving() {
+      if (stopped) return;
+      stopped = true;
+      stream.off('data', onData);
+      stream.pause();
+      notify();
+    },
+  };
 }
 
 /**
@@ -135,7 +158,12 @@ export async function openSse(
   const res = await http.openEventStream(url, { budgetKey, signal });
   const date = res.headers.date;
   const serverTimeMs = typeof date === 'string' ? Date.parse(date) : Number.NaN;
-  return { body: eagerBody(res.body), ...(Number.isNaN(serverTimeMs) ? {} : { serverTimeMs }) };
+  const body = eagerBody(res.body);
+  return {
+    body,
+    ...(body.stopReceiving ? { stopReceiving: body.stopReceiving } : {}),
+    ...(Number.isNaN(serverTimeMs) ? {} : { serverTimeMs }),
+  };
 }
 
 /**

@@ -123,7 +123,11 @@ function handle(s: MachineState, fx: Effect[], event: ConsumerEvent): boolean {
         return true;
       }
       if (s.phase !== 'replaying' || c || !s.replay) return false;
-      if (s.options.role === 'pass' && s.replayStartedAt !== undefined) {
+      if (
+        s.options.role === 'pass' &&
+        s.options.passReplay === undefined &&
+        s.replayStartedAt !== undefined
+      ) {
         // A pass's T is its start on the platform's clock, known best now (the `Date` header, or a poke).
         s.replay = { ...s.replay, catchUpAtMs: s.replayStartedAt + (s.platformOffsetMs ?? 0) };
       }
@@ -293,6 +297,8 @@ function start(
   s.replayFloorMs = undefined;
   s.passOutcome = undefined;
   s.passReachedMs = undefined;
+  s.passEndedQuiet = false;
+  s.quietThroughMs = parseTime(s.checkpoint.quietAt);
   s.uncleanEnd = s.checkpoint.uncleanEnd;
   if (s.options.role === 'pass') {
     s.gapStartMs = undefined;
@@ -340,10 +346,13 @@ function connected(s: MachineState, fx: Effect[], now: number): void {
   s.lastStreamFrameAt = now;
   s.quietFromMs = now;
   const hadGap = s.gapStartMs !== undefined || s.uncleanEnd !== undefined;
+  // A connection that never committed anything commits that it is live now: a crash before its first
+  // data commit is then found at the next start (and its gap begins at `deliveryFrom`).
+  const firstConnect = s.checkpoint.lastLiveAt === undefined;
   s.gapStartMs = undefined;
   s.uncleanEnd = undefined;
   s.gapReported = false;
-  if (hadGap) flush(s, fx, now, 'stream', 'state-change', true);
+  if (hadGap || firstConnect) flush(s, fx, now, 'stream', 'state-change', true);
   transition(s, fx, 'live', 'connected');
   fx.push({ kind: 'read' });
 }

@@ -1,15 +1,21 @@
 /**
  * The reconciliation stream (src/stream/README.md, "The reconciliation stream"): the organization's
- * second stream, found or created by name; one pass of it; and the scheduler that runs passes in this
- * process when asked.
+ * second stream, found or created by name; one delivery (a pass of it, or a replay of the gaps it cannot
+ * reach); and the scheduler that runs deliveries in this process when asked.
+ *
+ * The reconciliation stream is a second main stream of the organization with the same resource filter as
+ * the primary (docs/platform.md, "Reconciliation at high volume"). It is connected for a pass now and then
+ * and resumes, within 7 days, where its last pass left it: each pass re-delivers everything created
+ * since, so what the primary lost arrives again.
  */
+import { hostname } from 'node:os';
 import type { OrganizationConfig } from '../config/schema.ts';
 import { UserFacingError } from '../errors/index.ts';
 import type { HttpClient } from '../http/http-client-types.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { emptyCounts, type LoadCounts } from '../pipeline/batch.ts';
 import { redactedMessage } from '../redact/redact-secrets.ts';
-import { abortableSleep, type Clock } from '../time/clock.ts';
+import { abortableSleep, type Clock, systemClock } from '../time/clock.ts';
 import { MAX_STREAM_CONNECTIONS, STREAM_CHECKPOINT_RETENTION_DAYS } from '../validic/platform-limits.ts';
 import type { StreamInfo, StreamsClient } from '../validic/streams-client.ts';
 import { readCursor, streamPositionCursor } from '../warehouse/cursors.ts';
@@ -18,33 +24,26 @@ import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import {
   absentVersions,
   coverStreamGaps,
+  type DeliverySource,
   type PassOutcomeValue,
   type PassTrigger,
+  type ReconcilePassRow,
   readLastReconcilePass,
+  readPrimaryPositions,
+  recordStreamGap,
   startReconcilePass,
+  touchReconcilePass,
   updateReconcilePass,
   type VersionKey,
 } from '../warehouse/stream-bookkeeping.ts';
 import type { PassOutcome } from './consumer-machine.ts';
-import type { StreamConsumerOptionsInput } from './consumer-options.ts';
+import { resolveStreamConsumerOptions, type StreamConsumerOptionsInput } from './consumer-options.ts';
+import { committedThroughOf } from './consumer-position.ts';
 import { openSse, toRawItems } from './frames.ts';
+import { CLOCK_ESTIMATE_TOLERANCE_MS, midnightOf } from './gap-delivery.ts';
+import { MissedJudge, primaryView } from './judge-missed.ts';
 import { StreamConsumer } from './stream-consumer.ts';
 import { addLoadCounts } from './stream-summary.ts';
-import type { DataFrame } from './types.ts';
-
-/**
- * The reconciliation stream: a second main stream of the organization with the same resource filter as
- * the primary (PLATFORM-FACTS.md, "Reconciliation at high volume"). It is connected for a pass now and
- * then (below) and resumes, within 7 days, where its last pass left off: each pass
- * re-delivers everything created since, so what the primary lost arrives again.
- */
-
-/**
- * How far a gap's platform time may be off: before a connection's first poke it is estimated from the
- * `Date` header, which carries whole seconds. A gap that starts within this of where the reconciliation
- * stream's reach begins is taken as inside it.
- */
-export const CLOCK_ESTIMATE_TOLERANCE_MS = 2_000;
 
 /** The reconciliation stream's name: `stream.reconcileName`, default `<stream name>-reconcile`. */
 export function reconcileStreamName(settings: { name: string; reconcileName?: string | undefined }): string {
@@ -102,33 +101,65 @@ export async function findReconcileStream(
 }
 
 /**
- * One pass of the reconciliation stream (src/stream/README.md, "The reconciliation stream"): connect
- * to the organization's second stream, read what it re-delivers since its last pass, commit it through
- * the one loader (`arrived_via = 'reconcile'`) until caught up, then disconnect.
+ * Where the reconciliation stream's next pass re-delivers from without a break (platform ms): the stream's
+ * creation before its first pass (it re-delivers from then on); after a pass, where that pass left the
+ * stream (`next_cover_from`: its own start of coverage when it ended with nothing in flight, else when it
+ * stopped reading: what the stream had sent it and it had not committed is gone); after more than 7 days
+ * unconnected, now (the platform no longer keeps the position).
+ */
+export function nextStreamCoverFrom(
+  last: ReconcilePassRow | undefined,
+  stream: StreamInfo,
+  nowMs: number,
+): { coverFromMs: number; chainFrom: string } {
+  const created = Date.parse(streamCreatedAt(stream) ?? new Date(nowMs).toISOString());
+  if (!last || last.streamId !== stream.id) {
+    const from = Math.min(created, nowMs);
+    return { coverFromMs: from, chainFrom: new Date(from).toISOString() };
+  }
+  const lastSeen = Date.parse(last.endedAt ?? last.heartbeatAt ?? last.startedAt);
+  if (nowMs - lastSeen > STREAM_CHECKPOINT_RETENTION_DAYS * DAY_MS)
+    return { coverFromMs: nowMs, chainFrom: new Date(nowMs).toISOString() };
+  const next =
+    last.outcome === 'running'
+      ? (last.coverFrom ?? last.reachFrom)
+      : (last.nextCoverFrom ?? last.readTo ?? last.reachTo ?? last.reachFrom);
+  return { coverFromMs: Date.parse(next), chainFrom: last.chainFrom };
+}
+
+/**
+ * One delivery (src/stream/README.md, "The reconciliation stream"): a pass of the reconciliation stream
+ * (it resumes where its last pass left it, within 7 days), or the provider's replay from a date (for the
+ * gaps that stream cannot reach). It reads until caught up, commits through the one loader (tagged
+ * `reconcile` or `replay`), judges what the primary missed (judge-missed.ts), and marks covered the open
+ * gaps inside what it delivered without a break.
  *
  * Caught up: each connection (a `StreamConsumer` with `role: 'pass'`) ends at the first event created at
- * or after the pass's start T, or at `quietPokes` pokes stamped at or after T ("nothing more flows"),
- * both on the platform's clock (STATE-MACHINE.md, "Passes"). Everything created before T has then been
- * delivered, so the pass covers [where the last pass left off, T): the open gaps inside that span are
- * marked covered. What the pass brings that the warehouse held nowhere (a record version, current or kept as
- * an older one, or a connection event; counted per version, whatever the batching or the order of the
- * connections) is what the primary stream had missed.
+ * or after T, or at `quietPokes` pokes stamped at or after T, on the platform's clock. T is the pass's
+ * start (reconciliation stream) or the latest end of the gaps it fills (replay).
  *
- * The platform keeps the stream's position for 7 days after a disconnect; a chain of passes less than 7
- * days apart re-delivers everything from the chain's start (the stream's creation). After a longer
- * pause the position is gone and a new chain starts at the pass's own start.
+ * A connection of a pass that ends uncleanly (dropped, stale, stopped while data flowed, timed out) is a
+ * gap of its own, [what it had committed, when it stopped reading], which only the replay can deliver
+ * again; the pass's coverage then starts after it. A replay has no such gaps: it starts again from its
+ * date on every connect. A delivery whose process dies is found by the next run (interrupted-deliveries.ts).
  */
 
 const DAY_MS = 86_400_000;
 
-export interface ReconcilePassOptions {
+/** What a delivery reads: the reconciliation stream, or the replay from a date up to a target. */
+export type DeliveryPlan =
+  | { source: 'stream'; stream: StreamInfo; name: string }
+  | { source: 'replay'; date: string; targetMs: number };
+
+export interface DeliveryOptions {
   warehouse: Warehouse;
   org: { config: OrganizationConfig; http: HttpClient; streams: StreamsClient };
-  /** Stops the pass (it commits what it read first; outcome `stopped`). */
+  plan: DeliveryPlan;
+  /** Stops the delivery (it commits what it read first; outcome `stopped`). */
   signal: AbortSignal;
   trigger: PassTrigger;
   consumerOptions?: StreamConsumerOptionsInput;
-  /** Connections to open, 1..3. Default: the org's `stream.connections`. */
+  /** Connections to open, 1..3. Default: the org's `stream.connections` (a replay: 1). */
   connections?: number;
   log?: Logger;
   clock?: Clock;
@@ -137,105 +168,132 @@ export interface ReconcilePassOptions {
 
 export interface ReconcilePassSummary {
   orgId: string;
+  /** The reconciliation stream's name, or `replay`. */
   streamName: string;
+  source: DeliverySource;
+  /** A replay's UTC start date. */
+  replayDate?: string;
   /** `unavailable`: the reconciliation stream could not be found or created (`unavailable` says why). */
   outcome: PassOutcomeValue | 'unavailable';
   unavailable?: { why: string; fix: string };
   passId?: number;
   streamId?: string;
-  /** Platform time the pass re-delivered from, and up to (when caught up). */
+  /** Platform time the delivery re-delivered from without a break, and up to (when caught up). */
   reachFrom?: string;
   reachTo?: string | null;
   /** Data frames read. */
   frames: number;
   counts: LoadCounts;
-  /**
-   * Record versions and connection events the warehouse held nowhere (not current, not kept as an older
-   * version) when the pass brought them: what the primary stream had missed.
-   */
+  /** Record versions and connection events the primary could not have committed: what it lost. */
   missed: number;
-  /** Open gaps this pass covered. */
+  /** Open gaps this delivery covered. */
   gapsCovered: number;
+  /** Gaps of its own (a connection of a pass that ended uncleanly), left to the replay. */
+  gapsCut: number;
   seconds: number;
 }
 
-/** The record versions and connection events among a batch's data frames (other shapes are the loader's). */
-function frameKeys(batch: readonly DataFrame[]): { versions: VersionKey[]; events: string[] } {
-  const versions: VersionKey[] = [];
-  const events: string[] = [];
-  for (const frame of batch) {
-    if (frame.kind !== 'data') continue;
-    const p = frame.payload as { id?: unknown; checksum?: unknown; action?: unknown } | null;
-    if (typeof p?.id !== 'string') continue;
-    if (typeof p.action === 'string') events.push(p.id);
-    else if (typeof p.checksum === 'string') versions.push({ id: p.id, checksum: p.checksum });
-  }
-  return { versions, events };
-}
+/** How long a delivery's row goes without a sign of life before a later run calls it interrupted. */
+export const DELIVERY_HEARTBEAT_MS = 10_000;
 
-export async function runReconcilePass(options: ReconcilePassOptions): Promise<ReconcilePassSummary> {
-  const { warehouse, org, signal, trigger } = options;
+export async function runDelivery(options: DeliveryOptions): Promise<ReconcilePassSummary> {
+  const { warehouse, org, signal, trigger, plan } = options;
   const orgId = org.config.orgId;
-  const log = (options.log ?? silentLogger).child({ orgId, pass: trigger });
-  const now = () => options.clock?.now() ?? Date.now();
+  const source = plan.source;
+  const streamName = source === 'stream' ? plan.name : 'replay';
+  const log = (options.log ?? silentLogger).child({ orgId, delivery: source, pass: trigger });
+  const clock = options.clock ?? systemClock;
+  const now = () => clock.now();
   const started = now();
   const seconds = () => Number(((now() - started) / 1000).toFixed(1));
   const counts = emptyCounts();
-  const nothing = { frames: 0, counts, missed: 0, gapsCovered: 0 };
-
-  const lookup = await findReconcileStream(org, signal, log);
-  if (!lookup.ok) {
-    return {
-      orgId,
-      streamName: lookup.name,
-      outcome: 'unavailable',
-      unavailable: { why: lookup.why, fix: lookup.fix },
-      ...nothing,
-      seconds: seconds(),
-    };
-  }
-  const { stream, name } = lookup;
+  const consumerOptions = resolveStreamConsumerOptions(options.consumerOptions);
 
   // The platform's clock, from the primary stream's last pokes (its checkpoint): T is on it.
-  const primary = await readCursor(warehouse.db, orgId, streamPositionCursor(org.config.stream.name, 0));
+  const primaryName = org.config.stream.name;
+  const primary = await readCursor(warehouse.db, orgId, streamPositionCursor(primaryName, 0));
   const offsetMs = primary?.platformOffsetMs ?? 0;
-  const startIso = new Date(started + offsetMs).toISOString();
+  const platformNow = () => now() + offsetMs;
+  const startMs = started + offsetMs;
 
-  const last = await readLastReconcilePass(warehouse.db, orgId, name);
-  const createdAt = streamCreatedAt(stream) ?? startIso;
+  let coverFromMs: number;
   let chainFrom: string;
-  let reachFrom: string;
-  if (!last || last.streamId !== stream.id) {
-    // The stream is new (or was recreated): it re-delivers from its creation on.
-    chainFrom = new Date(Math.min(Date.parse(createdAt), Date.parse(startIso))).toISOString();
-    reachFrom = chainFrom;
-  } else if (
-    Date.parse(startIso) - Date.parse(last.endedAt ?? last.startedAt) >
-    STREAM_CHECKPOINT_RETENTION_DAYS * DAY_MS
-  ) {
-    // Not connected for longer than the platform keeps the position: nothing older is promised.
-    chainFrom = startIso;
-    reachFrom = startIso;
+  if (plan.source === 'stream') {
+    const last = await readLastReconcilePass(warehouse.db, orgId, plan.name);
+    ({ coverFromMs, chainFrom } = nextStreamCoverFrom(last, plan.stream, startMs));
   } else {
-    chainFrom = last.chainFrom;
-    reachFrom = last.reachTo ?? last.reachFrom;
+    coverFromMs = midnightOf(plan.date);
+    chainFrom = new Date(coverFromMs).toISOString();
   }
+  const reachFrom = new Date(coverFromMs).toISOString();
   const passId = await startReconcilePass(warehouse.db, {
     orgId,
-    streamName: name,
-    streamId: stream.id,
+    streamName,
+    streamId: plan.source === 'stream' ? plan.stream.id : 'replay',
+    source,
+    ...(plan.source === 'replay' ? { replayDate: plan.date } : {}),
     trigger,
     startedAt: new Date(started).toISOString(),
     chainFrom,
     reachFrom,
+    coverFrom: reachFrom,
+    host: hostname(),
+    pid: process.pid,
   });
-  log.info({ passId, streamId: stream.id, reachFrom }, 'reconciliation pass started');
+  log.info(
+    {
+      passId,
+      reachFrom,
+      ...(plan.source === 'replay'
+        ? { replayDate: plan.date, target: new Date(plan.targetMs).toISOString() }
+        : { streamId: plan.stream.id }),
+    },
+    plan.source === 'stream' ? 'reconciliation pass started' : 'gap replay started',
+  );
 
   let frames = 0;
   let newest: string | undefined;
-  /** Record versions and connection events the warehouse held nowhere when the pass brought them. */
-  const missedKeys = new Set<string>();
-  // Pass batches are written one at a time per connection; the row's counters are the running total.
+  let gapsCut = 0;
+  const judge = new MissedJudge({
+    clock,
+    maxWaitMs: consumerOptions.heartbeatCommitMs,
+    maxHeld: consumerOptions.microBatch.maxFrames,
+    // Live: connected and heard from within the heartbeat (a live connection commits its checkpoint at
+    // least that often), with some room for a slow commit.
+    primary: async () =>
+      primaryView(
+        await readPrimaryPositions(warehouse.db, orgId, primaryName),
+        platformNow(),
+        consumerOptions.heartbeatCommitMs + consumerOptions.staleAfterMs,
+      ),
+    absent: (keys) => absentKeys(warehouse, orgId, keys),
+    load: async (batch) => {
+      const prepared = await prepareBatch({
+        orgId,
+        arrivedVia: source === 'stream' ? 'reconcile' : 'replay',
+        items: toRawItems(batch),
+      });
+      addLoadCounts(counts, await applyPreparedBatch(warehouse, prepared, {}, { log }));
+    },
+  });
+
+  const connections =
+    source === 'replay'
+      ? 1
+      : Math.min(
+          MAX_STREAM_CONNECTIONS,
+          Math.max(1, Math.floor(options.connections ?? org.config.stream.connections)),
+        );
+  const deliveryFrom = new Date(coverFromMs).toISOString();
+  const consumers: StreamConsumer[] = [];
+  /** Everything read before this (platform ms) is committed: where a crash's gap would begin. */
+  const committedTo = (): string => {
+    const marks = consumers.map((c) => committedThroughOf(c.checkpoint()) ?? coverFromMs);
+    const held = judge.oldestHeldMs();
+    const through = Math.min(...marks, held === undefined ? Infinity : held - 1);
+    return new Date(Number.isFinite(through) ? through : coverFromMs).toISOString();
+  };
+  // Batches land one at a time per connection; the row's counters are the running total.
   let progress = Promise.resolve();
   const record = () => {
     progress = progress
@@ -243,98 +301,159 @@ export async function runReconcilePass(options: ReconcilePassOptions): Promise<R
         updateReconcilePass(warehouse.db, passId, {
           frames,
           counts,
-          missed: missedKeys.size,
-          reachTo: newest ?? null,
+          missed: judge.missed,
+          committedTo: committedTo(),
+          coverFrom: new Date(coverFromMs).toISOString(),
+          reachTo: null,
         }),
       )
-      .catch((error: unknown) => log.warn({ err: error }, 'could not update the reconciliation pass row'));
+      .catch((error: unknown) => log.warn({ err: error }, 'could not update the delivery row'));
     return progress;
   };
+  const heartbeat = setInterval(() => {
+    void touchReconcilePass(warehouse.db, passId).catch(() => {});
+  }, DELIVERY_HEARTBEAT_MS);
+  heartbeat.unref();
 
-  const connections = Math.min(
-    MAX_STREAM_CONNECTIONS,
-    Math.max(1, Math.floor(options.connections ?? org.config.stream.connections)),
-  );
-  const consumers = Array.from(
-    { length: connections },
-    (_, slot) =>
+  const resources = org.config.stream.resources;
+  const openUrl = (): URL =>
+    plan.source === 'stream'
+      ? org.streams.connectUrl(plan.stream.id)
+      : org.streams.replayUrl({
+          date: plan.date,
+          ...(resources && resources.length > 0 ? { resources } : {}),
+        });
+  for (let slot = 0; slot < connections; slot++) {
+    consumers.push(
       new StreamConsumer(
         {
-          openStream: () => Promise.reject(new Error('a reconciliation pass opens no primary stream')),
-          openReplay: (_date, s) => openSse(org.http, org.streams.connectUrl(stream.id), org.config.token, s),
+          openStream: () => Promise.reject(new Error('a delivery opens no primary stream')),
+          openReplay: (_date, s) => openSse(org.http, openUrl(), org.config.token, s),
           commit: async (batch) => {
             if (batch.length === 0) return;
-            const prepared = await prepareBatch({ orgId, arrivedVia: 'reconcile', items: toRawItems(batch) });
-            // What the warehouse holds nowhere before this load is what the primary missed: counted per
-            // version, so neither the batching nor the order of the connections changes the figure.
-            const { versions, events } = frameKeys(batch);
-            const absent = await absentVersions(warehouse.db, orgId, versions, events);
-            for (const k of absent.versions) missedKeys.add(k);
-            for (const id of absent.events) missedKeys.add(`event\u0001${id}`);
-            const result = await applyPreparedBatch(warehouse, prepared, {}, { log });
-            addLoadCounts(counts, result);
             for (const frame of batch) {
               if (frame.kind !== 'data') continue;
               frames += 1;
               if (frame.createdAt && (newest === undefined || frame.createdAt > newest))
                 newest = frame.createdAt;
             }
+            await judge.take(batch);
             await record();
           },
-          loadPosition: async () =>
-            primary?.platformOffsetMs === undefined ? {} : { platformOffsetMs: offsetMs },
-          onStateChange: (from, to, reason) =>
-            log.debug({ slot, from, to, reason }, 'reconciliation pass state'),
+          loadPosition: async () => ({
+            ...(primary?.platformOffsetMs === undefined ? {} : { platformOffsetMs: offsetMs }),
+            deliveryFrom,
+          }),
+          onGap: async (gap) => {
+            // A replay starts again from its date on every connect: nothing it was sent is lost to it.
+            if (plan.source === 'replay') return;
+            gapsCut += 1;
+            coverFromMs = Math.max(coverFromMs, Date.parse(gap.to));
+            await recordStreamGap(warehouse.db, {
+              orgId,
+              streamName,
+              slot,
+              from: gap.from,
+              to: gap.to,
+              reason: gap.reason,
+              handledBy: 'replay',
+            }).catch((error: unknown) => log.warn({ err: error, gap }, 'could not record a gap of the pass'));
+            await record();
+          },
+          onStateChange: (from, to, reason) => log.debug({ slot, from, to, reason }, 'delivery state'),
           log: log.child({ slot }),
-          ...(options.clock ? { clock: options.clock } : {}),
+          clock,
           ...(options.random ? { random: options.random } : {}),
         },
-        { ...options.consumerOptions, role: 'pass' },
+        {
+          ...options.consumerOptions,
+          role: 'pass',
+          ...(plan.source === 'replay' ? { passReplay: { catchUpAtMs: plan.targetMs } } : {}),
+        },
       ),
-  );
-  const results = await Promise.allSettled(consumers.map((consumer) => consumer.run(signal)));
-  await progress;
+    );
+  }
+  let results: PromiseSettledResult<void>[];
+  try {
+    results = await Promise.allSettled(consumers.map((consumer) => consumer.run(signal)));
+    await progress;
+    // What the live primary may still have been committing is judged once its batch in flight landed.
+    await judge.finish({ stopping: signal.aborted });
+  } catch (error) {
+    // What it read and did not commit is gone from the reconciliation stream: a gap for the replay.
+    if (plan.source === 'stream')
+      await recordStreamGap(warehouse.db, {
+        orgId,
+        streamName,
+        slot: 0,
+        from: committedTo(),
+        to: new Date(Math.max(platformNow(), Date.parse(committedTo()))).toISOString(),
+        reason: 'pass-failed',
+        handledBy: 'replay',
+      }).catch(() => {});
+    // The row must not stay `running` for this (live) process: later reconciliations would wait on it.
+    await updateReconcilePass(warehouse.db, passId, {
+      frames,
+      counts,
+      missed: judge.missed,
+      outcome: 'failed',
+      endedAt: new Date(now()).toISOString(),
+      readTo: new Date(platformNow()).toISOString(),
+      nextCoverFrom: new Date(platformNow()).toISOString(),
+    }).catch(() => {});
+    throw error;
+  } finally {
+    clearInterval(heartbeat);
+  }
 
   const outcomes = consumers.map((consumer) => consumer.passOutcome());
   const failure = results.find((r) => r.status === 'rejected');
   const outcome = combineOutcomes(outcomes, failure !== undefined);
-  // Caught up: every connection delivered everything created before its T (the pass's start on the
-  // platform's clock, as each connection knew it); the earliest is what the pass covers.
+  // Caught up: every connection delivered everything created before its T; the earliest is the reach.
   const reached = consumers.map((consumer) => consumer.passReachedMs());
   const reachTo =
-    outcome === 'caught-up'
-      ? new Date(Math.min(...reached.map((ms) => ms ?? Date.parse(startIso)))).toISOString()
-      : (newest ?? null);
+    outcome === 'caught-up' ? new Date(Math.min(...reached.map((ms) => ms ?? startMs))).toISOString() : null;
+  const readTo = new Date(platformNow()).toISOString();
+  // The next pass goes on exactly where this one stopped only when nothing was in flight at its end.
+  const quiet = gapsCut === 0 && consumers.every((consumer) => consumer.passEndedQuiet());
+  const nextCoverFrom = quiet ? new Date(coverFromMs).toISOString() : readTo;
   let gapsCovered = 0;
   if (outcome === 'caught-up' && reachTo)
     gapsCovered = await coverStreamGaps(
       warehouse.db,
       orgId,
       passId,
-      new Date(Date.parse(chainFrom) - CLOCK_ESTIMATE_TOLERANCE_MS).toISOString(),
+      new Date(coverFromMs - CLOCK_ESTIMATE_TOLERANCE_MS).toISOString(),
       reachTo,
     );
   await updateReconcilePass(warehouse.db, passId, {
     frames,
     counts,
-    missed: missedKeys.size,
+    missed: judge.missed,
+    committedTo: committedTo(),
+    coverFrom: new Date(coverFromMs).toISOString(),
     outcome,
     endedAt: new Date(now()).toISOString(),
     reachTo,
+    readTo,
+    nextCoverFrom,
   });
-  const missed = missedKeys.size;
+  const missed = judge.missed;
   const summary: ReconcilePassSummary = {
     orgId,
-    streamName: name,
+    streamName,
+    source,
+    ...(plan.source === 'replay' ? { replayDate: plan.date } : {}),
     outcome,
     passId,
-    streamId: stream.id,
-    reachFrom,
+    streamId: plan.source === 'stream' ? plan.stream.id : 'replay',
+    reachFrom: new Date(coverFromMs).toISOString(),
     reachTo,
     frames,
     counts: { ...counts },
     missed,
     gapsCovered,
+    gapsCut,
     seconds: seconds(),
   };
   const line = {
@@ -345,26 +464,46 @@ export async function runReconcilePass(options: ReconcilePassOptions): Promise<R
     inserted: counts.inserted,
     updated: counts.updated,
     gapsCovered,
-    reachFrom,
+    gapsCut,
+    reachFrom: summary.reachFrom,
     reachTo,
     seconds: summary.seconds,
   };
+  const what = source === 'stream' ? 'reconciliation pass' : `gap replay from ${summary.replayDate}`;
   if (failure)
-    log.error(
-      { ...line, err: failure.reason },
-      `reconciliation pass failed: ${redactedMessage(failure.reason)}`,
-    );
+    log.error({ ...line, err: failure.reason }, `${what} failed: ${redactedMessage(failure.reason)}`);
   else if (outcome === 'caught-up')
-    log.info(line, `reconciliation pass: ${missed} missed by the stream, ${frames} re-delivered`);
-  else log.warn(line, `reconciliation pass ended ${outcome}: ${missed} missed by the stream so far`);
+    log.info(line, `${what}: ${missed} missed by the stream, ${frames} re-delivered`);
+  else log.warn(line, `${what} ended ${outcome}: ${missed} missed by the stream so far`);
   return summary;
 }
+
+/** Which of some version keys (judge-missed.ts `versionKey`) the warehouse holds nowhere. */
+async function absentKeys(
+  warehouse: Warehouse,
+  orgId: string,
+  keys: readonly string[],
+): Promise<Set<string>> {
+  const versions: VersionKey[] = [];
+  const events: string[] = [];
+  for (const key of keys) {
+    if (key.startsWith(EVENT_KEY_PREFIX)) events.push(key.slice(EVENT_KEY_PREFIX.length));
+    else {
+      const at = key.lastIndexOf('\u0001');
+      versions.push({ id: key.slice(0, at), checksum: key.slice(at + 1) });
+    }
+  }
+  const absent = await absentVersions(warehouse.db, orgId, versions, events);
+  return new Set([...absent.versions, ...[...absent.events].map((id) => `${EVENT_KEY_PREFIX}${id}`)]);
+}
+
+const EVENT_KEY_PREFIX = 'event\u0001';
 
 /** The pass's outcome from its connections': caught up only when every one of them is. */
 function combineOutcomes(
   outcomes: (PassOutcome | undefined)[],
   failed: boolean,
-): Exclude<PassOutcomeValue, 'running'> {
+): Exclude<PassOutcomeValue, 'running' | 'interrupted'> {
   if (failed) return 'failed';
   if (outcomes.every((o) => o === 'caught-up')) return 'caught-up';
   if (outcomes.includes('stopped')) return 'stopped';
@@ -373,37 +512,37 @@ function combineOutcomes(
 }
 
 /**
- * Runs reconciliation passes in this process when asked (`validic-sync stream`; the worker queues the
+ * Runs reconciliations in this process when asked (`validic-sync stream`; the worker queues the
  * `streams.reconcile` job instead): one at a time, and each only once the primary stream has caught up
- * (`ready`), so that what the pass finds missing is what the primary lost, not what it was about to
- * deliver. A request while a pass runs is served by one more pass after it (the running one may have
- * started before the gap it is asked for).
+ * (`ready`), so that what a delivery finds missing is what the primary lost, not what it was about to
+ * deliver. A request while one runs is served by one more after it (the running one may have started
+ * before the gap it is asked for).
  */
-export interface PassScheduler {
-  /** Asks for a pass: soon, once `ready()`. */
+export interface PassScheduler<Result> {
+  /** Asks for a reconciliation: soon, once `ready()`. */
   request(): void;
-  /** True when no pass is waiting or running. */
+  /** True when none is waiting or running. */
   idle(): boolean;
-  /** Resolves once no pass is waiting or running. */
+  /** Resolves once none is waiting or running. */
   drain(): Promise<void>;
-  /** The passes run so far, in order. */
-  passes(): ReconcilePassSummary[];
+  /** The reconciliations run so far, in order. */
+  passes(): Result[];
 }
 
-export interface PassSchedulerOptions {
-  run(): Promise<ReconcilePassSummary>;
-  /** Whether a pass may start now (the primary has caught up). */
+export interface PassSchedulerOptions<Result> {
+  run(): Promise<Result>;
+  /** Whether one may start now (the primary has caught up). */
   ready(): boolean;
-  /** A pass waits at most this long for `ready` (the primary may stay down), ms. Default 60,000. */
+  /** One waits at most this long for `ready` (the primary may stay down), ms. Default 60,000. */
   maxWaitMs?: number;
-  /** Stops waiting (a pass that runs is stopped by its own signal). */
+  /** Stops waiting (one that runs is stopped by its own signal). */
   signal: AbortSignal;
   onError(error: unknown): void;
 }
 
-export function createPassScheduler(options: PassSchedulerOptions): PassScheduler {
+export function createPassScheduler<Result>(options: PassSchedulerOptions<Result>): PassScheduler<Result> {
   const maxWaitMs = options.maxWaitMs ?? 60_000;
-  const done: ReconcilePassSummary[] = [];
+  const done: Result[] = [];
   let wanted = false;
   // `running`, not the promise, says whether the loop runs: a loop that finds nothing to do (the signal
   // already aborted) ends synchronously, before `request` could store its promise, and a stored settled

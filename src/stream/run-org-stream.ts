@@ -20,15 +20,22 @@ import { applyPreparedBatch, type PreparedBatch, prepareBatch } from '../warehou
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import {
   type GapHandledBy,
+  isStreamGapOpen,
   readLastReconcilePass,
+  readOpenStreamGaps,
+  readPrimaryPositions,
   recordStreamGap,
 } from '../warehouse/stream-bookkeeping.ts';
 import { emptyStreamCounters } from './consumer-machine.ts';
 import type { StreamConsumerOptionsInput } from './consumer-options.ts';
+import { committedThroughOf } from './consumer-position.ts';
 import { openSse, toRawItems } from './frames.ts';
+import { gapFiller, splitAtReplayReach, utcDate } from './gap-delivery.ts';
+import { closeDeadDeliveries } from './interrupted-deliveries.ts';
+import type { EnqueueGapBackfill } from './reconcile-org.ts';
 import {
-  CLOCK_ESTIMATE_TOLERANCE_MS,
   findReconcileStream,
+  nextStreamCoverFrom,
   type ReconcileStreamLookup,
   streamCreatedAt,
 } from './reconciliation.ts';
@@ -74,15 +81,6 @@ export interface OrgStreamHooks {
   onGap?(event: { slot: number; gap: StreamGap; handledBy: GapHandledBy }): void;
 }
 
-/**
- * Queues a REST backfill of whole UTC days `from..to` (inclusive) for one recorded gap (its id keys the
- * job: one backfill per gap); the CLI runs it inline, the worker in BullMQ.
- */
-export type EnqueueGapBackfill = (
-  name: 'records.backfill',
-  payload: { orgId: string; from: string; to: string; gapId: number },
-) => Promise<boolean> | boolean;
-
 export interface OrgStreamOptions {
   warehouse: Warehouse;
   /** The org's clients (`runtime.org(orgId)`): streams client, HTTP client, org config. */
@@ -94,14 +92,14 @@ export interface OrgStreamOptions {
   connections?: number;
   acquireSlot?: AcquireSlot;
   /**
-   * For gaps the reconciliation stream cannot reach (older than its chain of passes, or no such
-   * stream). Without it, they are recorded as `planned` and the log says to run `backfill` for them.
+   * For gap days older than the replay serves (30 days). Without it, they are recorded as `planned` and
+   * the log says to run `backfill` for them.
    */
   enqueue?: EnqueueGapBackfill;
   /**
-   * Asks for a pass of the reconciliation stream soon: a gap was recorded that the next pass covers.
-   * The CLI runs one in process, the worker queues `streams.reconcile`. Without it, the next scheduled
-   * pass covers the gap.
+   * Asks for a reconciliation soon (reconcile-org.ts: a replay of the gaps the reconciliation stream
+   * cannot reach, then a pass of it): a gap is open. The CLI runs one in process, the worker queues
+   * `streams.reconcile`. Without it, the next scheduled reconciliation covers the gap.
    */
   requestPass?: () => void;
   /** Find or create the reconciliation stream (`stream.reconcile`). Default: the org's setting. */
@@ -174,6 +172,42 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
   const finished = { counters: emptyStreamCounters() };
   const records = emptyCounts();
   const live = new Map<number, StreamConsumer>();
+  // The platform's clock: what a live connection's pokes say, else what the last run stored.
+  const storedOffsetMs = (await readCursor(warehouse.db, orgId, streamPositionCursor(settings.name, 0)))
+    ?.platformOffsetMs;
+  const platformNow = (): number => {
+    for (const consumer of live.values()) {
+      const offset = consumer.platformOffsetMs();
+      if (offset !== undefined) return now() + offset;
+    }
+    return now() + (storedOffsetMs ?? 0);
+  };
+  // Gaps left open by an earlier run (a delivery cut by the death of its process is found now, and leaves
+  // one too) are delivered again soon, not at the next scheduled reconciliation.
+  await closeDeadDeliveries(warehouse, orgId, platformNow(), log);
+  if ((await readOpenStreamGaps(warehouse.db, orgId, 1)).open > 0) options.requestPass?.();
+
+  /**
+   * Where the stream's delivery to a connection that has committed nothing begins (platform time): what
+   * the org's other connections have committed (the platform deals events in order, so a newcomer gets
+   * what they have not been sent), else the stream's backlog start. Whether a new stream's backlog starts
+   * at its creation or at midnight (UTC) of its start date is not documented: the earlier of the two.
+   */
+  const deliveryStart = async (slot: number): Promise<string> => {
+    let least: number | undefined;
+    for (const other of await readPrimaryPositions(warehouse.db, orgId, settings.name)) {
+      const heard = Date.parse(other.lastLiveAt ?? '');
+      if (other.slot === slot || !(now() - heard < STREAM_CHECKPOINT_RETENTION_DAYS * 86_400_000)) continue;
+      const through = committedThroughOf(other);
+      if (through !== undefined && (least === undefined || through < least)) least = through;
+    }
+    if (least !== undefined) return new Date(least).toISOString();
+    const created = Date.parse(streamCreatedAt(stream) ?? new Date(platformNow()).toISOString());
+    const startDate =
+      typeof stream.start_date === 'string' ? Date.parse(stream.start_date.slice(0, 10)) : NaN;
+    const backlog = Math.min(Date.parse(utcDate(created)), Number.isNaN(startDate) ? Infinity : startDate);
+    return new Date(backlog).toISOString();
+  };
   const writers = new Map<number, { busy(): boolean }>();
   const states: Record<number, StreamState> = {};
   let gaps = 0;
@@ -198,22 +232,60 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
   };
 
   /**
-   * Platform time from which the reconciliation stream re-delivers everything: the start of its current
-   * chain of passes (or its creation, before its first pass). Undefined: no reconciliation stream.
+   * Where the reconciliation stream's next pass re-delivers from without a break (platform ms);
+   * undefined: no reconciliation stream (its gaps go to the replay).
    */
-  const reconcileReach = async (): Promise<string | undefined> => {
+  const reconcileCoverFrom = async (): Promise<number | undefined> => {
     if (!reconcile?.ok) return undefined;
     const last = await readLastReconcilePass(warehouse.db, orgId, reconcile.name);
-    const created = streamCreatedAt(reconcile.stream);
-    if (!last || last.streamId !== reconcile.stream.id) return created ?? new Date(now()).toISOString();
-    const lastSeen = Date.parse(last.endedAt ?? last.startedAt);
-    // Unconnected for longer than the platform keeps its position: the next pass starts a new chain.
-    if (now() - lastSeen > STREAM_CHECKPOINT_RETENTION_DAYS * 86_400_000)
-      return new Date(now()).toISOString();
-    return last.chainFrom;
+    return nextStreamCoverFrom(last, reconcile.stream, platformNow()).coverFromMs;
   };
 
-  /** Records a gap and hands it to whoever can fill it. Never throws: live data matters more. */
+  /**
+   * Records one part of a gap, and asks for the reconciliation that delivers it again (also when the same
+   * gap was recorded before and is still open: a start-up that finds a crash again, say).
+   */
+  const recordGap = async (slot: number, gap: StreamGap, handledBy: GapHandledBy): Promise<void> => {
+    const recorded = await recordStreamGap(warehouse.db, {
+      orgId,
+      streamName: settings.name,
+      slot,
+      from: gap.from,
+      to: gap.to,
+      reason: gap.reason,
+      handledBy,
+    });
+    if (recorded.created) {
+      gaps += 1;
+      options.hooks?.onGap?.({ slot, gap, handledBy });
+    } else if (!(await isStreamGapOpen(warehouse.db, recorded.id))) {
+      return;
+    }
+    const from = gap.from.slice(0, 10);
+    const to = gap.to.slice(0, 10);
+    if (handledBy === 'reconcile' || handledBy === 'replay') {
+      options.requestPass?.();
+    } else if (handledBy === 'rest') {
+      if (!recorded.created) return;
+      if (await options.enqueue!('records.backfill', { orgId, from, to, gapId: recorded.id }))
+        backfillsEnqueued += 1;
+      log.warn(
+        { slot, ...gap },
+        `stream gap older than the replay serves: REST backfill windows planned for ${from}..${to}`,
+      );
+    } else if (recorded.created) {
+      log.warn(
+        { slot, ...gap },
+        `stream gap older than the replay serves: REST backfill needed, run \`validic-sync backfill --from ${from} --to ${to}\``,
+      );
+    }
+  };
+
+  /**
+   * Records a gap and hands it to whoever can deliver it again: the reconciliation stream's next pass
+   * when it re-delivers from at or before the gap's start, else the replay (reconcile-org.ts), and REST
+   * for the part older than the replay serves. Never throws: live data matters more.
+   */
   const onGap = async (slot: number, gap: StreamGap): Promise<void> => {
     if (gap.reason === 'stream-checkpoint-expired') {
       // The replay runs up to the present instead of up to T: it covers the gap itself.
@@ -224,44 +296,10 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
       return;
     }
     try {
-      const reach = await reconcileReach();
-      // Gap times are on the platform's clock as the connection estimated it (a `Date` header before the
-      // first poke: ±1 s): a gap that starts within that of the stream's reach is taken as reached.
-      const handledBy: GapHandledBy =
-        reach !== undefined && Date.parse(gap.from) >= Date.parse(reach) - CLOCK_ESTIMATE_TOLERANCE_MS
-          ? 'reconcile'
-          : options.enqueue
-            ? 'rest'
-            : 'planned';
-      const recorded = await recordStreamGap(warehouse.db, {
-        orgId,
-        streamName: settings.name,
-        slot,
-        from: gap.from,
-        to: gap.to,
-        reason: gap.reason,
-        handledBy,
-      });
-      if (!recorded.created) return;
-      gaps += 1;
-      options.hooks?.onGap?.({ slot, gap, handledBy });
-      const from = gap.from.slice(0, 10);
-      const to = gap.to.slice(0, 10);
-      if (handledBy === 'reconcile') {
-        options.requestPass?.();
-      } else if (handledBy === 'rest') {
-        if (await options.enqueue!('records.backfill', { orgId, from, to, gapId: recorded.id }))
-          backfillsEnqueued += 1;
-        log.warn(
-          { slot, ...gap },
-          `stream gap no stream can re-deliver any more: REST backfill windows planned for ${from}..${to}`,
-        );
-      } else {
-        log.warn(
-          { slot, ...gap },
-          `stream gap no stream can re-deliver any more: REST backfill needed, run \`validic-sync backfill --from ${from} --to ${to}\``,
-        );
-      }
+      const parts = splitAtReplayReach(gap, platformNow());
+      if (parts.beyondReplay) await recordGap(slot, parts.beyondReplay, options.enqueue ? 'rest' : 'planned');
+      if (parts.withinReplay)
+        await recordGap(slot, parts.withinReplay, gapFiller(parts.withinReplay, await reconcileCoverFrom()));
     } catch (error) {
       if (unrecorded.length < 1000) unrecorded.push({ slot, gap });
       log.warn(
@@ -360,7 +398,11 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
             checkpoint,
             meta,
           ),
-        loadPosition: async () => (await readCursor(warehouse.db, orgId, cursor)) ?? null,
+        loadPosition: async () => {
+          const position = await readCursor(warehouse.db, orgId, cursor);
+          if (position && committedThroughOf(position) !== undefined) return position;
+          return { ...position, deliveryFrom: await deliveryStart(slot) };
+        },
         onGap: (gap) => onGap(slot, gap),
         claimReplay: () => claimReplay(slot),
         releaseReplay: () => releaseReplay(slot),

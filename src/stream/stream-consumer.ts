@@ -123,6 +123,11 @@ export class StreamConsumer {
     return this.#machine.passReachedMs;
   }
 
+  /** `role: 'pass'`: it ended right after a poke with nothing uncommitted (nothing was in flight). */
+  passEndedQuiet(): boolean {
+    return this.#machine.passEndedQuiet;
+  }
+
   /** Platform clock minus ours (ms), from the last poke; undefined before any poke. */
   platformOffsetMs(): number | undefined {
     return this.#machine.platformOffsetMs;
@@ -276,9 +281,16 @@ export class StreamConsumer {
     if (!connection) throw new Error('StreamConsumer: read without a connection');
     const batches = readSseFrameBatches(connection.source.body, {
       maxFrameBytes: this.options.maxFrameBytes,
-      signal: connection.signal,
+      // Only our own close ends the reader: a stop must still read what was received (below). A read
+      // on a silent body is raced with the run's signal by the loop itself.
+      signal: connection.controller.signal,
       now: () => this.#clock.now(),
     });
+    const settle = (read: Promise<IteratorResult<SseFrame[]>>): Promise<Settled> =>
+      read.then(
+        (result): Settled => ({ ok: true, result }),
+        (error: unknown): Settled => ({ ok: false, error }),
+      );
     const now = () => this.#clock.now();
     let pending: Promise<Settled> | undefined;
     // Frames of the last body chunk, handled one by one before reading on.
@@ -299,10 +311,7 @@ export class StreamConsumer {
           continue;
         }
         if (!pending) {
-          pending = batches.next().then(
-            (result): Settled => ({ ok: true, result }),
-            (error: unknown): Settled => ({ ok: false, error }),
-          );
+          pending = settle(batches.next());
           await this.#dispatch({ kind: 'read-started', now: now() });
         }
         const { wakeAt, staleAt } = readTimers(this.#machine);
@@ -337,15 +346,28 @@ export class StreamConsumer {
           index = 0;
         }
       }
+      // Frames of the last chunk after the one that ended this connection (idle, caught up, stop) were
+      // fully received and the server counts them as delivered: the machine keeps them.
+      for (const rest of queued.slice(index))
+        await this.#dispatch({ kind: 'frame', now: now(), frame: rest });
+      // So are the frames in the bytes received and not parsed yet (up to 16 MiB read ahead): take no
+      // more bytes, read the rest of what came to its end, keep those frames too.
+      if (connection.source.stopReceiving) {
+        connection.source.stopReceiving();
+        for (;;) {
+          const settled = await (pending ?? settle(batches.next()));
+          pending = undefined;
+          if (!settled.ok || settled.result.done) break;
+          for (const frame of settled.result.value)
+            await this.#dispatch({ kind: 'frame', now: now(), frame });
+        }
+      }
     } finally {
       this.#reading = false;
       connection.controller.abort();
       // Not awaited: the generator finishes once the aborted read settles.
       void batches.return(undefined).catch(() => {});
     }
-    // Frames of the last chunk after the one that ended this connection (idle, caught up, stop) were
-    // fully received and the server counts them as delivered: the machine keeps them.
-    for (const rest of queued.slice(index)) await this.#dispatch({ kind: 'frame', now: now(), frame: rest });
     this.#connection = undefined;
     await this.#dispatch({ kind: 'closed', now: now(), jitter: this.#random() });
   }

@@ -70,6 +70,12 @@ export interface CommitMeta {
 export interface SseSource {
   body: AsyncIterable<Uint8Array>;
   /**
+   * Takes no more bytes from the connection; `body` then yields what was received and ends. The consumer
+   * calls it when it closes a connection, and reads the body to its end first: frames that reached us
+   * are kept, whatever ended the connection. Without it, only the frames already parsed are kept.
+   */
+  stopReceiving?(): void;
+  /**
    * The response's `Date` header (ms; the header has whole seconds): the platform's clock before its
    * first poke, so that a gap's times are on the platform's clock from the first moment.
    */

@@ -183,6 +183,18 @@ export interface StreamPosition {
    * live again; a start-up that finds it reports it again (reporting a gap is idempotent).
    */
   uncleanEnd?: StreamGap;
+  /**
+   * Platform time of the last poke that found nothing of this connection uncommitted: the platform pokes
+   * when nothing else flows, so everything it had sent this connection before then is committed. With
+   * `newestCreatedAt`, where what an unclean end may lose begins (the later of the two).
+   */
+  quietAt?: string;
+  /**
+   * Platform time from which the stream delivers to this connection, for a connection that has
+   * committed nothing yet: where what a crash before its first commit may have lost begins (the
+   * stream's backlog start for a new stream, or what the org's other connections had committed).
+   */
+  deliveryFrom?: string;
 }
 
 /**
@@ -218,6 +230,21 @@ export interface StreamGap {
 }
 
 export const UNCLEAN_END_REASONS = ['crash', 'dropped', 'stale', 'commit-failed', 'stopped'] as const;
+/**
+ * Unclean ends of a delivery (a pass of the reconciliation stream, or a replay of gaps): what it had been
+ * sent and not committed is gone from the reconciliation stream too, so the gap
+ * [what it had committed, when it stopped reading] needs the replay. `pass-crash` is found by a later
+ * run (its process is gone).
+ */
+export const PASS_END_REASONS = [
+  'pass-crash',
+  'pass-dropped',
+  'pass-stale',
+  'pass-stopped',
+  'pass-timed-out',
+  'pass-failed',
+  'pass-commit-failed',
+] as const;
 export const REPLAY_GAP_REASONS = [
   'beyond-replay',
   'stream-checkpoint-expired',
@@ -226,7 +253,8 @@ export const REPLAY_GAP_REASONS = [
   'replay-quiet',
 ] as const;
 export type UncleanEndReason = (typeof UNCLEAN_END_REASONS)[number];
-export type StreamGapReason = UncleanEndReason | (typeof REPLAY_GAP_REASONS)[number];
+export type PassEndReason = (typeof PASS_END_REASONS)[number];
+export type StreamGapReason = UncleanEndReason | PassEndReason | (typeof REPLAY_GAP_REASONS)[number];
 
 /** Prefix of the per-connection checkpoints of one stream name (for `status`). */
 export function streamPositionPrefix(streamName: string): string {
@@ -247,9 +275,11 @@ const streamPositionValue = z.object({
     z.object({
       from: z.string(),
       to: z.string(),
-      reason: z.enum([...UNCLEAN_END_REASONS, ...REPLAY_GAP_REASONS]),
+      reason: z.enum([...UNCLEAN_END_REASONS, ...PASS_END_REASONS, ...REPLAY_GAP_REASONS]),
     }),
   ),
+  quietAt: optional(z.string()),
+  deliveryFrom: optional(z.string()),
   streamId: optional(z.string()),
   slot: optional(z.number()),
 }) satisfies z.ZodType<StreamPosition>;

@@ -303,7 +303,7 @@ export interface StreamGapsTable {
   covered_by_pass: number | null;
 }
 
-/** validic_sync.reconcile_passes (migration 0016): passes of the reconciliation stream. */
+/** validic_sync.reconcile_passes (migrations 0016, 0023): deliveries, passes of the reconciliation stream or replays. */
 export interface ReconcilePassesTable {
   id: Generated<number>;
   org_id: string;
@@ -323,6 +323,15 @@ export interface ReconcilePassesTable {
   unchanged: Generated<number>;
   stale: Generated<number>;
   quarantined: Generated<number>;
+  source: Generated<string>;
+  replay_date: string | null;
+  cover_from: Timestamp | null;
+  committed_to: Timestamp | null;
+  read_to: Timestamp | null;
+  next_cover_from: Timestamp | null;
+  host: string | null;
+  pid: number | null;
+  heartbeat_at: Timestamp | null;
 }
 
 /** validic_sync.audits (migration 0018): runs of the completeness audit. */

@@ -6,7 +6,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { LoadCounts } from '../pipeline/batch.ts';
 import { MAX_STREAM_CONNECTIONS } from '../validic/platform-limits.ts';
-import { streamPositionCursor } from './cursors.ts';
+import { readCursor, streamPositionCursor } from './cursors.ts';
 import type { Database } from './database.ts';
 
 /**
@@ -15,7 +15,7 @@ import type { Database } from './database.ts';
  * stream covers them (stream-bookkeeping.ts). Recording is idempotent: the same gap reported again (by a
  * restart that finds it in the connection's checkpoint) is one row.
  */
-export type GapHandledBy = 'reconcile' | 'rest' | 'planned';
+export type GapHandledBy = 'reconcile' | 'replay' | 'rest' | 'planned';
 
 export interface NewStreamGap {
   orgId: string;
@@ -76,6 +76,36 @@ const iso = (value: Date | string | null): string | null =>
   value === null ? null : value instanceof Date ? value.toISOString() : new Date(value).toISOString();
 
 /** The open gaps of an org, oldest first (at most `limit`), and how many are open in all. */
+export async function readAllOpenStreamGaps(db: Kysely<Database>, orgId: string): Promise<StoredStreamGap[]> {
+  // Open gaps are few (each is a crash, a drop or a cut pass that nothing has delivered yet).
+  return (await readOpenStreamGaps(db, orgId, 10_000)).gaps;
+}
+
+/** Whether the gap `id` is still open (not covered by any delivery). */
+export async function isStreamGapOpen(db: Kysely<Database>, id: number): Promise<boolean> {
+  const row = await db
+    .selectFrom('validic_sync.stream_gaps')
+    .select('covered_at')
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return row !== undefined && row.covered_at === null;
+}
+
+/** Who fills these gaps now (a pass that was cut leaves its own gaps and others to the replay). */
+export async function setStreamGapsHandledBy(
+  db: Kysely<Database>,
+  ids: readonly number[],
+  handledBy: GapHandledBy,
+): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .updateTable('validic_sync.stream_gaps')
+    .set({ handled_by: handledBy })
+    .where('id', 'in', [...ids])
+    .where('covered_at', 'is', null)
+    .execute();
+}
+
 export async function readOpenStreamGaps(
   db: Kysely<Database>,
   orgId: string,
@@ -127,14 +157,14 @@ export async function countStreamGapsSince(
 }
 
 /**
- * Marks covered every open gap of the org that lies within what a pass re-delivered: from the start of
- * its chain of passes (`chainFrom`) up to where it caught up (`reachTo`). Returns how many.
+ * Marks covered every open gap of the org that lies within what a delivery re-delivered without a break:
+ * starting at or after `coverFrom` and ending at or before `reachTo`. Returns how many.
  */
 export async function coverStreamGaps(
   db: Kysely<Database>,
   orgId: string,
   passId: number,
-  chainFrom: string,
+  coverFrom: string,
   reachTo: string,
 ): Promise<number> {
   const result = await db
@@ -142,25 +172,28 @@ export async function coverStreamGaps(
     .set({ covered_at: sql<Date>`now()`, covered_by_pass: passId })
     .where('org_id', '=', orgId)
     .where('covered_at', 'is', null)
-    .where('gap_from', '>=', new Date(chainFrom))
+    .where('gap_from', '>=', new Date(coverFrom))
     .where('gap_to', '<=', new Date(reachTo))
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
 
 /**
- * `validic_sync.reconcile_passes`: each pass of the reconciliation stream, what it re-delivered and how
- * much of it the primary stream had missed (inserted + updated: the measured loss). A pass's row is
- * written when it starts and updated after each batch, so a pass whose process dies still shows what it
- * landed (outcome `running` with no `ended_at`).
+ * `validic_sync.reconcile_passes`: each delivery (a pass of the reconciliation stream, or a replay of
+ * gaps it cannot reach), what it re-delivered and how much of it the primary stream had missed (the
+ * measured loss). A row is written when the delivery starts and updated after each batch and every 10 s
+ * (`heartbeat_at`), so a delivery whose process dies still shows what it landed, and a later run finds it
+ * (`readRunningDeliveries`) and marks it `interrupted`.
  */
 export type PassTrigger = 'schedule' | 'gap' | 'command';
-export type PassOutcomeValue = 'running' | 'caught-up' | 'timed-out' | 'failed' | 'stopped';
+export type PassOutcomeValue = 'running' | 'caught-up' | 'timed-out' | 'failed' | 'stopped' | 'interrupted';
+export type DeliverySource = 'stream' | 'replay';
 
 export interface ReconcilePassRow {
   id: number;
   streamName: string;
   streamId: string;
+  source: DeliverySource;
   trigger: PassTrigger;
   startedAt: string;
   endedAt: string | null;
@@ -168,8 +201,16 @@ export interface ReconcilePassRow {
   chainFrom: string;
   reachFrom: string;
   reachTo: string | null;
+  /** From here to `reachTo` the delivery re-delivered without a break (null on rows before 0023). */
+  coverFrom: string | null;
+  committedTo: string | null;
+  readTo: string | null;
+  nextCoverFrom: string | null;
+  host: string | null;
+  pid: number | null;
+  heartbeatAt: string | null;
   frames: number;
-  /** Record versions and connection events the warehouse held nowhere: what the primary missed. */
+  /** Record versions and connection events the primary could not have committed: what it missed. */
   missed: number;
   counts: LoadCounts;
 }
@@ -181,6 +222,7 @@ function toPass(r: Record<keyof Row, unknown>): ReconcilePassRow {
     id: Number(r.id),
     streamName: String(r.stream_name),
     streamId: String(r.stream_id),
+    source: (r.source ?? 'stream') as DeliverySource,
     trigger: r.trigger as PassTrigger,
     startedAt: iso(r.started_at as Date)!,
     endedAt: iso(r.ended_at as Date | null),
@@ -188,6 +230,13 @@ function toPass(r: Record<keyof Row, unknown>): ReconcilePassRow {
     chainFrom: iso(r.chain_from as Date)!,
     reachFrom: iso(r.reach_from as Date)!,
     reachTo: iso(r.reach_to as Date | null),
+    coverFrom: iso((r.cover_from ?? null) as Date | null),
+    committedTo: iso((r.committed_to ?? null) as Date | null),
+    readTo: iso((r.read_to ?? null) as Date | null),
+    nextCoverFrom: iso((r.next_cover_from ?? null) as Date | null),
+    host: r.host === null || r.host === undefined ? null : String(r.host),
+    pid: r.pid === null || r.pid === undefined ? null : Number(r.pid),
+    heartbeatAt: iso((r.heartbeat_at ?? null) as Date | null),
     frames: Number(r.frames),
     missed: Number(r.missed),
     counts: {
@@ -200,7 +249,10 @@ function toPass(r: Record<keyof Row, unknown>): ReconcilePassRow {
   };
 }
 
-/** The org's newest pass over the reconciliation stream named `streamName`, if any. */
+/**
+ * The org's newest pass over the reconciliation stream named `streamName` that has ended (or was found
+ * interrupted), if any: where the next pass goes on from.
+ */
 export async function readLastReconcilePass(
   db: Kysely<Database>,
   orgId: string,
@@ -211,6 +263,7 @@ export async function readLastReconcilePass(
     .selectAll()
     .where('org_id', '=', orgId)
     .where('stream_name', '=', streamName)
+    .where('source', '=', 'stream')
     .orderBy('started_at', 'desc')
     .orderBy('id', 'desc')
     .limit(1)
@@ -218,14 +271,58 @@ export async function readLastReconcilePass(
   return row ? toPass(row) : undefined;
 }
 
+/** The org's newest delivery of any source (for status and the reconcile command's replay). */
+export async function readLastDelivery(
+  db: Kysely<Database>,
+  orgId: string,
+): Promise<ReconcilePassRow | undefined> {
+  const row = await db
+    .selectFrom('validic_sync.reconcile_passes')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .orderBy('started_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row ? toPass(row) : undefined;
+}
+
+/**
+ * The org's deliveries still marked `running` (some may belong to processes that are gone), with how long
+ * ago each last showed a sign of life, on the database's clock (the processes' clocks may differ).
+ */
+export async function readRunningDeliveries(
+  db: Kysely<Database>,
+  orgId: string,
+): Promise<(ReconcilePassRow & { heartbeatAgeMs: number })[]> {
+  const rows = await db
+    .selectFrom('validic_sync.reconcile_passes')
+    .selectAll()
+    .select(
+      sql<number>`extract(epoch from (now() - coalesce(heartbeat_at, started_at))) * 1000`.as(
+        'heartbeat_age_ms',
+      ),
+    )
+    .where('org_id', '=', orgId)
+    .where('outcome', '=', 'running')
+    .orderBy('id')
+    .execute();
+  return rows.map((r) => ({ ...toPass(r), heartbeatAgeMs: Number(r.heartbeat_age_ms) }));
+}
+
 export interface NewReconcilePass {
   orgId: string;
   streamName: string;
   streamId: string;
+  source: DeliverySource;
+  replayDate?: string;
   trigger: PassTrigger;
   startedAt: string;
   chainFrom: string;
   reachFrom: string;
+  coverFrom: string;
+  host: string;
+  pid: number;
 }
 
 export async function startReconcilePass(db: Kysely<Database>, pass: NewReconcilePass): Promise<number> {
@@ -235,11 +332,18 @@ export async function startReconcilePass(db: Kysely<Database>, pass: NewReconcil
       org_id: pass.orgId,
       stream_name: pass.streamName,
       stream_id: pass.streamId,
+      source: pass.source,
+      replay_date: pass.replayDate ?? null,
       trigger: pass.trigger,
       started_at: pass.startedAt,
       outcome: 'running',
       chain_from: pass.chainFrom,
       reach_from: pass.reachFrom,
+      cover_from: pass.coverFrom,
+      committed_to: pass.coverFrom,
+      host: pass.host,
+      pid: pass.pid,
+      heartbeat_at: sql<Date>`now()`,
     })
     .returning('id')
     .executeTakeFirstOrThrow();
@@ -249,12 +353,18 @@ export async function startReconcilePass(db: Kysely<Database>, pass: NewReconcil
 export interface ReconcilePassProgress {
   frames: number;
   counts: LoadCounts;
-  /** Record versions and connection events the warehouse held nowhere before the pass brought them. */
+  /** Record versions and connection events the primary could not have committed (judged so far). */
   missed: number;
-  /** Set when the pass ends. */
+  /** Everything the delivery read up to here (platform time) is committed. */
+  committedTo?: string;
+  /** From here the delivery re-delivers without a break (raised by a cut of one of its connections). */
+  coverFrom?: string;
+  /** Set when the delivery ends. */
   outcome?: Exclude<PassOutcomeValue, 'running'>;
   endedAt?: string;
   reachTo?: string | null;
+  readTo?: string;
+  nextCoverFrom?: string;
 }
 
 export async function updateReconcilePass(
@@ -273,12 +383,51 @@ export async function updateReconcilePass(
       unchanged: counts.unchanged,
       stale: counts.stale,
       quarantined: counts.quarantined,
+      heartbeat_at: sql<Date>`now()`,
+      ...(progress.committedTo ? { committed_to: progress.committedTo } : {}),
+      ...(progress.coverFrom ? { cover_from: progress.coverFrom } : {}),
       ...(progress.outcome ? { outcome: progress.outcome } : {}),
       ...(progress.endedAt ? { ended_at: progress.endedAt } : {}),
       ...(progress.reachTo !== undefined ? { reach_to: progress.reachTo } : {}),
+      ...(progress.readTo ? { read_to: progress.readTo } : {}),
+      ...(progress.nextCoverFrom ? { next_cover_from: progress.nextCoverFrom } : {}),
     })
     .where('id', '=', id)
     .execute();
+}
+
+/** The delivery's process is alive: its row says so (between batches, every 10 s). */
+export async function touchReconcilePass(db: Kysely<Database>, id: number): Promise<void> {
+  await db
+    .updateTable('validic_sync.reconcile_passes')
+    .set({ heartbeat_at: sql<Date>`now()` })
+    .where('id', '=', id)
+    .where('outcome', '=', 'running')
+    .execute();
+}
+
+/**
+ * A delivery whose process is gone: `interrupted`, ended now, and (a stream pass) the next pass goes on
+ * from `readTo`, since the reconciliation stream may have sent it anything up to then. Returns false when
+ * the row was no longer running (its process ended it meanwhile).
+ */
+export async function markReconcilePassInterrupted(
+  db: Kysely<Database>,
+  id: number,
+  readTo: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('validic_sync.reconcile_passes')
+    .set({
+      outcome: 'interrupted',
+      ended_at: sql<Date>`now()`,
+      read_to: readTo,
+      next_cover_from: readTo,
+    })
+    .where('id', '=', id)
+    .where('outcome', '=', 'running')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }
 
 export interface ReconcileTotals {
@@ -330,6 +479,40 @@ export async function readStreamLastHeard(
   const last = rows[0]?.last;
   const ms = last ? Date.parse(last) : Number.NaN;
   return Number.isFinite(ms) ? ms : undefined;
+}
+
+/**
+ * The primary stream's committed positions, one per connection slot (its cursors), for a delivery that
+ * judges what the primary could not have committed (src/stream/judge-missed.ts).
+ */
+export interface PrimarySlotPosition {
+  slot: number;
+  newestCreatedAt?: string;
+  quietAt?: string;
+  lastLiveAt?: string;
+  lastDisconnectAt?: string;
+  platformOffsetMs?: number;
+}
+
+export async function readPrimaryPositions(
+  db: Kysely<Database>,
+  orgId: string,
+  streamName: string,
+): Promise<PrimarySlotPosition[]> {
+  const out: PrimarySlotPosition[] = [];
+  for (let slot = 0; slot < MAX_STREAM_CONNECTIONS; slot++) {
+    const value = await readCursor(db, orgId, streamPositionCursor(streamName, slot));
+    if (!value) continue;
+    out.push({
+      slot,
+      ...(value.newestCreatedAt ? { newestCreatedAt: value.newestCreatedAt } : {}),
+      ...(value.quietAt ? { quietAt: value.quietAt } : {}),
+      ...(value.lastLiveAt ? { lastLiveAt: value.lastLiveAt } : {}),
+      ...(value.lastDisconnectAt ? { lastDisconnectAt: value.lastDisconnectAt } : {}),
+      ...(value.platformOffsetMs !== undefined ? { platformOffsetMs: value.platformOffsetMs } : {}),
+    });
+  }
+  return out;
 }
 
 /**

@@ -320,10 +320,14 @@ describe('StreamConsumer (live)', () => {
     const h = harness({ microBatch: { maxFrames: 500, maxWaitMs: 60_000 }, staleAfterMs: 60_000 });
     h.start();
     await vi.waitFor(() => expect(h.consumer.counters().frames.data).toBe(3));
-    expect(h.commits).toHaveLength(0);
-    await h.stop();
+    // The only commit so far: a fresh connection records that it is live (a crash before its first data
+    // commit is then found at the next start).
     expect(h.commits).toHaveLength(1);
-    const [stop] = h.commits;
+    expect(h.commits[0]).toMatchObject({ frames: [], meta: { reason: 'state-change' } });
+    expect(h.commits[0]?.checkpoint.lastLiveAt).toEqual(expect.any(String));
+    await h.stop();
+    expect(h.commits).toHaveLength(2);
+    const stop = h.commits[1];
     expect(stop?.meta).toEqual({ via: 'stream', reason: 'stop' });
     expect(stop?.frames.map((f) => (f.kind === 'data' ? (f.payload as { id: string }).id : f.kind))).toEqual([
       's1',

@@ -128,7 +128,8 @@ describe('request faults', () => {
 
 describe('stream faults', () => {
   it('drops a stream connection after every K data events', async () => {
-    sb.control.setFaults({ streamDropEvery: 2 });
+    // Redelivery after a reconnect is off unless asked for (nothing promises a number of events).
+    sb.control.setFaults({ streamDropEvery: 2, redeliverCount: 3 });
     const id = await newStream();
     const c = await connect(id);
     const ids = [0, 1, 2].map(() => sb.control.addRecord({ uid: uid(), type: 'measurement' }).id);
@@ -138,6 +139,7 @@ describe('stream faults', () => {
     await expect(c.nextData()).rejects.toThrow('connection ended');
     await vi.waitFor(() => expect(sb.truth.streams().find((s) => s.id === id)?.members).toBe(0));
     sb.control.resetFaults();
+    sb.control.setFaults({ redeliverCount: 3 });
     // Reconnecting redelivers the last events and continues.
     const again = await connect(id);
     const got = [0, 1, 2].map(() => again.nextData<{ id: string }>());

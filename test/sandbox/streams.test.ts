@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { useBeforeAll } from '../helpers/use-before-all.ts';
 import { getJson, sendJson, startTestSandbox } from './fixtures.ts';
 import { openSse, type SseConnection } from './sse-client.ts';
@@ -159,6 +159,11 @@ describe('stream delivery', () => {
   });
 
   it('resumes from the checkpoint after a reconnect and redelivers the last events', async () => {
+    // Redelivery is off unless asked for: nothing promises a number of re-sent events.
+    sb.control.setFaults({ redeliverCount: 3 });
+    onTestFinished(() => {
+      sb.control.resetFaults();
+    });
     const s = await createStream();
     const first = await connect(s.id);
     const ids = Array.from({ length: 5 }, () => sb.control.addRecord({ uid: uid(), type: 'nutrition' }).id);

@@ -4,10 +4,9 @@
  * the command never exited after a gap was reported while it stopped).
  */
 import { describe, expect, it } from 'vitest';
-import type { ReconcilePassSummary } from '../../src/stream/reconciliation.ts';
 import { createPassScheduler } from '../../src/stream/reconciliation.ts';
 
-const summary = (passId: number) => ({ passId }) as unknown as ReconcilePassSummary;
+const summary = (passId: number) => ({ passId });
 
 function scheduler(signal: AbortSignal, ready = () => true) {
   const releases: (() => void)[] = [];
@@ -15,7 +14,7 @@ function scheduler(signal: AbortSignal, ready = () => true) {
   const errors: unknown[] = [];
   const passes = createPassScheduler({
     run: () =>
-      new Promise((resolve) => {
+      new Promise<{ passId: number }>((resolve) => {
         runs += 1;
         const id = runs;
         releases.push(() => resolve(summary(id)));

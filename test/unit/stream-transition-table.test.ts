@@ -135,10 +135,12 @@ const to = (state: StreamState, ...effects: EffectKind[]): Outcome => ({ to: sta
 
 // Live and replaying: `stop`, a minute's `tick` (stale) and `disconnected` ask to close; the frame
 // (created after T) is the replay's hand-off. `closed` is only expected once a close was asked for.
+// `opened` from `connecting` commits: the connection (fresh, no checkpoint) records that it is live, so
+// that a crash before its first data commit is found at the next start.
 // biome-ignore format: one row per state, one column per event, reads as a table
 const table: Record<StreamState, Record<EventKind, Outcome>> = {
   stopped:     { start: to('connecting', 'notify', 'open-stream'), stop: __, continue: __, opened: __, 'open-failed': __, 'read-started': __, frame: __, tick: __, disconnected: __, closed: __, committed: __, 'commit-failed': __, 'replay-claimed': __, slept: __ },
-  connecting:  { start: __, stop: to('stopped', 'notify'), continue: __, opened: to('live', 'notify', 'read'), 'open-failed': to('backing_off', 'log', 'notify', 'sleep'), 'read-started': __, frame: __, tick: __, disconnected: __, closed: __, committed: __, 'commit-failed': __, 'replay-claimed': __, slept: __ },
+  connecting:  { start: __, stop: to('stopped', 'notify'), continue: __, opened: to('live', 'commit', 'notify', 'read'), 'open-failed': to('backing_off', 'log', 'notify', 'sleep'), 'read-started': __, frame: __, tick: __, disconnected: __, closed: __, committed: __, 'commit-failed': __, 'replay-claimed': __, slept: __ },
   live:        { start: __, stop: to('live', 'close'), continue: __, opened: __, 'open-failed': __, 'read-started': to('live'), frame: to('live'), tick: to('live', 'close'), disconnected: to('live', 'close'), closed: __, committed: __, 'commit-failed': __, 'replay-claimed': __, slept: __ },
   stale:       { start: __, stop: to('stopped', 'notify'), continue: to('backing_off', 'notify', 'sleep'), opened: __, 'open-failed': __, 'read-started': __, frame: __, tick: __, disconnected: __, closed: __, committed: __, 'commit-failed': __, 'replay-claimed': __, slept: __ },
   backing_off: { start: __, stop: to('stopped', 'notify'), continue: __, opened: __, 'open-failed': __, 'read-started': __, frame: __, tick: __, disconnected: __, closed: __, committed: __, 'commit-failed': __, 'replay-claimed': __, slept: to('connecting', 'notify', 'open-stream') },

@@ -10,14 +10,14 @@
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/load-config.ts';
 import { UsageError } from '../../errors/index.ts';
-import type { ReconcilePassSummary } from '../../stream/reconciliation.ts';
+import type { ReconcileOrgSummary } from '../../stream/reconcile-org.ts';
 import { CONNECTION_EVENTS_SINCE } from '../../validic/platform-limits.ts';
 import { reconcileLastWrite } from '../../warehouse/cursors.ts';
 import { resultOf } from '../../worker/catalog-inline-runner.ts';
 import type { CommandRunner } from '../command-runner.ts';
 import { runInlineCommand } from '../inline-command.ts';
 import { parseDateRange } from '../parse-options.ts';
-import { printPass } from './stream.ts';
+import { printReconciliation } from './stream.ts';
 
 interface ReconcileOptions {
   from: string;
@@ -55,7 +55,7 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
           startOrg({ org, runner, runtime }) {
             const totals = { events: 0, missed: 0, pages: 0, quarantined: 0 };
             let windowsDone = 0;
-            let pass: ReconcilePassSummary | undefined;
+            let pass: ReconcileOrgSummary | undefined;
             runner.on('completed', (job, result) => {
               pass = resultOf('streams.reconcile', job, result) ?? pass;
               const window = resultOf('connections.reconcile', job, result);
@@ -66,8 +66,13 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
               totals.quarantined += window.quarantined;
               windowsDone += 1;
               // After /connections is paged: the pass's count is then the records the stream lost.
-              if (windowsDone === windows.length && org.stream.reconcile)
-                runner.enqueue('streams.reconcile', { orgId: org.orgId, trigger: 'command' });
+              // Without a reconciliation stream, the provider's replay from --from delivers instead.
+              if (windowsDone === windows.length)
+                runner.enqueue('streams.reconcile', {
+                  orgId: org.orgId,
+                  trigger: 'command',
+                  replayFrom: from,
+                });
             });
             for (const w of windows)
               runner.enqueue('connections.reconcile', {
@@ -90,9 +95,11 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
               print(
                 `  windows ${windows.length} | pages ${totals.pages} | connection events seen ${totals.events}, added ${totals.missed} (missed by the stream)${totals.quarantined ? `, quarantined ${totals.quarantined}` : ''}`,
               );
-              if (pass) printPass(print, pass);
-              else if (!org.stream.reconcile)
-                print('  reconciliation stream: off (stream.reconcile is false), no pass run');
+              if (!org.stream.reconcile)
+                print(
+                  '  reconciliation stream: off (stream.reconcile is false): the replay delivers instead',
+                );
+              if (pass) printReconciliation(print, pass);
             };
           },
         });

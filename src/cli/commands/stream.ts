@@ -10,6 +10,7 @@
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/load-config.ts';
 import { UsageError } from '../../errors/index.ts';
+import type { ReconcileOrgSummary } from '../../stream/reconcile-org.ts';
 import type { ReconcilePassSummary } from '../../stream/reconciliation.ts';
 import type { OrgStreamSummary } from '../../stream/stream-summary.ts';
 import { STREAM_POKE_INTERVAL_MS } from '../../validic/platform-limits.ts';
@@ -52,7 +53,7 @@ export function registerStream(program: Command, run: CommandRunner): void {
         const { startOrgStream } = await import('../../stream/run-org-stream.ts');
         const { consumerOptionsFromConfig } = await import('../../stream/consumer-options.ts');
         const { createPassScheduler } = await import('../../stream/reconciliation.ts');
-        const { runReconcilePass } = await import('../../stream/reconciliation.ts');
+        const { reconcileOrg } = await import('../../stream/reconcile-org.ts');
         const runtime = await openRuntime(config, log);
         const started = Date.now();
         const idle = new AbortController();
@@ -68,12 +69,13 @@ export function registerStream(program: Command, run: CommandRunner): void {
             const ready = { caughtUp: () => false };
             const scheduler = createPassScheduler({
               run: () =>
-                runReconcilePass({
+                reconcileOrg({
                   warehouse: runtime.warehouse,
                   org: runtime.org(org.orgId),
                   signal,
                   trigger: 'gap',
                   consumerOptions,
+                  enqueue: (name, payload) => runner.enqueue(name, payload),
                   log,
                 }),
               ready: () => ready.caughtUp(),
@@ -131,7 +133,8 @@ export function registerStream(program: Command, run: CommandRunner): void {
             const handle = handles[i]!;
             if (result.status === 'rejected') failed = true;
             printSummary(print, handle.summary(), `${how} after ${seconds} s`);
-            for (const pass of schedulers[i]!.scheduler.passes()) printPass(print, pass);
+            for (const reconciliation of schedulers[i]!.scheduler.passes())
+              printReconciliation(print, reconciliation);
             if (result.status === 'rejected' && results.length > 1)
               print(`  failed: ${(result.reason as Error)?.message ?? String(result.reason)}`);
           });
@@ -178,7 +181,25 @@ export function printPass(print: (line: string) => void, p: ReconcilePassSummary
     );
     return;
   }
+  const what =
+    p.source === 'replay'
+      ? `gap replay ${p.passId} from ${p.replayDate}`
+      : `reconciliation pass ${p.passId} on ${p.streamName}`;
   print(
-    `  reconciliation pass ${p.passId} on ${p.streamName}: ${p.outcome} in ${p.seconds} s; re-delivered ${p.frames}, missed by the stream ${p.missed} (inserted ${p.counts.inserted}, updated ${p.counts.updated}), gaps covered ${p.gapsCovered}`,
+    `  ${what}: ${p.outcome} in ${p.seconds} s; re-delivered ${p.frames}, missed by the stream ${p.missed} (inserted ${p.counts.inserted}, updated ${p.counts.updated}), gaps covered ${p.gapsCovered}${p.gapsCut > 0 ? `, cut ${p.gapsCut} (left to the replay)` : ''}`,
   );
+}
+
+/** One reconciliation: why there was no reconciliation stream, what died, each delivery, what is open. */
+export function printReconciliation(print: (line: string) => void, r: ReconcileOrgSummary): void {
+  if (r.unavailable)
+    print(
+      `  reconciliation stream ${r.unavailable.name}: unavailable (${r.unavailable.why}); the provider's replay delivers instead (${r.unavailable.fix})`,
+    );
+  if (r.interrupted > 0)
+    print(`  deliveries interrupted by the death of their process: ${r.interrupted} (their gaps replayed)`);
+  for (const delivery of r.deliveries) printPass(print, delivery);
+  if (r.restBackfills > 0)
+    print(`  REST backfills queued for gap days older than the replay serves: ${r.restBackfills}`);
+  print(`  gaps open after it: ${r.openGaps}`);
 }
