@@ -5,8 +5,8 @@
  *
  * A record version (or connection event) the delivery brings is missed when the warehouse holds it
  * nowhere and the primary could not have committed it:
- * - it is older than what every live primary connection has committed (`floor`: the primary moved past
- *   it, in the platform's sending order, without it); or
+ * - it is older than what every live primary connection has committed (`floor`, less `ORDER_SLACK_MS`:
+ *   the primary moved past it, in the platform's sending order, without it); or
  * - the primary is not live and it was created before the primary was last heard from (it was sent to a
  *   connection that then dropped or died; what was created later the platform keeps for the primary).
  * A version that is newer than the floor while the primary is live is held (not loaded, not judged) until
@@ -19,6 +19,13 @@ import type { Clock } from '../time/clock.ts';
 import type { PrimarySlotPosition } from '../warehouse/stream-bookkeeping.ts';
 import { parseTime } from './consumer-position.ts';
 import type { DataFrame } from './types.ts';
+
+/**
+ * How far the platform's sending order and `created_at` may disagree: connection events carry whole
+ * seconds (a record created in the same second, sent before, can look newer), and processing may stamp
+ * neighbours a little out of order. A version counts as passed by the primary only this far below it.
+ */
+export const ORDER_SLACK_MS = 2_000;
 
 /** The primary stream as a delivery sees it, on the platform's clock (ms). */
 export interface PrimaryView {
@@ -135,8 +142,11 @@ export class MissedJudge {
   async #take(batch: DataFrame[]): Promise<void> {
     const keyed = batch.map((frame) => ({ frame, key: versionKey(frame) }));
     const keys = keyed.flatMap((k) => (k.key ? [k.key] : []));
-    const absent = keys.length > 0 ? await this.#deps.absent(keys) : new Set<string>();
+    // The primary first, then what the warehouse holds: the primary commits its data and its position in
+    // one transaction, so whatever the position read here has passed is visible to the read after it.
+    // (The other order judged the primary's batch landing in between as missed.)
     const view = await this.#deps.primary();
+    const absent = keys.length > 0 ? await this.#deps.absent(keys) : new Set<string>();
     const load: DataFrame[] = [];
     for (const { frame, key } of keyed) {
       if (!key || !absent.has(key)) {
@@ -171,7 +181,7 @@ export class MissedJudge {
     let view = await this.#deps.primary();
     while (
       view.live &&
-      (view.floorMs === undefined || view.floorMs < newest) &&
+      (view.floorMs === undefined || view.floorMs < newest + ORDER_SLACK_MS) &&
       this.#deps.clock.now() < until
     ) {
       await this.#deps.clock.sleep(250);
@@ -213,6 +223,6 @@ function judge(view: PrimaryView, createdMs: number, final: boolean): 'missed' |
   if (!view.live) {
     return view.lastHeardMs !== undefined && createdMs <= view.lastHeardMs ? 'missed' : 'not-missed';
   }
-  if (view.floorMs !== undefined && createdMs <= view.floorMs) return 'missed';
+  if (view.floorMs !== undefined && createdMs <= view.floorMs - ORDER_SLACK_MS) return 'missed';
   return final ? 'missed' : 'hold';
 }
