@@ -137,9 +137,30 @@ export function openGap(s: MachineState, now: number): void {
   if (s.gapStartMs === undefined) s.gapStartMs = s.lastStreamFrameAt ?? now;
 }
 
+/**
+ * How far a platform time this process estimates may be off: our clock plus the offset the last poke's
+ * `ts` showed (early by the poke's latency) or, before any poke, a `Date` header (whole seconds). Times
+ * the platform stamped (`created_at`, a stream's creation) are exact. An estimate always errs on the safe
+ * side by this much: the end of a gap and the moment a delivery stopped reading (after which nothing
+ * was sent) later, the start of a gap that is not a `created_at` earlier. Comparisons are then exact.
+ */
+export const CLOCK_ESTIMATE_TOLERANCE_MS = 2_000;
+
 /** Our clock's `ms` on the platform's clock (the offset the last poke showed; 0 before any). */
 export function platformTime(s: MachineState, ms: number): number {
   return ms + (s.platformOffsetMs ?? 0);
+}
+
+/**
+ * An estimated platform time that ends a gap (or starts one), erring on the safe side
+ * (gap-delivery.ts, `CLOCK_ESTIMATE_TOLERANCE_MS`): a gap's end later, its start earlier.
+ */
+export function platformTimeLate(s: MachineState, ms: number): number {
+  return platformTime(s, ms) + CLOCK_ESTIMATE_TOLERANCE_MS;
+}
+
+export function platformTimeEarly(s: MachineState, ms: number): number {
+  return platformTime(s, ms) - CLOCK_ESTIMATE_TOLERANCE_MS;
 }
 
 /**
@@ -173,8 +194,8 @@ export function committedThroughOf(position: StreamPosition): number | undefined
  */
 export function uncleanGap(s: MachineState, now: number, reason: StreamGap['reason']): StreamGap {
   const lastHeard = s.lastStreamFrameAt ?? now;
-  const from = committedThrough(s) ?? platformTime(s, lastHeard);
-  const to = Math.max(from, platformTime(s, now));
+  const from = committedThrough(s) ?? platformTimeEarly(s, lastHeard);
+  const to = Math.max(from, platformTimeLate(s, now));
   return { from: iso(from), to: iso(to), reason };
 }
 

@@ -23,7 +23,8 @@ import {
   notePlatformTime,
   openGap,
   parseTime,
-  platformTime,
+  platformTimeEarly,
+  platformTimeLate,
   push,
   uncleanGap,
 } from './consumer-position.ts';
@@ -65,7 +66,7 @@ export function giveUpReplay(
   }
   log(fx, 'warn', { err: error }, `SSE ${why}; the gap is left to the reconciliation stream`);
   const from = s.gapStartMs ?? now;
-  reportGap(s, fx, { from: iso(platformTime(s, from)), to: iso(platformTime(s, now)), reason });
+  reportGap(s, fx, { from: iso(platformTimeEarly(s, from)), to: iso(platformTimeLate(s, now)), reason });
   s.gapStartMs = now;
   toConnecting(s, fx, why);
 }
@@ -102,9 +103,9 @@ export function uncleanEnd(
  * this connection committed (or, with nothing committed, where the pass's delivery began) to now.
  */
 export function passCut(s: MachineState, fx: Effect[], now: number, reason: PassEndReason): void {
-  const from = committedThrough(s) ?? platformTime(s, s.replayStartedAt ?? now);
+  const from = committedThrough(s) ?? platformTimeEarly(s, s.replayStartedAt ?? now);
   s.counters.uncleanEnds += 1;
-  reportGap(s, fx, { from: iso(from), to: iso(Math.max(from, platformTime(s, now))), reason });
+  reportGap(s, fx, { from: iso(from), to: iso(Math.max(from, platformTimeLate(s, now))), reason });
 }
 
 /** A pass of the reconciliation stream is over: commit what it read, then stop. */

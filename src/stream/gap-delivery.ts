@@ -7,20 +7,9 @@
 
 import { CONNECTION_EVENTS_SINCE, REPLAY_RETENTION_DAYS } from '../validic/platform-limits.ts';
 import type { GapHandledBy } from '../warehouse/stream-bookkeeping.ts';
+import { utcDate } from './consumer-position.ts';
 
 const DAY_MS = 86_400_000;
-
-/**
- * How far a gap's platform time may be off: before a connection's first poke it is estimated from the
- * `Date` header, which carries whole seconds. A gap that starts within this of where a delivery's
- * coverage begins is taken as inside it.
- */
-export const CLOCK_ESTIMATE_TOLERANCE_MS = 2_000;
-
-/** `YYYY-MM-DD` of a time, in UTC. */
-export function utcDate(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10);
-}
 
 /**
  * The earliest date the replay serves at platform time `nowMs`: one day inside its 30 days (servers may
@@ -58,7 +47,7 @@ export function splitAtReplayReach<T extends GapSpan>(
  */
 export function gapFiller(gap: GapSpan, streamCoverFromMs: number | undefined): GapHandledBy {
   if (streamCoverFromMs === undefined) return 'replay';
-  return Date.parse(gap.from) >= streamCoverFromMs - CLOCK_ESTIMATE_TOLERANCE_MS ? 'reconcile' : 'replay';
+  return Date.parse(gap.from) >= streamCoverFromMs ? 'reconcile' : 'replay';
 }
 
 /**

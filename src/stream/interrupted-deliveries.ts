@@ -14,6 +14,7 @@ import {
   readRunningDeliveries,
   recordStreamGap,
 } from '../warehouse/stream-bookkeeping.ts';
+import { CLOCK_ESTIMATE_TOLERANCE_MS } from './consumer-position.ts';
 
 /** A running row with no sign of life for this long belongs to a process that is gone. */
 export const DELIVERY_DEAD_AFTER_MS = 120_000;
@@ -57,7 +58,8 @@ export async function closeDeadDeliveries(
   let found = 0;
   for (const row of await readRunningDeliveries(warehouse.db, orgId)) {
     if (!deliveryDead(row)) continue;
-    const readTo = new Date(nowMs).toISOString();
+    // Taken late: the process may have read until the moment it died, and `nowMs` is an estimate.
+    const readTo = new Date(nowMs + CLOCK_ESTIMATE_TOLERANCE_MS).toISOString();
     if (!(await markReconcilePassInterrupted(warehouse.db, row.id, readTo))) continue;
     found += 1;
     log.warn(

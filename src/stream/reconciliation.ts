@@ -38,9 +38,9 @@ import {
 } from '../warehouse/stream-bookkeeping.ts';
 import type { PassOutcome } from './consumer-machine.ts';
 import { resolveStreamConsumerOptions, type StreamConsumerOptionsInput } from './consumer-options.ts';
-import { committedThroughOf } from './consumer-position.ts';
+import { CLOCK_ESTIMATE_TOLERANCE_MS, committedThroughOf } from './consumer-position.ts';
 import { openSse, toRawItems } from './frames.ts';
-import { CLOCK_ESTIMATE_TOLERANCE_MS, midnightOf } from './gap-delivery.ts';
+import { midnightOf } from './gap-delivery.ts';
 import { MissedJudge, primaryView } from './judge-missed.ts';
 import { StreamConsumer } from './stream-consumer.ts';
 import { addLoadCounts } from './stream-summary.ts';
@@ -387,7 +387,9 @@ export async function runDelivery(options: DeliveryOptions): Promise<ReconcilePa
         streamName,
         slot: 0,
         from: committedTo(),
-        to: new Date(Math.max(platformNow(), Date.parse(committedTo()))).toISOString(),
+        to: new Date(
+          Math.max(platformNow() + CLOCK_ESTIMATE_TOLERANCE_MS, Date.parse(committedTo())),
+        ).toISOString(),
         reason: 'pass-failed',
         handledBy: 'replay',
       }).catch(() => {});
@@ -398,8 +400,8 @@ export async function runDelivery(options: DeliveryOptions): Promise<ReconcilePa
       missed: judge.missed,
       outcome: 'failed',
       endedAt: new Date(now()).toISOString(),
-      readTo: new Date(platformNow()).toISOString(),
-      nextCoverFrom: new Date(platformNow()).toISOString(),
+      readTo: new Date(platformNow() + CLOCK_ESTIMATE_TOLERANCE_MS).toISOString(),
+      nextCoverFrom: new Date(platformNow() + CLOCK_ESTIMATE_TOLERANCE_MS).toISOString(),
     }).catch(() => {});
     throw error;
   } finally {
@@ -413,7 +415,8 @@ export async function runDelivery(options: DeliveryOptions): Promise<ReconcilePa
   const reached = consumers.map((consumer) => consumer.passReachedMs());
   const reachTo =
     outcome === 'caught-up' ? new Date(Math.min(...reached.map((ms) => ms ?? startMs))).toISOString() : null;
-  const readTo = new Date(platformNow()).toISOString();
+  // After this (an estimate, taken late) the stream sent this pass nothing.
+  const readTo = new Date(platformNow() + CLOCK_ESTIMATE_TOLERANCE_MS).toISOString();
   // The next pass goes on exactly where this one stopped only when nothing was in flight at its end.
   const quiet = gapsCut === 0 && consumers.every((consumer) => consumer.passEndedQuiet());
   const nextCoverFrom = quiet ? new Date(coverFromMs).toISOString() : readTo;
@@ -423,7 +426,7 @@ export async function runDelivery(options: DeliveryOptions): Promise<ReconcilePa
       warehouse.db,
       orgId,
       passId,
-      new Date(coverFromMs - CLOCK_ESTIMATE_TOLERANCE_MS).toISOString(),
+      new Date(coverFromMs).toISOString(),
       reachTo,
     );
   await updateReconcilePass(warehouse.db, passId, {

@@ -28,9 +28,9 @@ import {
 } from '../warehouse/stream-bookkeeping.ts';
 import { emptyStreamCounters } from './consumer-machine.ts';
 import type { StreamConsumerOptionsInput } from './consumer-options.ts';
-import { committedThroughOf } from './consumer-position.ts';
+import { committedThroughOf, utcDate } from './consumer-position.ts';
 import { openSse, toRawItems } from './frames.ts';
-import { gapFiller, splitAtReplayReach, utcDate } from './gap-delivery.ts';
+import { gapFiller, splitAtReplayReach } from './gap-delivery.ts';
 import { closeDeadDeliveries } from './interrupted-deliveries.ts';
 import type { EnqueueGapBackfill } from './reconcile-org.ts';
 import {

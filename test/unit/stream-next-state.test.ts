@@ -21,6 +21,7 @@ import {
   resolveStreamConsumerOptions,
   type StreamConsumerOptionsInput,
 } from '../../src/stream/consumer-options.ts';
+import { CLOCK_ESTIMATE_TOLERANCE_MS } from '../../src/stream/consumer-position.ts';
 import { next } from '../../src/stream/next-consumer-state.ts';
 import type { SseFrame } from '../../src/stream/types.ts';
 import type { StreamPosition } from '../../src/warehouse/cursors.ts';
@@ -225,7 +226,12 @@ describe('replay hand-off (I6)', () => {
     const fx = m.feed({ kind: 'closed', now: T0 + 600_000, jitter: 0 });
     expect(fx).toContainEqual({
       kind: 'report-gap',
-      gap: { from: isoOf(T), to: isoOf(T0 + 600_000), reason: 'replay-timed-out' },
+      // Estimated platform times err on the safe side: the start earlier, the end later.
+      gap: {
+        from: isoOf(T - CLOCK_ESTIMATE_TOLERANCE_MS),
+        to: isoOf(T0 + 600_000 + CLOCK_ESTIMATE_TOLERANCE_MS),
+        reason: 'replay-timed-out',
+      },
     });
     expect(m.state.phase).toBe('connecting');
   });
@@ -279,7 +285,11 @@ describe('back-off (I7)', () => {
     const fx = r.feed({ ...rebalancing(T0), failure: 'refused', message: 'replay answered 400' });
     expect(fx).toContainEqual({
       kind: 'report-gap',
-      gap: { from: isoOf(T0 - 3_600_000), to: isoOf(T0), reason: 'replay-unavailable' },
+      gap: {
+        from: isoOf(T0 - 3_600_000 - CLOCK_ESTIMATE_TOLERANCE_MS),
+        to: isoOf(T0 + CLOCK_ESTIMATE_TOLERANCE_MS),
+        reason: 'replay-unavailable',
+      },
     });
     expect(fx.at(-1)).toEqual({ kind: 'open-stream' });
   });
@@ -364,7 +374,8 @@ describe('unclean ends are reported as gaps (I12)', () => {
     });
     expect(fx).toContainEqual({
       kind: 'report-gap',
-      gap: { from: isoOf(T0 - 12_000), to: isoOf(T0), reason: 'crash' },
+      // From the newest created_at committed (exact), to now (an estimate, taken late).
+      gap: { from: isoOf(T0 - 12_000), to: isoOf(T0 + CLOCK_ESTIMATE_TOLERANCE_MS), reason: 'crash' },
     });
 
     const drop = new Machine().live();
