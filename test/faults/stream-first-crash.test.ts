@@ -59,11 +59,17 @@ async function crashRun(otherStreams: number, run: number): Promise<void> {
         });
         expect(res.status).toBeLessThan(300);
       }
-      const fromSeq = sandbox.truth.events().length;
-      sandbox.control.startLiveFeed({ ratePerSecond: 200 });
-
       const first = spawnCli(['stream'], env);
       onCleanup(() => first.kill('SIGKILL'));
+      // What the stream carries starts with it (the sandbox's new streams start at their creation; what
+      // came before is the first recent poll's, not the stream's).
+      await waitForStep(
+        'the primary stream created',
+        () => expect(sandbox.truth.streams().length).toBeGreaterThan(otherStreams),
+        { timeout: 60_000, interval: 5 },
+      );
+      const fromSeq = sandbox.truth.events().length;
+      sandbox.control.startLiveFeed({ ratePerSecond: 200 });
       await waitForStep(
         'the primary connected',
         () => expect(sandbox.truth.streams().some((s) => s.members > 0)).toBe(true),
