@@ -72,7 +72,7 @@ export async function readBudgetPlan(
     activeUsers,
     dormantUsers: users.pollable - activeUsers,
     pushFetchesLastHour: backlog.claimedLastHour,
-    pushFetchesPending: backlog.pending,
+    pushFetchesPending: backlog.pendingRequests,
     legacyDeleteChecksLastHour,
   };
   const lastHeard = await readStreamLastHeard(db, org.orgId, org.stream.name);
