@@ -1,6 +1,6 @@
 /**
- * The push-notification endpoint (v1 enterprise push), framework-free; and what a refusal (429, 413
- * parts) leaves to recover.
+ * The push-notification endpoint (v1 enterprise push), framework-free; and what a refusal of any kind
+ * leaves to recover.
  */
 import type { Kysely } from 'kysely';
 import { toError } from '../errors/index.ts';
@@ -9,7 +9,11 @@ import { redactUrl, registerSecret } from '../redact/redact-secrets.ts';
 import { secretsEqual } from '../runtime/secrets-equal.ts';
 import type { LegacyObject } from '../validic/platform-limits.ts';
 import type { Database } from '../warehouse/database.ts';
-import { recordPushRefusalMinute, storePushFetches } from '../warehouse/push-fetch-store.ts';
+import {
+  recordPushRefusalMinute,
+  SHARED_SECRET_REFUSAL_KEY,
+  storePushFetches,
+} from '../warehouse/push-fetch-store.ts';
 import {
   DEFAULT_PUSH_PART_ITEMS,
   type ReceivedPush,
@@ -43,13 +47,16 @@ import { coalescedDueAt, extractPushItems, refusedMinuteFetches } from './push-i
  *   worker's push listener mounts at `http.pushPath` (default POST /push/v1).
  *
  * Order of work, so nothing announced is ever lost and nothing unauthenticated costs more than a header
- * check: authenticate (the provider's `X-Validic-Signature`, or our shared secret in a header; 401,
- * nothing stored, body not read); the per-org cap (429, the minute recorded and queued for a legacy
- * latest pass: `handle-push.ts`); read the body (413 over `maxBodyBytes`, the one size limit); store
- * it with its items as pending fetches (`process-push-notification.ts`; a failure to store even the body
- * is the only other non-2xx: 503); kick the org's push.drain for when the items fall due; answer 202
+ * check: authenticate (the provider's `X-Validic-Signature`, or our shared secret in a header; 401 with
+ * no reason, nothing stored, body not read); the signature's single use (a replay: 401); the per-org
+ * cap (429); read the body (413 over `maxBodyBytes`, the one size limit); store it with its items as
+ * pending fetches (`process-push-notification.ts`; a failure to store even the body is the only other
+ * non-2xx: 503); kick the org's push.drain for when the items fall due; answer 202
  * whatever the body's shape (an unknown shape is kept with status `unrecognized`). A kick that cannot be
- * queued (Redis away) only delays the items to the drain's scheduled tick.
+ * queued (Redis away) only delays the items to the drain's scheduled tick. Every refusal that may have
+ * been the provider's (the cap, its signature's timestamp or a replay, 413, 503, and the listener's
+ * refused or cut connections) is a refused minute, recorded and read again by a legacy latest pass
+ * (`notePushRefusal`, "Refusals" in src/push/README.md).
  */
 export const DEFAULT_PUSH_PATH = '/push/v1';
 export const DEFAULT_PUSH_MAX_BODY_BYTES = 1024 * 1024;
@@ -117,7 +124,7 @@ export interface PushDeps {
   refusals?: PushRefusalCounter;
   /**
    * Items arriving within one window of this length are due together at its end (0 or absent: due at
-   * once); the pending fetch of a (user, object) absorbs new items until it is claimed.
+   * once); the pending fetch of a (user, object, window) absorbs new items until it is claimed.
    */
   coalesceMs?: number;
   /**
@@ -187,9 +194,6 @@ export type PushRefusalKind =
   | 'not stored'
   | 'connection refused'
   | 'request cut';
-
-/** The key of refusals the listener counts before any request is read (no org can be told). */
-export const LISTENER_REFUSAL_KEY = '(listener)';
 
 /**
  * Unauthenticated requests are logged sampled and bounded: per logger and reason, the first of each
@@ -354,7 +358,7 @@ function fallbackReplayCache(deps: PushDeps): PushReplayCache {
  * it announced (nothing says the provider retries), whatever refused it: the per-minute cap, a
  * timestamp refused against our clock, a replayed signature (the provider may have sent two bodies under
  * one timestamp), a body over the limit, a body that could not be stored, or a connection the listener
- * refused or cut (`key` LISTENER_REFUSAL_KEY: every org). The first refusal of a key's minute (and every
+ * refused or cut (`key` LISTENER_REFUSAL_KEY, src/warehouse/push-fetch-store.ts: every org). The first refusal of a key's minute (and every
  * 100th, counted fleet-wide) records the minute and queues its legacy latest windows; those refusals are
  * logged at warn, the others at debug.
  */
@@ -491,7 +495,7 @@ export async function handlePush(
 
 /** The key an admitted push's refusals count under: its org, else the only org, else the shared secret's. */
 const refusalKeyOf = (deps: PushDeps, admitted: AdmittedPush) =>
-  admitted.orgId ?? deps.resolveOrg(undefined) ?? '(shared secret)';
+  admitted.orgId ?? deps.resolveOrg(undefined) ?? SHARED_SECRET_REFUSAL_KEY;
 
 /** The 413 of an admitted push whose body is over `max` bytes, counted as a refusal of its org. */
 export async function refusedTooLarge(
@@ -516,7 +520,7 @@ export function pushTooLarge(max: number): PushResponse {
 }
 
 /**
- * A minute whose notifications were refused (429) at `push.ratePerMinute`: recorded in
+ * A minute with refusals (any that may have been the provider's push: `notePushRefusal`): recorded in
  * `validic_sync.push_refusals`, and covered by org-level legacy `latest` windows queued as push fetches
  * (mode `refused`), since a refused notification is lost unless something reads what it announced.
  *

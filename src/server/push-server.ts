@@ -15,7 +15,6 @@ import {
   handlePush,
   isPushPath,
   isPushResponse,
-  LISTENER_REFUSAL_KEY,
   notePushRefusal,
   type PushDeps,
   type PushRefusalKind,
@@ -24,6 +23,7 @@ import {
   pushReply,
   refusedTooLarge,
 } from '../push/handle-push.ts';
+import { LISTENER_REFUSAL_KEY } from '../warehouse/push-fetch-store.ts';
 import {
   type ListenerRefusal,
   type RunningServer,

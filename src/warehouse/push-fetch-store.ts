@@ -26,6 +26,14 @@ import { deleteInBatches } from './push-notification-store.ts';
  */
 export type PushFetchMode = 'activity' | 'updated' | 'record' | 'refused';
 
+/**
+ * Keys of refusals whose org could not be told (validic_sync.push_refusals.org_id): a connection the
+ * push listener refused or cut, and a shared-secret push with several orgs configured. Every org's
+ * backlog counts them.
+ */
+export const LISTENER_REFUSAL_KEY = '(listener)';
+export const SHARED_SECRET_REFUSAL_KEY = '(shared secret)';
+
 /** One pending fetch to store (or to merge into the pending row of the same key). */
 export interface PushFetchInput {
   orgId: string;
@@ -329,7 +337,10 @@ export interface PushBacklog {
   claimedLastHour: number;
   /** Fetches finished in the last hour. */
   doneLastHour: number;
-  /** Push requests refused (any refusal) in the last hour, and the minutes they fell in. */
+  /**
+   * Push requests refused (any refusal) in the last hour, and the minutes they fell in: the org's own,
+   * and those whose org could not be told (the listener's, a shared-secret push's).
+   */
   refusedLastHour: number;
   refusedMinutesLastHour: number;
 }
@@ -341,6 +352,7 @@ export async function readPushBacklog(
 ): Promise<PushBacklog> {
   const hourAgo = new Date(now - 3_600_000);
   const at = new Date(now);
+  const refusalKeys = [orgId, LISTENER_REFUSAL_KEY, SHARED_SECRET_REFUSAL_KEY];
   const r = await sql<{
     pending: number;
     pending_requests: number;
@@ -368,9 +380,11 @@ export async function readPushBacklog(
       (select count(*)::int from validic_sync.push_fetches
         where org_id = ${orgId} and state = 'done' and done_at > ${hourAgo}) as done,
       (select coalesce(sum(refused), 0)::int from validic_sync.push_refusals
-        where org_id = ${orgId} and minute > ${new Date(now - 3_660_000)}) as refused,
-      (select count(*)::int from validic_sync.push_refusals
-        where org_id = ${orgId} and minute > ${new Date(now - 3_660_000)}) as refused_minutes`.execute(db);
+        where org_id = any(${refusalKeys}::text[]) and minute > ${new Date(now - 3_660_000)}) as refused,
+      (select count(distinct minute)::int from validic_sync.push_refusals
+        where org_id = any(${refusalKeys}::text[]) and minute > ${new Date(now - 3_660_000)}) as refused_minutes`.execute(
+    db,
+  );
   const row = r.rows[0]!;
   return {
     pending: row.pending,
