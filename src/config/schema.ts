@@ -388,8 +388,8 @@ export const configSchema = z.object({
       ratePerMinute: z.coerce.number().int().min(1).default(1200),
       /**
        * Items arriving within one window of this many seconds are due together at its end; until its
-       * fetch is claimed, the pending fetch of a (user, object) absorbs every new item for it
-       * (`PUSH_COALESCE_SECONDS`; 0 = due at once).
+       * fetch is claimed, the pending fetch of a (user, object, 28-day window) absorbs every new item
+       * for it (`PUSH_COALESCE_SECONDS`; 0 = due at once).
        */
       coalesceSeconds: z.coerce.number().int().min(0).max(3600).default(10),
       /** Stored push bodies older than this are pruned (`PUSH_RETENTION_DAYS`). */
