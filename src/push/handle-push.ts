@@ -173,12 +173,11 @@ export function isPushPath(url: string, path: string = DEFAULT_PUSH_PATH): boole
 
 /**
  * A request that passed the gate; `orgId` when its signature told which organization sent it, and then
- * `signature` (its decoded bytes, the replay cache's key) and `at` (its timestamp).
+ * `signature` (its decoded bytes, the replay cache's key).
  */
 export interface AdmittedPush {
   orgId?: string;
   signature?: Buffer;
-  at?: number;
 }
 
 /**
@@ -268,7 +267,7 @@ function gatePushRequest(request: PushRequest, deps: PushDeps): PushResponse | A
       now: (deps.now ?? Date.now)(),
       maxAgeMs: deps.signatureMaxAgeMs ?? DEFAULT_SIGNATURE_MAX_AGE_MS,
     });
-    if (check.ok) return { orgId: check.orgId, signature: check.signature, at: check.at };
+    if (check.ok) return { orgId: check.orgId, signature: check.signature };
     const response = unauthorized(deps, request, check.reason);
     // The org's own signature with a timestamp we refuse: the provider sent it, and it is lost unless
     // counted (a clock apart, or a form we cannot read).
