@@ -8,7 +8,8 @@
  * - the provider's documented items of one user and object (`activityFrom`/`activityTo`, `sources`):
  *   that user's object list (GET …/users/{user}/{object}.json, by activity timestamp) from the earliest
  *   announced activity date − ACTIVITY_MARGIN_MS to the latest + ACTIVITY_MARGIN_MS (in parts of at
- *   most 30 days), filtered by the source when one was announced. The provider's own suggestion is
+ *   most ACTIVITY_SPAN_MS, 30 days: a fetch stored since migration 0025 covers one 28-day bucket, one
+ *   part; src/push/push-items.ts), filtered by the source when one was announced. The provider's own suggestion is
  *   start_date = end_date = activity_date; an exact-instant filter misses the record whenever the two
  *   sides round or zone the instant differently (fractions, `+00:00` vs `Z`, a routine day stamped at
  *   local midnight, a date given as local wall time), so the window is one day either side: it covers
@@ -33,6 +34,7 @@ import { toError } from '../src/errors/index.ts';
 import type { SummaryPage } from '../src/legacy/legacy-client.ts';
 import type { LegacyPagesResult } from '../src/legacy/load-legacy-pages.ts';
 import { addLoadResult } from '../src/pipeline/batch.ts';
+import { ACTIVITY_MARGIN_MS, ACTIVITY_SPAN_MS } from '../src/push/push-items.ts';
 import { type CatalogJobContext, defineJob } from '../src/queue/job-catalog.ts';
 import { isoInstant, jobKey, retryOptionsOf } from '../src/queue/job-definition.ts';
 import { jobRetryDecision } from '../src/queue/job-retry-decision.ts';
@@ -79,19 +81,6 @@ export interface LegacyFetchResult extends LegacyPagesResult {
   /** Requests made (at least one per list read, empty or not). */
   requests: number;
 }
-
-/**
- * Half-width of the activity-date window (see jobs/README.md, `legacy-fetch.ts`: one day covers every
- * UTC offset).
- */
-export const ACTIVITY_MARGIN_MS = 24 * 3_600_000;
-
-/**
- * Longest activity-date range one list request asks for: a backlogged fetch absorbs every date its
- * user announced, and the provider documents no limit for the list endpoints, so a wider range is
- * read in parts of this size (the v2 API's 30 days, the documented limit nearest to it).
- */
-export const ACTIVITY_SPAN_MS = 30 * 86_400_000;
 
 export const legacyFetchJobId = (p: LegacyFetchPayload) =>
   p.fetchId

@@ -175,7 +175,7 @@ export interface BudgetCounts {
   pushFetchesLastHour: number;
   /** Legacy delete checks asked by id in the last hour (at most `legacy.deleteCheckShare` of the budget). */
   legacyDeleteChecksLastHour?: number;
-  /** Push fetches waiting in the durable queue (pending, each at least one request). */
+  /** Requests the push fetches waiting in the durable queue plan (each at least one). */
   pushFetchesPending?: number;
 }
 

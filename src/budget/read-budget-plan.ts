@@ -72,7 +72,7 @@ export async function readBudgetPlan(
     activeUsers,
     dormantUsers: users.pollable - activeUsers,
     pushFetchesLastHour: backlog.claimedLastHour,
-    pushFetchesPending: backlog.pending,
+    pushFetchesPending: backlog.pendingRequests,
     legacyDeleteChecksLastHour,
   };
   const lastHeard = await readStreamLastHeard(db, org.orgId, org.stream.name);
@@ -356,7 +356,7 @@ export interface BudgetStatus
     /** Requests claimed and fetches finished in the last hour. */
     requestsLastHour: number;
     doneLastHour: number;
-    /** Notifications refused (429) at the per-minute cap in the last hour, and in how many minutes. */
+    /** Push requests refused (the cap, a refused timestamp, a replay, 413, the listener…) in the last hour, and in how many minutes. */
     refusedLastHour: number;
     refusedMinutesLastHour: number;
   };

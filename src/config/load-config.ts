@@ -34,6 +34,8 @@ const ENV_TO_KEY: Record<string, string> = {
   VALIDIC_DASHBOARD: 'http.dashboard',
   VALIDIC_DASHBOARD_WRITABLE: 'http.dashboardWritable',
   PUSH_PATH: 'http.pushPath',
+  HTTP_MAX_CONNECTIONS_PER_ADDRESS: 'http.maxConnectionsPerAddress',
+  HTTP_ALLOWED_HOSTS: 'http.allowedHosts',
   VALIDIC_ALLOW_INSECURE_LOOPBACK: 'allowInsecureLoopback',
   VALIDIC_ALLOW_INSECURE_HOSTS: 'allowInsecureHosts',
   VALIDIC_ORG_ID: 'organizations.0.orgId',
@@ -146,7 +148,7 @@ function applyEnvironment(raw: Record<string, unknown>, env: NodeJS.ProcessEnv):
 function parseEnvValue(name: string, value: string): unknown {
   if (['VALIDIC_ALLOW_INSECURE_LOOPBACK', 'VALIDIC_DASHBOARD', 'VALIDIC_DASHBOARD_WRITABLE'].includes(name))
     return parseBoolean(value);
-  if (name === 'VALIDIC_ALLOW_INSECURE_HOSTS')
+  if (name === 'VALIDIC_ALLOW_INSECURE_HOSTS' || name === 'HTTP_ALLOWED_HOSTS')
     return value
       .split(',')
       .map((host) => host.trim())

@@ -162,14 +162,23 @@ export const configSchema = z.object({
       /**
        * Limits of both listeners (node:http's own defaults are too loose for a port facing the internet).
        * `requestTimeoutMs`: the whole request (headers and body) must arrive within it, else 408 and the
-       * connection closes (slow bodies). `headersTimeoutMs`: the headers must (slow-loris); capped at
-       * `requestTimeoutMs`. `keepAliveTimeoutMs`: an idle kept-alive connection closes after it.
+       * connection closes (slow bodies). `headersTimeoutMs`: the headers must (slow-loris; a sender's
+       * headers come in one packet, so a few seconds is ample); capped at `requestTimeoutMs`.
+       * `keepAliveTimeoutMs`: an idle kept-alive connection closes after it.
        */
       requestTimeoutMs: z.coerce.number().int().min(100).default(30_000),
-      headersTimeoutMs: z.coerce.number().int().min(100).default(10_000),
+      headersTimeoutMs: z.coerce.number().int().min(100).default(5_000),
       keepAliveTimeoutMs: z.coerce.number().int().min(100).default(5_000),
       /** Open connections per listener (`server.maxConnections`); more are closed on arrival. */
       maxConnections: z.coerce.number().int().min(1).default(256),
+      /**
+       * Open connections per client address and listener (an IPv6 client by its /64): more are closed on
+       * arrival, so slow sockets from one address cannot fill `maxConnections`
+       * (`HTTP_MAX_CONNECTIONS_PER_ADDRESS`). Behind a reverse proxy every connection comes from the
+       * proxy: keep this above the proxy's concurrent and idle upstream connections (README, "Push
+       * notifications").
+       */
+      maxConnectionsPerAddress: z.coerce.number().int().min(1).default(32),
       /** Largest request body on the push listener, bytes (413 above; chunked bodies counted too). */
       maxBodyBytes: z.coerce
         .number()
@@ -192,6 +201,13 @@ export const configSchema = z.object({
        * always open.
        */
       adminToken: z.string().min(16, 'must be at least 16 characters').optional(),
+      /**
+       * Host names (or addresses) the admin listener answers to, beside the loopback names (`localhost`,
+       * `127.0.0.1`, `::1`) and `host` when it is a specific address (`HTTP_ALLOWED_HOSTS`,
+       * comma-separated): a request whose Host header names another (DNS rebinding) is refused (421).
+       * Add the name Prometheus or a proxy uses to reach it.
+       */
+      allowedHosts: z.array(z.string().min(1)).default([]),
     })
     .prefault({}),
   sync: z
@@ -372,8 +388,8 @@ export const configSchema = z.object({
       ratePerMinute: z.coerce.number().int().min(1).default(1200),
       /**
        * Items arriving within one window of this many seconds are due together at its end; until its
-       * fetch is claimed, the pending fetch of a (user, object) absorbs every new item for it
-       * (`PUSH_COALESCE_SECONDS`; 0 = due at once).
+       * fetch is claimed, the pending fetch of a (user, object, 28-day window) absorbs every new item
+       * for it (`PUSH_COALESCE_SECONDS`; 0 = due at once).
        */
       coalesceSeconds: z.coerce.number().int().min(0).max(3600).default(10),
       /** Stored push bodies older than this are pruned (`PUSH_RETENTION_DAYS`). */

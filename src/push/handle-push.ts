@@ -1,6 +1,6 @@
 /**
- * The push-notification endpoint (v1 enterprise push), framework-free; and what a refusal (429, 413
- * parts) leaves to recover.
+ * The push-notification endpoint (v1 enterprise push), framework-free; and what a refusal of any kind
+ * leaves to recover.
  */
 import type { Kysely } from 'kysely';
 import { toError } from '../errors/index.ts';
@@ -9,7 +9,11 @@ import { redactUrl, registerSecret } from '../redact/redact-secrets.ts';
 import { secretsEqual } from '../runtime/secrets-equal.ts';
 import type { LegacyObject } from '../validic/platform-limits.ts';
 import type { Database } from '../warehouse/database.ts';
-import { recordPushRefusalMinute, storePushFetches } from '../warehouse/push-fetch-store.ts';
+import {
+  recordPushRefusalMinute,
+  SHARED_SECRET_REFUSAL_KEY,
+  storePushFetches,
+} from '../warehouse/push-fetch-store.ts';
 import {
   DEFAULT_PUSH_PART_ITEMS,
   type ReceivedPush,
@@ -18,8 +22,11 @@ import {
 } from './process-push-notification.ts';
 import {
   checkSignedPush,
+  createPushReplayCache,
   DEFAULT_SIGNATURE_MAX_AGE_MS,
   type PushRateLimit,
+  type PushRefusalCounter,
+  type PushReplayCache,
   presentedPushSecret,
   type ResolvePushOrg,
   SIGNATURE_HEADER,
@@ -40,13 +47,16 @@ import { coalescedDueAt, extractPushItems, refusedMinuteFetches } from './push-i
  *   worker's push listener mounts at `http.pushPath` (default POST /push/v1).
  *
  * Order of work, so nothing announced is ever lost and nothing unauthenticated costs more than a header
- * check: authenticate (the provider's `X-Validic-Signature`, or our shared secret in a header; 401,
- * nothing stored, body not read); the per-org cap (429, the minute recorded and queued for a legacy
- * latest pass: `handle-push.ts`); read the body (413 over `maxBodyBytes`, the one size limit); store
- * it with its items as pending fetches (`process-push-notification.ts`; a failure to store even the body
- * is the only other non-2xx: 503); kick the org's push.drain for when the items fall due; answer 202
+ * check: authenticate (the provider's `X-Validic-Signature`, or our shared secret in a header; 401 with
+ * no reason, nothing stored, body not read); the signature's single use (a replay: 401); the per-org
+ * cap (429); read the body (413 over `maxBodyBytes`, the one size limit); store it with its items as
+ * pending fetches (`process-push-notification.ts`; a failure to store even the body is the only other
+ * non-2xx: 503); kick the org's push.drain for when the items fall due; answer 202
  * whatever the body's shape (an unknown shape is kept with status `unrecognized`). A kick that cannot be
- * queued (Redis away) only delays the items to the drain's scheduled tick.
+ * queued (Redis away) only delays the items to the drain's scheduled tick. Every refusal that may have
+ * been the provider's (the cap, its signature's timestamp or a replay, 413, 503, and the listener's
+ * refused or cut connections) is a refused minute, recorded and read again by a legacy latest pass
+ * (`notePushRefusal`, "Refusals" in src/push/README.md).
  */
 export const DEFAULT_PUSH_PATH = '/push/v1';
 export const DEFAULT_PUSH_MAX_BODY_BYTES = 1024 * 1024;
@@ -103,8 +113,18 @@ export interface PushDeps {
   /** Notifications per org per minute (the cap that protects the service); absent = no limit. */
   rateLimit?: PushRateLimit;
   /**
+   * Signatures already used: a signed push is accepted once (push-admission.ts). The worker's is in
+   * Redis, shared by the fleet.
+   */
+  replayCache: PushReplayCache;
+  /**
+   * Refusals per key and minute, fleet-wide, so only the first and every 100th write their minute;
+   * absent: every refusal is taken for its minute's first.
+   */
+  refusals?: PushRefusalCounter;
+  /**
    * Items arriving within one window of this length are due together at its end (0 or absent: due at
-   * once); the pending fetch of a (user, object) absorbs new items until it is claimed.
+   * once); the pending fetch of a (user, object, window) absorbs new items until it is claimed.
    */
   coalesceMs?: number;
   /**
@@ -117,7 +137,10 @@ export interface PushDeps {
    * to read again for them (none when legacy.sync already covers the org). Absent: nothing recovered.
    */
   refusalRecovery?: (key: string) => RefusalRecovery[];
-  /** Clock (tests). */
+  /**
+   * "Now" for the signature's age, the refused minutes and the items' due times: the platform's clock
+   * when the caller has one (the worker's clock may be off), else the process clock.
+   */
   now?: () => number;
   /** When set, requests to another path get 404 (a server that routes itself can leave it out). */
   path?: string;
@@ -148,22 +171,78 @@ export function isPushPath(url: string, path: string = DEFAULT_PUSH_PATH): boole
   return trim(pathname) === trim(path);
 }
 
-/** A request that passed the gate; `orgId` when its signature told which organization sent it. */
+/**
+ * A request that passed the gate; `orgId` when its signature told which organization sent it, and then
+ * `signature` (its decoded bytes, the replay cache's key).
+ */
 export interface AdmittedPush {
   orgId?: string;
+  signature?: Buffer;
 }
 
-function unauthorized(deps: PushDeps, request: PushRequest, reason: string, fix?: string): PushResponse {
-  (deps.log ?? silentLogger).warn({ url: redactUrl(request.url), reason }, 'push request refused');
-  return pushReply(
-    401,
-    { error: 'unauthorized', reason, ...(fix ? { fix } : {}) },
-    { 'www-authenticate': 'X-Validic-Signature' },
+/**
+ * What refused a request that may have been the provider's: its org when known (the key refusals are
+ * counted under, `(listener)` when not), and the kind, for the log.
+ */
+export type PushRefusalKind =
+  | 'rate limit'
+  | 'stale timestamp'
+  | 'unreadable timestamp'
+  | 'replayed signature'
+  | 'body too large'
+  | 'not stored'
+  | 'connection refused'
+  | 'request cut';
+
+/**
+ * Unauthenticated requests are logged sampled and bounded: per logger and reason, the first of each
+ * minute (with how many were left out since the last line), its path cut short and never its query.
+ * An attacker's loop writes a line a minute, not one per request.
+ */
+const samplers = new WeakMap<Logger, Map<string, { minute: number; suppressed: number }>>();
+
+function sampledUnauthenticated(deps: PushDeps, request: PushRequest, reason: string): void {
+  const log = deps.log ?? silentLogger;
+  const minute = Math.floor((deps.now ?? Date.now)() / 60_000);
+  let byReason = samplers.get(log);
+  if (!byReason) {
+    byReason = new Map();
+    samplers.set(log, byReason);
+  }
+  const seen = byReason.get(reason);
+  if (seen && seen.minute === minute) {
+    seen.suppressed++;
+    return;
+  }
+  byReason.set(reason, { minute, suppressed: 0 });
+  const path = redactUrl(request.url.split('?')[0] ?? '').slice(0, 100);
+  log.warn(
+    { path, reason, suppressed: seen?.suppressed ?? 0 },
+    'push request refused (401; at most one line per reason a minute)',
   );
 }
 
+/**
+ * 401, with no reason for the client: an unauthenticated sender learns nothing of why (a stale
+ * timestamp, a configuration). The reason goes to the sampled log.
+ */
+function unauthorized(deps: PushDeps, request: PushRequest, reason: string): PushResponse {
+  sampledUnauthenticated(deps, request, reason);
+  return pushReply(401, { error: 'unauthorized' }, { 'www-authenticate': 'X-Validic-Signature' });
+}
+
+/** A gate's refusal that may have been the provider's notification: counted as a refusal for `key`. */
+interface CountedRefusal {
+  response: PushResponse;
+  key: string;
+  kind: PushRefusalKind;
+}
+
+const isCountedRefusal = (value: PushResponse | AdmittedPush | CountedRefusal): value is CountedRefusal =>
+  'kind' in value;
+
 /** Everything decided from the request line and headers: path, method, authentication. */
-export function gatePushRequest(request: PushRequest, deps: PushDeps): PushResponse | AdmittedPush {
+function gatePushRequest(request: PushRequest, deps: PushDeps): PushResponse | AdmittedPush | CountedRefusal {
   if (deps.path !== undefined && !isPushPath(request.url, deps.path))
     return pushReply(404, { error: 'not found' });
   const signingOrgs = deps.signingOrgs ?? [];
@@ -175,25 +254,12 @@ export function gatePushRequest(request: PushRequest, deps: PushDeps): PushRespo
   }
   if (request.method !== 'POST') return pushReply(405, { error: 'method not allowed' }, { allow: 'POST' });
   registerSecret(deps.secret);
-  if (secretInQuery(request.url)) {
-    // Refused whatever its value: proxies and access logs keep query strings.
-    return unauthorized(
-      deps,
-      request,
-      'a secret in the query string is never accepted',
-      'send PUSH_SECRET in the X-Validic-Sync-Secret header, and rotate it: it may sit in a proxy log now',
-    );
-  }
+  // Refused whatever its value: proxies and access logs keep query strings (rotate a secret sent so).
+  if (secretInQuery(request.url)) return unauthorized(deps, request, 'a secret in the query string');
   const signature = first(request.headers[SIGNATURE_HEADER]);
   if (signature !== undefined) {
-    if (signingOrgs.length === 0) {
-      return unauthorized(
-        deps,
-        request,
-        'signed push, but no application secret is configured',
-        'set VALIDIC_APPLICATION_SECRET (organizations[].applicationSecret)',
-      );
-    }
+    if (signingOrgs.length === 0)
+      return unauthorized(deps, request, 'signed, but no application secret is configured');
     const check = checkSignedPush({
       signature,
       timestamp: first(request.headers[TIMESTAMP_HEADER]),
@@ -201,8 +267,11 @@ export function gatePushRequest(request: PushRequest, deps: PushDeps): PushRespo
       now: (deps.now ?? Date.now)(),
       maxAgeMs: deps.signatureMaxAgeMs ?? DEFAULT_SIGNATURE_MAX_AGE_MS,
     });
-    if (!check.ok) return unauthorized(deps, request, check.reason);
-    return { orgId: check.orgId };
+    if (check.ok) return { orgId: check.orgId, signature: check.signature };
+    const response = unauthorized(deps, request, check.reason);
+    // The org's own signature with a timestamp we refuse: the provider sent it, and it is lost unless
+    // counted (a clock apart, or a form we cannot read).
+    return 'orgId' in check ? { response, key: check.orgId, kind: check.reason } : response;
   }
   if (deps.secret && secretsEqual(deps.secret, presentedPushSecret(request.headers))) return {};
   return unauthorized(deps, request, 'no valid X-Validic-Signature or X-Validic-Sync-Secret header');
@@ -211,26 +280,39 @@ export function gatePushRequest(request: PushRequest, deps: PushDeps): PushRespo
 export const isPushResponse = (value: PushResponse | AdmittedPush): value is PushResponse =>
   'status' in value;
 
-/** The gate, then the per-org rate (429). */
+/**
+ * The gate, then the signature's single use (401 for a replay), then the per-org rate (429). A refusal
+ * that may have been the provider's is counted (`notePushRefusal`).
+ */
 export async function admitPushRequest(
   request: PushRequest,
   deps: PushDeps,
 ): Promise<PushResponse | AdmittedPush> {
   const gate = gatePushRequest(request, deps);
-  if (isPushResponse(gate) || !deps.rateLimit) return gate;
+  if (isCountedRefusal(gate)) {
+    await notePushRefusal(deps, gate.key, gate.kind);
+    return gate.response;
+  }
+  if (isPushResponse(gate)) return gate;
   // A shared-secret push names its org only in its items: count it against the only org, if one.
-  const key = gate.orgId ?? deps.resolveOrg(undefined) ?? '(shared secret)';
-  let take: { allowed: boolean; refused: number };
+  const key = refusalKeyOf(deps, gate);
+  if (gate.signature && !(await claimSignature(deps, gate.signature, gate.orgId!))) {
+    const response = unauthorized(deps, request, 'replayed signature');
+    await notePushRefusal(deps, key, 'replayed signature');
+    return response;
+  }
+  if (!deps.rateLimit) return gate;
+  let take: { allowed: boolean };
   try {
     take = await deps.rateLimit.take(key);
   } catch (error) {
     // Redis away: let the notification in (it is stored, and its fetches wait in PostgreSQL) rather
     // than lose it.
     (deps.log ?? silentLogger).warn({ err: error, org: key }, 'push rate could not be counted; admitted');
-    take = { allowed: true, refused: 0 };
+    take = { allowed: true };
   }
   if (take.allowed) return gate;
-  await noteRefusal(deps, key, take.refused);
+  await notePushRefusal(deps, key, 'rate limit');
   return pushReply(
     429,
     {
@@ -242,21 +324,55 @@ export async function admitPushRequest(
 }
 
 /**
- * A refused notification is lost unless something reads what it announced (nothing says the provider
- * retries): the first refusal of a minute (and every 100th) records the minute and queues its legacy
- * latest windows; those refusals are logged at warn, the others at debug.
+ * A signature's first use, or false for a replay. Kept for twice the maximum age: a timestamp is
+ * accepted from `maxAge` before to `maxAge` after our clock. Should the shared cache not answer (Redis
+ * away), the process's own cache decides: a replay to this process is still refused, and the push is
+ * not lost.
  */
-async function noteRefusal(deps: PushDeps, key: string, refused: number): Promise<void> {
+async function claimSignature(deps: PushDeps, signature: Buffer, orgId: string): Promise<boolean> {
+  const ttlMs = 2 * (deps.signatureMaxAgeMs ?? DEFAULT_SIGNATURE_MAX_AGE_MS);
+  try {
+    return await deps.replayCache.claim(signature, ttlMs);
+  } catch (error) {
+    (deps.log ?? silentLogger).warn(
+      { err: error, org: orgId },
+      "push signature's single use could not be checked fleet-wide; checked in this process",
+    );
+    return fallbackReplayCache(deps).claim(signature, ttlMs);
+  }
+}
+
+const fallbackCaches = new WeakMap<PushDeps, PushReplayCache>();
+function fallbackReplayCache(deps: PushDeps): PushReplayCache {
+  let cache = fallbackCaches.get(deps);
+  if (!cache) {
+    cache = createPushReplayCache({ ...(deps.now ? { now: deps.now } : {}) });
+    fallbackCaches.set(deps, cache);
+  }
+  return cache;
+}
+
+/**
+ * A refused request that may have been the provider's notification is lost unless something reads what
+ * it announced (nothing says the provider retries), whatever refused it: the per-minute cap, a
+ * timestamp refused against our clock, a replayed signature (the provider may have sent two bodies under
+ * one timestamp), a body over the limit, a body that could not be stored, or a connection the listener
+ * refused or cut (`key` LISTENER_REFUSAL_KEY, src/warehouse/push-fetch-store.ts: every org). The first refusal of a key's minute (and every
+ * 100th, counted fleet-wide) records the minute and queues its legacy latest windows; those refusals are
+ * logged at warn, the others at debug.
+ */
+export async function notePushRefusal(deps: PushDeps, key: string, kind: PushRefusalKind): Promise<void> {
   const log = deps.log ?? silentLogger;
+  const refused = deps.refusals ? await deps.refusals.count(key) : 1;
   if (!refusalToRecord(refused)) {
-    log.debug({ org: key, refused }, 'push notification refused (429) at the per-minute cap');
+    log.debug({ org: key, refused, kind }, 'push request refused');
     return;
   }
   const now = (deps.now ?? Date.now)();
   const recoveries = deps.refusalRecovery?.(key) ?? [];
   log.warn(
-    { org: key, refused, recover: recoveries.map((r) => `${r.orgId}:${r.objects.length}`) },
-    'push notifications refused (429) at the per-minute cap: they may be lost; the minute is read again by a legacy latest pass',
+    { org: key, refused, kind, recover: recoveries.map((r) => `${r.orgId}:${r.objects.length}`) },
+    'push requests refused: they may be lost; the minute is read again by a legacy latest pass',
   );
   try {
     const written = await recordPushRefusal(deps.db, {
@@ -316,7 +432,7 @@ export async function handlePush(
   const log = deps.log ?? silentLogger;
   const raw = request.body ?? '';
   const max = deps.maxBodyBytes ?? DEFAULT_PUSH_MAX_BODY_BYTES;
-  if (Buffer.byteLength(raw, 'utf8') > max) return pushTooLarge(max);
+  if (Buffer.byteLength(raw, 'utf8') > max) return refusedTooLarge(deps, admission, max);
 
   let parsed: unknown;
   let parseError: string | undefined;
@@ -348,6 +464,9 @@ export async function handlePush(
     );
   } catch (error) {
     log.error({ err: error }, 'could not store a push notification');
+    // Not stored: a retry of the same signature is not a replay, and the minute is counted as refused.
+    if (admission.signature) await deps.replayCache.release(admission.signature).catch(() => {});
+    await notePushRefusal(deps, refusalKeyOf(deps, admission), 'not stored');
     return pushReply(503, { error: 'could not store the notification, retry later' }, { 'retry-after': '5' });
   }
   const { id, processed } = received;
@@ -373,6 +492,20 @@ export async function handlePush(
   });
 }
 
+/** The key an admitted push's refusals count under: its org, else the only org, else the shared secret's. */
+const refusalKeyOf = (deps: PushDeps, admitted: AdmittedPush) =>
+  admitted.orgId ?? deps.resolveOrg(undefined) ?? SHARED_SECRET_REFUSAL_KEY;
+
+/** The 413 of an admitted push whose body is over `max` bytes, counted as a refusal of its org. */
+export async function refusedTooLarge(
+  deps: PushDeps,
+  admitted: AdmittedPush,
+  max: number,
+): Promise<PushResponse> {
+  await notePushRefusal(deps, refusalKeyOf(deps, admitted), 'body too large');
+  return pushTooLarge(max);
+}
+
 /** The 413 of a body over `max` bytes (the listener answers it before reading on). */
 export function pushTooLarge(max: number): PushResponse {
   return pushReply(
@@ -386,7 +519,7 @@ export function pushTooLarge(max: number): PushResponse {
 }
 
 /**
- * A minute whose notifications were refused (429) at `push.ratePerMinute`: recorded in
+ * A minute with refusals (any that may have been the provider's push: `notePushRefusal`): recorded in
  * `validic_sync.push_refusals`, and covered by org-level legacy `latest` windows queued as push fetches
  * (mode `refused`), since a refused notification is lost unless something reads what it announced.
  *

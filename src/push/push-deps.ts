@@ -8,7 +8,14 @@ import type { Logger } from '../log/logger.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import type { PushDeps, RefusalRecovery } from './handle-push.ts';
 import type { SigningOrg } from './push-admission.ts';
-import { createPushRateLimit, pushOrgResolver, type RateRedis } from './push-admission.ts';
+import {
+  createPushRateLimit,
+  createPushRefusalCounter,
+  createPushReplayCache,
+  pushOrgResolver,
+  type RateRedis,
+  type ReplayRedis,
+} from './push-admission.ts';
 
 /** Organizations that can sign a push: those with an application secret (token: the v1 access token). */
 export function signingOrgsOf(config: Pick<Config, 'organizations'>): SigningOrg[] {
@@ -47,12 +54,23 @@ export function pushDepsFromConfig(input: {
   config: Config;
   warehouse: Warehouse;
   enqueue: PushDeps['enqueue'];
-  /** The worker's Redis: the per-minute rate is then shared by the fleet. */
-  redis?: RateRedis;
+  /**
+   * The worker's Redis: the per-minute rate, the refusal counts and the signatures already used are
+   * then shared by the fleet (without it, by this process only).
+   */
+  redis?: RateRedis & ReplayRedis;
   log?: Logger;
+  /**
+   * "Now" of push admission (the signature's age, the minutes): the platform's clock when the worker
+   * has one; default the process clock.
+   */
   now?: () => number;
 }): PushDeps {
   const { config } = input;
+  const shared = {
+    ...(input.redis ? { redis: input.redis, prefix: config.redisPrefix } : {}),
+    ...(input.now ? { now: input.now } : {}),
+  };
   return {
     secret: config.http.pushSecret,
     signingOrgs: signingOrgsOf(config),
@@ -62,11 +80,9 @@ export function pushDepsFromConfig(input: {
     resolveOrg: pushOrgResolver(config),
     path: config.http.pushPath,
     maxItems: config.push.maxItems,
-    rateLimit: createPushRateLimit({
-      perMinute: config.push.ratePerMinute,
-      ...(input.redis ? { redis: input.redis, prefix: config.redisPrefix } : {}),
-      ...(input.now ? { now: input.now } : {}),
-    }),
+    rateLimit: createPushRateLimit({ perMinute: config.push.ratePerMinute, ...shared }),
+    replayCache: createPushReplayCache(shared),
+    refusals: createPushRefusalCounter(shared),
     coalesceMs: config.push.coalesceSeconds * 1000,
     updatedMarginMs: pushUpdatedMarginMs(config),
     refusalRecovery: refusalRecoveryOf(config),

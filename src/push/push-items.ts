@@ -2,7 +2,13 @@
  * What a push notification announces: its items, read from every body shape the provider documents,
  * and the fetch each item asks for as a row of the durable queue (validic_sync.push_fetches).
  */
-import { LEGACY_OBJECTS, type LegacyObject, pathSegmentProblem } from '../validic/platform-limits.ts';
+import {
+  LEGACY_OBJECTS,
+  type LegacyObject,
+  MAX_PATH_ID_LENGTH,
+  pathSegmentProblem,
+  RETRIEVABLE_HISTORY_DAYS,
+} from '../validic/platform-limits.ts';
 import type { PushFetchInput } from '../warehouse/push-fetch-store.ts';
 
 /**
@@ -30,9 +36,10 @@ import type { PushFetchInput } from '../warehouse/push-fetch-store.ts';
  *   `organization_id`/`org_id`; and a retrieval `url`/`path`/`href`/`uri` (absolute or relative) whose
  *   path `…/organizations/{org}/users/{user}/{object}/{id}.json` fills whatever the fields leave out.
  *
- * An item whose record or user id cannot be a URL path segment (`..`, control characters; see
- * src/validic/platform-limits.ts) is left out with the reason among the problems.
- * Pure: no I/O.
+ * Every shape gets the same item checks: an item whose record or user id cannot be a URL path segment
+ * (`..`, control characters; see src/validic/platform-limits.ts), or whose source or organization holds
+ * control characters or is absurdly long, is left out with the reason among the problems, and the
+ * notification's other items are kept. Pure: no I/O.
  */
 export interface PushItem {
   object: LegacyObject;
@@ -135,16 +142,56 @@ function instant(value: unknown): string | undefined {
 
 const PARTNER_TYPES = new Set(['sync', 'disconnect']);
 
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+/** Why a kept text (a source, an organization id) is unusable: control characters, absurd length. */
+function textProblem(value: string): string | undefined {
+  if (CONTROL.test(value)) return 'holds control characters';
+  if (value.length > MAX_PATH_ID_LENGTH) return `is longer than ${MAX_PATH_ID_LENGTH} characters`;
+  return undefined;
+}
+
+/**
+ * The checks every item gets, whatever its shape: ids that go into a retrieval URL's path must be path
+ * segments (an id such as `..` would address another endpoint), and nothing kept may hold control
+ * characters (PostgreSQL text refuses NUL: one such item would fail the whole notification's storage).
+ * The reason quotes the value JSON-escaped and cut short.
+ */
+function itemProblem(
+  index: number,
+  fields: { recordId?: string; userId?: string; source?: string; organizationId?: string },
+): string | undefined {
+  const checks = [
+    ['record id', fields.recordId, pathSegmentProblem, 'cannot be used in a URL path: it'],
+    ['user id', fields.userId, pathSegmentProblem, 'cannot be used in a URL path: it'],
+    ['source', fields.source, textProblem, ''],
+    ['organization id', fields.organizationId, textProblem, ''],
+  ] as const;
+  for (const [name, value, check, prefix] of checks) {
+    const problem = value === undefined ? undefined : check(value);
+    if (problem)
+      return `item ${index}: the ${name} ${JSON.stringify(value!.slice(0, 80))} ${prefix ? `${prefix} ` : ''}${problem}`;
+  }
+  return undefined;
+}
+
 /** The provider's documented item: `_id` is the user; retrieval by activity date and source. */
 function parseDocumentedItem(value: Obj, index: number): PushItem | string {
   const named = text(value.activity_type);
   const object = toKnownLegacyObject(named);
-  if (!object) return `item ${index}: activity_type "${named}" is not a legacy object`;
+  if (!object)
+    return `item ${index}: activity_type ${JSON.stringify(named?.slice(0, 80))} is not a legacy object`;
   const item: PushItem = { object };
   const userId = text(value._id, value.user_id);
   const activityDate = instant(value.activity_date);
   const source = text(value.source);
   const organizationId = text(value.organization_id, value.organizationId, value.org_id);
+  const problem = itemProblem(index, {
+    ...(userId !== undefined ? { userId } : {}),
+    ...(source !== undefined ? { source } : {}),
+    ...(organizationId !== undefined ? { organizationId } : {}),
+  });
+  if (problem) return problem;
   if (userId) item.userId = userId;
   if (activityDate) item.activityDate = activityDate;
   else if (value.activity_date !== undefined) return `item ${index}: activity_date is not a timestamp`;
@@ -166,7 +213,7 @@ function parseItem(value: unknown, index: number): PushItem | string {
   const named = text(value.object, value.type, value.object_type, value.resource);
   const object = toKnownLegacyObject(named) ?? toKnownLegacyObject(fromPath.object);
   if (!object) {
-    return `item ${index}: no legacy object (${named ? `"${named}" is not one` : 'no object/type field or retrieval url'})`;
+    return `item ${index}: no legacy object (${named ? `${JSON.stringify(named.slice(0, 80))} is not one` : 'no object/type field or retrieval url'})`;
   }
   const item: PushItem = { object };
   const recordId = text(value._id, value.id, value.record_id, value.recordId) ?? fromPath.recordId;
@@ -174,15 +221,12 @@ function parseItem(value: unknown, index: number): PushItem | string {
   const lastUpdated = instant(value.last_updated ?? value.lastUpdated ?? value.updated_at);
   const organizationId =
     text(value.organization_id, value.organizationId, value.org_id) ?? fromPath.organizationId;
-  // Both go into the retrieval URL's path: an id such as `..` would address another endpoint.
-  for (const [name, id] of [
-    ['record id', recordId],
-    ['user id', userId],
-  ] as const) {
-    const problem = id === undefined ? undefined : pathSegmentProblem(id);
-    if (problem)
-      return `item ${index}: the ${name} ${JSON.stringify(id!.slice(0, 80))} cannot be used in a URL path: it ${problem}`;
-  }
+  const problem = itemProblem(index, {
+    ...(recordId !== undefined ? { recordId } : {}),
+    ...(userId !== undefined ? { userId } : {}),
+    ...(organizationId !== undefined ? { organizationId } : {}),
+  });
+  if (problem) return problem;
   if (recordId) item.recordId = recordId;
   if (userId) item.userId = userId;
   if (lastUpdated) item.lastUpdated = lastUpdated;
@@ -250,6 +294,15 @@ export function extractPushItems(body: unknown): ExtractedPushItems {
  * due at the earlier time, except a `refused` window, which waits for the end of its latest minute. Due
  * times lie on a grid of `push.coalesceSeconds` (`coalescedDueAt`), so the items of one window are due
  * together and one kick of the drain serves them all.
+ *
+ * What a fetch may cost is bounded here, whatever the item says. An announced `activity_date` or
+ * `last_updated` is clamped to what the platform serves, from RETRIEVABLE_HISTORY_DAYS ago to the
+ * present, with a day of slack either way for clocks (a device's bad clock, or ours): a date in 1990 or
+ * 2100 reads the oldest or the newest window, never decades. And an `activity` fetch covers one window of
+ * ACTIVITY_BUCKET_MS (its bucket): with the day either side that the retrieval adds, that is one list
+ * request of at most ACTIVITY_SPAN_MS, so items of a user and object on dates far apart are separate
+ * fetches, each claimed within push's share of the budget, instead of one fetch whose range spans them
+ * all.
  */
 export interface PushFetchTiming {
   /** Arrival time of the notification. */
@@ -261,14 +314,52 @@ export interface PushFetchTiming {
 }
 
 const MINUTE_MS = 60_000;
+const DAY_MS = 86_400_000;
+const iso = (ms: number) => new Date(ms).toISOString();
+const hourOf = (ms: number) => iso(ms).slice(0, 13);
+
+/**
+ * Half-width of an activity fetch's window around its announced dates: one day covers every UTC offset
+ * (−12…+14 h) of a date written as the user's local time (jobs/legacy-fetch.ts).
+ */
+export const ACTIVITY_MARGIN_MS = DAY_MS;
+
+/**
+ * Longest activity-date range one list request asks for. The provider documents no limit for the v1
+ * list endpoints; this is the v2 API's 30 days, the documented limit nearest to them.
+ */
+export const ACTIVITY_SPAN_MS = 30 * DAY_MS;
+
+/**
+ * Width of an activity fetch's bucket: with the margin either side, one bucket's fetch spans at most
+ * ACTIVITY_SPAN_MS, one list request. Buckets are aligned to the epoch.
+ */
+export const ACTIVITY_BUCKET_MS = ACTIVITY_SPAN_MS - 2 * ACTIVITY_MARGIN_MS;
+
+/** Slack either way when clamping an announced date to what the platform serves (clocks disagree). */
+export const ANNOUNCED_DATE_SLACK_MS = DAY_MS;
+
+/** An announced instant clamped to what the platform serves as of `now`: the last year, to the present. */
+export function clampAnnouncedDate(ms: number, now: number): number {
+  const oldest = now - RETRIEVABLE_HISTORY_DAYS * DAY_MS - ANNOUNCED_DATE_SLACK_MS;
+  const newest = now + ANNOUNCED_DATE_SLACK_MS;
+  return Math.min(Math.max(ms, oldest), newest);
+}
+
+/** The bucket of an (already clamped) activity date: the UTC date its window starts on. */
+export function activityBucketOf(ms: number): string {
+  return iso(Math.floor(ms / ACTIVITY_BUCKET_MS) * ACTIVITY_BUCKET_MS).slice(0, 10);
+}
+
+/** The list requests an activity fetch over [start, end] makes: one per ACTIVITY_SPAN_MS of its window. */
+export function activityRequests(start: number, end: number): number {
+  return Math.max(1, Math.ceil((end - start + 2 * ACTIVITY_MARGIN_MS) / ACTIVITY_SPAN_MS));
+}
 
 /** End of the coalescing window `now` falls in (now itself without a window). */
 export function coalescedDueAt(now: number, coalesceMs: number): number {
   return coalesceMs > 0 ? (Math.floor(now / coalesceMs) + 1) * coalesceMs : now;
 }
-
-const iso = (ms: number) => new Date(ms).toISOString();
-const hourOf = (ms: number) => iso(ms).slice(0, 13);
 
 export function pushFetchOfItem(item: PushItem, orgId: string, timing: PushFetchTiming): PushFetchInput {
   const base = {
@@ -282,11 +373,13 @@ export function pushFetchOfItem(item: PushItem, orgId: string, timing: PushFetch
     dueAt: iso(coalescedDueAt(timing.now, timing.coalesceMs)),
   };
   if (item.activityDate) {
+    const at = clampAnnouncedDate(Date.parse(item.activityDate), timing.now);
     return {
       ...base,
       mode: 'activity',
-      rangeStart: item.activityDate,
-      rangeEnd: item.activityDate,
+      bucket: activityBucketOf(at),
+      rangeStart: iso(at),
+      rangeEnd: iso(at),
       sources: item.source ? [item.source] : null,
     };
   }
@@ -294,7 +387,7 @@ export function pushFetchOfItem(item: PushItem, orgId: string, timing: PushFetch
     return { ...base, mode: 'record', recordId: item.recordId, rangeStart: null, rangeEnd: null };
   }
   if (item.lastUpdated) {
-    const at = Date.parse(item.lastUpdated);
+    const at = clampAnnouncedDate(Date.parse(item.lastUpdated), timing.now);
     return {
       ...base,
       mode: 'updated',

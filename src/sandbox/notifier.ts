@@ -36,10 +36,15 @@ export interface PushSigning {
   accessToken: string;
 }
 
-/** `YYYY-MM-DDTHH:MM:SS` + 12 fraction digits, no dot, no zone (UTC): the provider example's form. */
-export function providerTimestamp(ms: number): string {
+/**
+ * `YYYY-MM-DDTHH:MM:SS` + 12 fraction digits, no dot, no zone (UTC): the provider example's form. The
+ * digits past the millisecond carry `sequence`, so two notifications sent within one millisecond get
+ * different timestamps (the provider's 12 digits tell its sends apart), hence different signatures:
+ * a receiver accepts each signature once.
+ */
+export function providerTimestamp(ms: number, sequence = 0): string {
   const iso = new Date(ms).toISOString();
-  return `${iso.slice(0, 19)}${iso.slice(20, 23)}000000000`;
+  return `${iso.slice(0, 19)}${iso.slice(20, 23)}${String(sequence % 1_000_000_000).padStart(9, '0')}`;
 }
 
 export class Notifier {
@@ -49,6 +54,7 @@ export class Notifier {
   private readonly pending = new Set<Promise<void>>();
 
   private readonly signing: PushSigning;
+  private sent = 0;
 
   constructor(signing: PushSigning) {
     this.signing = signing;
@@ -57,7 +63,7 @@ export class Notifier {
   push(items: PushItem[]): void {
     if (items.length === 0) return;
     for (const url of this.pushUrls) {
-      const timestamp = providerTimestamp(Date.now());
+      const timestamp = providerTimestamp(Date.now(), ++this.sent);
       this.post(
         'push',
         url,

@@ -9,8 +9,13 @@
  * - `headersTimeout` (slow-loris: headers trickled or never finished) and `requestTimeout` (a body
  *   trickled) answer 408 and close; `connectionsCheckingInterval` is set so these are enforced within a
  *   fraction of the timeout (node's default checks only every 30 s);
- * - `keepAliveTimeout` closes idle kept-alive connections; `maxConnections` caps open ones (more are
- *   closed on arrival);
+ * - `keepAliveTimeout` closes idle kept-alive connections; `maxConnections` caps open ones, and
+ *   `maxConnectionsPerAddress` those of one client address (an IPv6 client by its /64, which one host
+ *   usually holds whole): more are closed on arrival, so one address with slow sockets cannot take the
+ *   listener's every connection;
+ * - every connection the listener refuses or cuts mid-request (over a cap, a header or request timeout
+ *   after some bytes, a declared body over the limit) is reported (`onRefused`): the push listener
+ *   counts them, since one may have carried a notification (src/push/handle-push.ts, "Refusals");
  * - a body limit for every route, whether the handler reads the body or not: a declared Content-Length
  *   over it gets 413 before the handler runs; a chunked body is counted as it arrives (a request class
  *   given as node's `IncomingMessage` option) and the first byte over the limit answers 413 and closes
@@ -22,7 +27,7 @@
  * listeners serve five routes between them.
  */
 import { createServer, IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, isIPv6, type Socket } from 'node:net';
 import type { Config } from '../config/schema.ts';
 import { UserFacingError } from '../errors/index.ts';
 import type { Logger } from '../log/logger.ts';
@@ -33,6 +38,8 @@ export interface ServerLimits {
   headersTimeoutMs: number;
   keepAliveTimeoutMs: number;
   maxConnections: number;
+  /** Open connections of one client address (an IPv6 one by its /64); absent: no such cap. */
+  maxConnectionsPerAddress?: number;
   maxBodyBytes: number;
 }
 
@@ -43,8 +50,33 @@ export function serverLimits(http: Config['http'], listener: 'admin' | 'push'): 
     headersTimeoutMs: http.headersTimeoutMs,
     keepAliveTimeoutMs: http.keepAliveTimeoutMs,
     maxConnections: http.maxConnections,
+    maxConnectionsPerAddress: http.maxConnectionsPerAddress,
     maxBodyBytes: listener === 'admin' ? http.adminMaxBodyBytes : http.maxBodyBytes,
   };
+}
+
+/** Why the listener refused or cut a connection (reported to `onRefused`). */
+export type ListenerRefusal = 'connection limit' | 'address limit' | 'timeout' | 'body too large';
+
+/**
+ * The client a connection's address stands for: an IPv4 address (an IPv4-mapped IPv6 one unwrapped), or
+ * an IPv6 address's /64 prefix, the block one host or one customer usually holds whole.
+ */
+export function addressGroup(address: string | undefined): string {
+  if (!address) return '';
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  if (!isIPv6(address)) return address;
+  const [head = '', tail = ''] = address.toLowerCase().split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = address.includes('::')
+    ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right]
+    : left;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => Number.parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
 }
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
@@ -65,6 +97,11 @@ export interface HardenedServerOptions {
   limits: ServerLimits;
   handle: RequestHandler;
   log: Logger;
+  /**
+   * A connection refused (over `maxConnections` or `maxConnectionsPerAddress`) or cut mid-request (a
+   * timeout after its first bytes, a declared body over the limit). Must not throw.
+   */
+  onRefused?: (refusal: ListenerRefusal) => void;
   /** What to change when the port cannot be bound, e.g. "set HTTP_PORT / HTTP_HOST". */
   fix: string;
 }
@@ -108,6 +145,49 @@ function closeAfterLinger(req: IncomingMessage): void {
   socket.once('close', () => clearTimeout(timer));
 }
 
+/**
+ * Node's own answers to a request it cannot parse or that timed out (`socketOnError` in node:http),
+ * written here because listening for `clientError` (to count the cut) replaces node's default.
+ */
+const CLIENT_ERROR_ANSWERS: Record<string, string> = {
+  ERR_HTTP_REQUEST_TIMEOUT: 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n',
+  HPE_HEADER_OVERFLOW: 'HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n',
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: 'HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\n\r\n',
+};
+const BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n';
+
+function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  // As node does: answer only when no response of this connection has started.
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (socket.writable && !inFlight?.headersSent)
+    socket.write(CLIENT_ERROR_ANSWERS[error.code ?? ''] ?? BAD_REQUEST);
+  socket.destroy(error);
+}
+
+/** Counts open connections per address group; refuses those over the cap on arrival. */
+function capConnectionsPerAddress(
+  server: Server,
+  max: number,
+  onRefused: (r: ListenerRefusal) => void,
+): void {
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const group = addressGroup(socket.remoteAddress);
+    const count = (open.get(group) ?? 0) + 1;
+    if (count > max) {
+      socket.destroy();
+      onRefused('address limit');
+      return;
+    }
+    open.set(group, count);
+    socket.once('close', () => {
+      const left = (open.get(group) ?? 1) - 1;
+      if (left > 0) open.set(group, left);
+      else open.delete(group);
+    });
+  });
+}
+
 function tooLarge(req: IncomingMessage, res: ServerResponse, max: number): void {
   if (!res.headersSent)
     sendJson(res, 413, { error: `body larger than ${max} bytes` }, { connection: 'close' });
@@ -118,6 +198,13 @@ function tooLarge(req: IncomingMessage, res: ServerResponse, max: number): void 
 
 export function createHardenedServer(options: Omit<HardenedServerOptions, 'host' | 'port' | 'fix'>): Server {
   const { limits, log, name } = options;
+  const onRefused = (refusal: ListenerRefusal) => {
+    try {
+      options.onRefused?.(refusal);
+    } catch (error) {
+      log.warn({ err: error, listener: name }, 'a refused connection could not be counted');
+    }
+  };
   const headersTimeout = Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs);
   const server = createServer(
     {
@@ -134,6 +221,7 @@ export function createHardenedServer(options: Omit<HardenedServerOptions, 'host'
       limited.bodyLimit = limits.maxBodyBytes;
       const declared = Number(req.headers['content-length']);
       if (Number.isFinite(declared) && declared > limits.maxBodyBytes) {
+        onRefused('body too large');
         return tooLarge(req, res, limits.maxBodyBytes);
       }
       limited.onOverLimit = () => tooLarge(req, res, limits.maxBodyBytes);
@@ -145,6 +233,14 @@ export function createHardenedServer(options: Omit<HardenedServerOptions, 'host'
     },
   );
   server.maxConnections = limits.maxConnections;
+  server.on('drop', () => onRefused('connection limit'));
+  if (limits.maxConnectionsPerAddress !== undefined)
+    capConnectionsPerAddress(server, limits.maxConnectionsPerAddress, onRefused);
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
+    // A connection that sent nothing is no request (a health check's TCP connect, an idle client).
+    if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket.bytesRead > 0) onRefused('timeout');
+    answerClientError(error, socket);
+  });
   return server;
 }
 

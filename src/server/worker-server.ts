@@ -13,15 +13,15 @@
  * - `/queues/*`: bull-board (queue-dashboard.ts), when the dashboard is on (read-only unless
  *   `http.dashboardWritable`).
  *
- * Every route but /healthz is behind `admin-access.ts`: the admin token when one is set, loopback clients
- * otherwise. The push endpoint, the one route the internet must reach, has a listener of its own
+ * Every route but /healthz is behind `admin-access.ts`: a Host header naming this listener, then the
+ * admin token when one is set, loopback clients without a proxy header otherwise. The push endpoint, the one route the internet must reach, has a listener of its own
  * (`push-server.ts`) and does not answer here. Routes are listed in `adminRoutes`, the dashboard under
  * its prefix, so a new one goes in one place. Nothing here echoes tokens: metrics labels hold org ids
  * and statuses only, and failure reasons shown by the dashboard were redacted before they were stored.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../log/logger.ts';
-import { checkAdminAccess } from './admin-access.ts';
+import { adminHostNames, checkAdminAccess } from './admin-access.ts';
 import { type RunningServer, type ServerLimits, startHardenedServer } from './hardened-server.ts';
 import { QUEUE_DASHBOARD_PATH, type RequestListener } from './queue-dashboard.ts';
 import { requestPath, send, sendJson } from './respond.ts';
@@ -42,6 +42,8 @@ export interface WorkerServerOptions {
   dashboard?: RequestListener;
   /** The admin token (`http.adminToken`); absent = loopback clients only. */
   adminToken?: string;
+  /** Names the Host header may give beside the loopback names and `host` (`http.allowedHosts`). */
+  allowedHosts?: readonly string[];
   /** Per readiness check, ms (default 2,000). */
   checkTimeoutMs?: number;
 }
@@ -98,6 +100,7 @@ export function adminRoutes(options: WorkerServerOptions): Map<string, Route> {
 
 export async function startWorkerServer(options: WorkerServerOptions): Promise<WorkerServer> {
   const routes = adminRoutes(options);
+  const hostNames = adminHostNames({ bindHost: options.host, allowedHosts: options.allowedHosts ?? [] });
   return startHardenedServer({
     name: 'admin',
     host: options.host,
@@ -110,8 +113,9 @@ export async function startWorkerServer(options: WorkerServerOptions): Promise<W
       const access = checkAdminAccess({
         path,
         remoteAddress: req.socket.remoteAddress,
-        authorization: req.headers.authorization,
+        headers: req.headers,
         token: options.adminToken,
+        hostNames,
       });
       if (!access.allowed) {
         const challenge: Record<string, string> =

@@ -27,6 +27,12 @@ export const MAX_STREAM_CONNECTIONS = 3;
 /** How long the platform keeps a stream's checkpoint after a disconnect: reconnecting within it resumes. */
 export const STREAM_CHECKPOINT_RETENTION_DAYS = 7;
 
+/**
+ * How far back the platform serves data: up to one year is retrievable through the API. A request for
+ * older data costs a request and finds nothing.
+ */
+export const RETRIEVABLE_HISTORY_DAYS = 365;
+
 /** How far back `GET /replay` serves (`date` at most this many days ago). */
 export const REPLAY_RETENTION_DAYS = 30;
 

@@ -19,10 +19,20 @@ import { deleteInBatches } from './push-notification-store.ts';
  * counts the requests claimed in the gate's window, the fetches in flight and the last claim, asks the
  * allowance, and claims in the same transaction under a per-org advisory lock (two drains never spend one
  * window twice): lost fetches first (queued more than an hour), then refused-minute windows, then the
- * rest by due time. A fetch counts as one request until it finishes, then as the pages it took.
- * `readPushBacklog` is what the planner, `status` and `/metrics` show.
+ * rest by due time, as many as their planned requests fit in the allowance. A fetch counts as its
+ * planned requests (`planned_requests`, migration 0025: an activity fetch one per 30 days of its range
+ * and margins, others one) until it finishes, then as the pages it took. `readPushBacklog` is what the
+ * planner, `status` and `/metrics` show.
  */
 export type PushFetchMode = 'activity' | 'updated' | 'record' | 'refused';
+
+/**
+ * Keys of refusals whose org could not be told (validic_sync.push_refusals.org_id): a connection the
+ * push listener refused or cut, and a shared-secret push with several orgs configured. Every org's
+ * backlog counts them.
+ */
+export const LISTENER_REFUSAL_KEY = '(listener)';
+export const SHARED_SECRET_REFUSAL_KEY = '(shared secret)';
 
 /** One pending fetch to store (or to merge into the pending row of the same key). */
 export interface PushFetchInput {
@@ -33,7 +43,10 @@ export interface PushFetchInput {
   userId: string;
   /** Mode `record`: the record `_id`; '' otherwise. */
   recordId: string;
-  /** Modes `updated` and `refused`: the UTC hour of the window (`2026-03-15T12`); '' otherwise. */
+  /**
+   * Modes `updated` and `refused`: the UTC hour of the window (`2026-03-15T12`); mode `activity`: the
+   * first UTC date of its 28-day window of activity dates (src/push/push-items.ts); '' otherwise.
+   */
   bucket: string;
   /** ISO instants; null for a record, or for a latest window that is "the last legacyWindowHours". */
   rangeStart: string | null;
@@ -151,9 +164,12 @@ export interface ClaimedPushFetch {
 
 /** What the drain's gate is decided from (counted under the org's drain lock). */
 export interface PushDrainCounts {
-  /** Requests of the fetches claimed in the gate's window: a finished fetch counts its pages, others one. */
+  /**
+   * Requests of the fetches claimed in the gate's window: a finished fetch counts its pages, others
+   * their planned requests.
+   */
   claimedInWindow: number;
-  /** Queued and not finished (and not yet taken as lost). */
+  /** Planned requests of the fetches queued and not finished (and not yet taken as lost). */
   inFlight: number;
   /** When the last fetch was claimed (ms), null if never. */
   lastClaimAt: number | null;
@@ -168,12 +184,13 @@ export interface ClaimPushFetchesInput {
   lostAfterMs: number;
   /** A fetch lost this many times fails instead (`error` says so). */
   maxClaims: number;
-  /** How many to claim now, from the counts. */
+  /** How many requests to claim now, from the counts (fetches are claimed by their planned requests). */
   allowance: (counts: PushDrainCounts) => number;
 }
 
 export interface ClaimPushFetchesResult {
   counts: PushDrainCounts;
+  /** Requests the allowance permitted; the claimed fetches plan at most this many. */
   allowed: number;
   claimed: ClaimedPushFetch[];
   /** Lost too often: failed now. */
@@ -186,8 +203,8 @@ const toDate = (value: unknown) => (value === null || value === undefined ? null
  * Claims what the allowance permits, in ONE transaction under a per-org advisory lock, so two drains
  * (a scheduled tick and a kick) never both spend the same window: fetches lost in the queue first, then
  * the latest windows of refused minutes (nothing else reads what those notifications announced, and one
- * window covers all of them), then the other pending ones by due time (oldest first). Claimed rows
- * become `queued`.
+ * window covers all of them), then the other pending ones by due time (oldest first), as long as their
+ * planned requests add up to no more than the allowance. Claimed rows become `queued`.
  */
 export async function claimPushFetches(
   db: Kysely<Database>,
@@ -207,9 +224,9 @@ export async function claimPushFetches(
         and claims >= ${input.maxClaims}`.execute(trx);
     const c = await sql<{ window: number; in_flight: number; last: string | null }>`
       select
-        (select coalesce(sum(coalesce(requests, 1)), 0)::int from validic_sync.push_fetches
+        (select coalesce(sum(coalesce(requests, planned_requests)), 0)::int from validic_sync.push_fetches
           where org_id = ${input.orgId} and claimed_at > ${windowStart}) as window,
-        (select count(*)::int from validic_sync.push_fetches
+        (select coalesce(sum(planned_requests), 0)::int from validic_sync.push_fetches
           where org_id = ${input.orgId} and state = 'queued' and claimed_at >= ${lostBefore}) as in_flight,
         (select max(claimed_at) from validic_sync.push_fetches
           where org_id = ${input.orgId} and claimed_at is not null) as last`.execute(trx);
@@ -221,16 +238,22 @@ export async function claimPushFetches(
     };
     const allowed = Math.max(0, Math.floor(input.allowance(counts)));
     if (allowed === 0) return { counts, allowed, claimed: [], gaveUp: Number(gaveUp.numAffectedRows ?? 0) };
+    // In the drain's order, as many as fit: the running sum of planned requests within the allowance
+    // (each candidate plans at least one, so `allowed` rows of each kind are enough to look at).
     const ids = await sql<{ id: string }>`
-      (select id, 0 as rank, claimed_at as at from validic_sync.push_fetches
-        where org_id = ${input.orgId} and state = 'queued' and claimed_at < ${lostBefore}
-        order by claimed_at limit ${allowed})
-      union all
-      (select id, case when mode = 'refused' then 1 else 2 end as rank, due_at as at
-        from validic_sync.push_fetches
-        where org_id = ${input.orgId} and state = 'pending' and due_at <= ${now}
-        order by (mode <> 'refused'), due_at, id limit ${allowed})
-      order by rank, at, id limit ${allowed}`.execute(trx);
+      select id from (
+        select id, sum(planned_requests) over (order by rank, at, id) as running from (
+          (select id, planned_requests, 0 as rank, claimed_at as at from validic_sync.push_fetches
+            where org_id = ${input.orgId} and state = 'queued' and claimed_at < ${lostBefore}
+            order by claimed_at limit ${allowed})
+          union all
+          (select id, planned_requests, case when mode = 'refused' then 1 else 2 end as rank, due_at as at
+            from validic_sync.push_fetches
+            where org_id = ${input.orgId} and state = 'pending' and due_at <= ${now}
+            order by (mode <> 'refused'), due_at, id limit ${allowed})
+        ) candidates
+      ) ranked
+      where running <= ${allowed}`.execute(trx);
     if (ids.rows.length === 0)
       return { counts, allowed, claimed: [], gaveUp: Number(gaveUp.numAffectedRows ?? 0) };
     const claimed = await sql<{
@@ -306,13 +329,18 @@ export interface PushBacklog {
   due: number;
   queued: number;
   failed: number;
+  /** Requests the pending fetches plan (each at least one). */
+  pendingRequests: number;
   /** Arrival of the oldest pending fetch's first item (ms), null when none is pending. */
   oldestPendingAt: number | null;
-  /** Requests of the fetches claimed in the last hour (finished ones count their pages). */
+  /** Requests of the fetches claimed in the last hour (finished ones count their pages, others their plan). */
   claimedLastHour: number;
   /** Fetches finished in the last hour. */
   doneLastHour: number;
-  /** Notifications refused (429) in the last hour, and the minutes they fell in. */
+  /**
+   * Push requests refused (any refusal) in the last hour, and the minutes they fell in: the org's own,
+   * and those whose org could not be told (the listener's, a shared-secret push's).
+   */
   refusedLastHour: number;
   refusedMinutesLastHour: number;
 }
@@ -324,8 +352,10 @@ export async function readPushBacklog(
 ): Promise<PushBacklog> {
   const hourAgo = new Date(now - 3_600_000);
   const at = new Date(now);
+  const refusalKeys = [orgId, LISTENER_REFUSAL_KEY, SHARED_SECRET_REFUSAL_KEY];
   const r = await sql<{
     pending: number;
+    pending_requests: number;
     due: number;
     queued: number;
     failed: number;
@@ -337,23 +367,28 @@ export async function readPushBacklog(
   }>`
     select
       (select count(*)::int from validic_sync.push_fetches where org_id = ${orgId} and state = 'pending') as pending,
+      (select coalesce(sum(planned_requests), 0)::int from validic_sync.push_fetches
+        where org_id = ${orgId} and state = 'pending') as pending_requests,
       (select count(*)::int from validic_sync.push_fetches
         where org_id = ${orgId} and state = 'pending' and due_at <= ${at}) as due,
       (select count(*)::int from validic_sync.push_fetches where org_id = ${orgId} and state = 'queued') as queued,
       (select count(*)::int from validic_sync.push_fetches where org_id = ${orgId} and state = 'failed') as failed,
       (select min(first_item_at) from validic_sync.push_fetches
         where org_id = ${orgId} and state = 'pending') as oldest,
-      (select coalesce(sum(coalesce(requests, 1)), 0)::int from validic_sync.push_fetches
+      (select coalesce(sum(coalesce(requests, planned_requests)), 0)::int from validic_sync.push_fetches
         where org_id = ${orgId} and claimed_at > ${hourAgo}) as claimed,
       (select count(*)::int from validic_sync.push_fetches
         where org_id = ${orgId} and state = 'done' and done_at > ${hourAgo}) as done,
       (select coalesce(sum(refused), 0)::int from validic_sync.push_refusals
-        where org_id = ${orgId} and minute > ${new Date(now - 3_660_000)}) as refused,
-      (select count(*)::int from validic_sync.push_refusals
-        where org_id = ${orgId} and minute > ${new Date(now - 3_660_000)}) as refused_minutes`.execute(db);
+        where org_id = any(${refusalKeys}::text[]) and minute > ${new Date(now - 3_660_000)}) as refused,
+      (select count(distinct minute)::int from validic_sync.push_refusals
+        where org_id = any(${refusalKeys}::text[]) and minute > ${new Date(now - 3_660_000)}) as refused_minutes`.execute(
+    db,
+  );
   const row = r.rows[0]!;
   return {
     pending: row.pending,
+    pendingRequests: row.pending_requests,
     due: row.due,
     queued: row.queued,
     failed: row.failed,

@@ -27,7 +27,7 @@ import { type JobQueue, openJobQueue } from '../queue/job-queue.ts';
 import { type QueueWorker, startQueueWorker } from '../queue/queue-worker.ts';
 import { dropRedis, redisAnswers, stopReconnecting } from '../runtime/connect-redis.ts';
 import { type RunningServer, serverLimits } from '../server/hardened-server.ts';
-import { handlePushRequest, startPushServer } from '../server/push-server.ts';
+import { handlePushRequest, pushListenerRefusals, startPushServer } from '../server/push-server.ts';
 import { createQueueDashboard } from '../server/queue-dashboard.ts';
 import { startWorkerServer, type WorkerServer } from '../server/worker-server.ts';
 import { reconcileStreamName } from '../stream/reconciliation.ts';
@@ -226,6 +226,7 @@ export async function startWorker(
         ? { dashboard: createQueueDashboard(jobQueue.queue, { writable: config.http.dashboardWritable }) }
         : {}),
       ...(config.http.adminToken ? { adminToken: config.http.adminToken } : {}),
+      allowedHosts: config.http.allowedHosts,
     });
     if (pushConfigured(config)) {
       const pushDeps = pushDepsFromConfig({
@@ -242,6 +243,7 @@ export async function startWorker(
         limits: serverLimits(config.http, 'push'),
         push: {
           path: config.http.pushPath,
+          onRefused: pushListenerRefusals(pushDeps),
           // The trace of a push starts here; bullmq-otel carries it into the jobs the push queues.
           handle: (req, res) => withSpan('push.receive', {}, () => handlePushRequest(req, res, pushDeps)),
         },

@@ -6,7 +6,9 @@
  * object around the activity date (filtered by source) and the records land with arrived_via `push`,
  * with no scheduled poll at all. The provider's published example shape, signed here from the formula,
  * lands the same way. A bad signature, a stale timestamp and a secret in the query string each get 401
- * and store nothing.
+ * (no reason given) and store nothing; the stale one, the org's own signature, is counted as a refused
+ * minute. A signature is used once, across the fleet: replayed with another body to a second worker
+ * process, it gets 401 and stores nothing.
  */
 import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
@@ -197,6 +199,9 @@ describe('push notifications into a running worker', () => {
 
   it('answers 401 to a bad signature, a stale timestamp and a secret in the query, storing nothing', async () => {
     const before = await counts();
+    const refusedBefore = await sql<{ n: number }>`
+      select count(*)::int as n from validic_sync.push_refusals`.execute(db.warehouse.db);
+    expect(refusedBefore.rows[0]!.n).toBe(0);
     const body = JSON.stringify({
       data: [
         {
@@ -231,9 +236,61 @@ describe('push notifications into a running worker', () => {
         headers: { 'content-type': 'application/json', ...(init.headers as Record<string, string>) },
       });
       expect(response.status).toBe(401);
-      await response.arrayBuffer();
+      // Nothing tells the sender why.
+      expect(await response.json()).toEqual({ error: 'unauthorized' });
     }
-    expect(await counts()).toEqual(before);
+    expect((await counts()).notifications).toBe(before.notifications);
+    // The provider's own signature refused for its timestamp may have carried a notification: its
+    // minute is recorded (and read again by a legacy latest pass); the forged and misused ones are not.
+    const refused = await sql<{ org_id: string }>`
+      select org_id from validic_sync.push_refusals`.execute(db.warehouse.db);
+    expect(refused.rows).toEqual([{ org_id: sandbox.orgId }]);
+  });
+
+  it('accepts a signature once across the fleet: replayed to a second worker process with another body, 401', async () => {
+    const second = await startWorkerChild(
+      workerChildEnv(sandbox, db.url, testRedis, {
+        VALIDIC_APPLICATION_SECRET: sandbox.applicationSecret,
+        PUSH_SECRET: SECRET,
+        PUSH_COALESCE_SECONDS: '1',
+      }),
+    );
+    try {
+      const before = await counts();
+      const [user, attacker] = sandbox.truth.legacyUsers();
+      const timestamp = providerTimestamp(Date.now());
+      const headers = {
+        'content-type': 'application/json',
+        'x-validic-timestamp': timestamp,
+        'x-validic-signature': sign(timestamp),
+      };
+      const item = (_id: string) => ({
+        data: [{ _id, activity_type: 'diabetes', activity_date: new Date().toISOString(), source: 'x' }],
+      });
+      const accepted = await fetch(pushUrl, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(item(user!._id)),
+      });
+      expect(accepted.status).toBe(202);
+      await accepted.arrayBuffer();
+      for (const url of [second.pushUrl!, pushUrl]) {
+        const replay = await fetch(url, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify(item(attacker!._id)),
+        });
+        expect(replay.status, url).toBe(401);
+        expect(await replay.json()).toEqual({ error: 'unauthorized' });
+      }
+      expect((await counts()).notifications).toBe(before.notifications + 1);
+      const fetches = await sql<{ user_id: string }>`
+        select user_id from validic_sync.push_fetches
+        where object = 'diabetes' and mode = 'activity'`.execute(db.warehouse.db);
+      expect(fetches.rows.map((r) => r.user_id)).toEqual([user!._id]);
+    } finally {
+      await second.stop();
+    }
   });
 
   it('takes the shared secret in a header, and fetches a latest window for an item with only a time', async () => {

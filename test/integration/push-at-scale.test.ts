@@ -206,9 +206,11 @@ describe('push at scale: 10,000 users in one simulated hour', () => {
       push: { path: config.http.pushPath, handle: (req, res) => handlePushRequest(req, res, deps) },
     });
     const pushUrl = `${pushServer.url}${config.http.pushPath}`;
+    let sent = 0;
     const post = async (batch: Item[]) => {
-      // Signed as the provider signs: the formula written out, with the (simulated) send time.
-      const timestamp = `${new Date(now).toISOString().slice(0, 19)}000000000000`;
+      // Signed as the provider signs: the formula written out, with the (simulated) send time; the
+      // fraction's digits tell apart notifications sent within one second (a signature is used once).
+      const timestamp = `${new Date(now).toISOString().slice(0, 19)}${String(++sent).padStart(12, '0')}`;
       const signature = createHmac('sha1', sandbox.applicationSecret)
         .update(`${sandbox.legacyToken}notification${timestamp}`)
         .digest('base64');

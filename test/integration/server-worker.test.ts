@@ -1,9 +1,10 @@
 /**
  * The worker's admin listener: health, readiness against real Postgres and Redis (and what a dead one
  * looks like: its name, never its error text, which goes to the log), Prometheus metrics without secrets
- * in labels, bull-board at /queues (read-only) over a real BullMQ queue, the admin token, and no push
- * endpoint (that has a listener of its own).
+ * in labels, bull-board at /queues (read-only) over a real BullMQ queue, the Host header and proxy
+ * headers, the admin token, and no push endpoint (that has a listener of its own).
  */
+import { request } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -140,6 +141,27 @@ describe('worker HTTP server', () => {
     expect((await fetch(`${server.url}/push/v1`, { method: 'POST', body: '{}' })).status).toBe(404);
     expect((await fetch(`${server.url}/nope`)).status).toBe(404);
     expect((await fetch(`${server.url}/metrics`, { method: 'DELETE' })).status).toBe(405);
+  });
+
+  it('refuses a Host header that is not its own (DNS rebinding) and a loopback request a proxy forwarded', async () => {
+    // node:http, since fetch sets the Host header itself.
+    const get = (path: string, headers: Record<string, string>) =>
+      new Promise<number>((resolve, reject) => {
+        request(`${server.url}${path}`, { headers }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        })
+          .on('error', reject)
+          .end();
+      });
+    const port = new URL(server.url).port;
+    for (const path of ['/metrics', '/readyz', '/queues'])
+      expect(await get(path, { host: `evil.example:${port}` }), path).toBe(421);
+    expect(await get('/metrics', { host: `localhost:${port}` })).toBe(200);
+    expect(await get('/metrics', { host: `127.0.0.1:${port}`, 'x-forwarded-for': '203.0.113.9' })).toBe(403);
+    expect(await get('/metrics', { host: `127.0.0.1:${port}`, forwarded: 'for=203.0.113.9' })).toBe(403);
+    // Liveness probes name whatever host they reach.
+    expect(await get('/healthz', { host: `10.1.2.3:${port}` })).toBe(200);
   });
 
   it('asks for the admin token when one is set, and keeps /healthz open', async () => {

@@ -7,27 +7,36 @@
  * - every response carries `X-Content-Type-Options: nosniff` and `Cache-Control: no-store`;
  * - a body over the limit gets 413, whether its length is declared or it comes chunked, and the handler
  *   never sees it complete;
- * - connections over `maxConnections` are dropped; a port that cannot be bound is a user-facing error.
+ * - connections over `maxConnections` are dropped, those of one address over `maxConnectionsPerAddress`
+ *   too (another address is still served), and each refusal or mid-request cut is reported: with 300
+ *   slow sockets from one address, the provider's push from another is answered 202 and the refusals
+ *   are a refused minute of every org;
+ * - a port that cannot be bound is a user-facing error.
  * No wall-time assertions: the tests wait on the socket's close event and check what the server sent.
  */
+import { createHmac } from 'node:crypto';
 import { once } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.ts';
 import { UserFacingError } from '../../src/errors/index.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { pushConfigured } from '../../src/push/push-admission.ts';
+import { pushDepsFromConfig } from '../../src/push/push-deps.ts';
 import {
   type RunningServer,
   type ServerLimits,
+  serverLimits,
   startHardenedServer,
 } from '../../src/server/hardened-server.ts';
-import { startPushServer } from '../../src/server/push-server.ts';
+import { handlePushRequest, pushListenerRefusals, startPushServer } from '../../src/server/push-server.ts';
 import { startWorkerServer } from '../../src/server/worker-server.ts';
 import { startWorker } from '../../src/worker/start-worker.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 import { createTestRedis, TEST_REDIS_URL, type TestRedis } from '../helpers/redis.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 
 const LIMITS: ServerLimits = {
   requestTimeoutMs: 600,
@@ -56,8 +65,12 @@ interface Closed {
 }
 
 /** A raw connection the client never closes: `closed` resolves when the server cuts it. */
-async function rawConnection(server: RunningServer): Promise<{ socket: Socket; closed: Promise<Closed> }> {
-  const socket = connect(server.port, '127.0.0.1');
+async function rawConnection(
+  server: RunningServer,
+  localAddress?: string,
+): Promise<{ socket: Socket; closed: Promise<Closed> }> {
+  // Linux routes all of 127.0.0.0/8 to loopback: another local address is another client address.
+  const socket = connect({ port: server.port, host: '127.0.0.1', ...(localAddress ? { localAddress } : {}) });
   let received = '';
   let reset = false;
   socket.on('data', (chunk: Buffer) => {
@@ -273,6 +286,67 @@ describe('the admin and push listeners', () => {
     }
   });
 
+  it('caps the connections of one address, serves other addresses, and reports each refusal', async () => {
+    const refusals: string[] = [];
+    const capped = await startHardenedServer({
+      name: 'capped',
+      host: '127.0.0.1',
+      port: 0,
+      log: silentLogger,
+      limits: { ...LIMITS, maxConnectionsPerAddress: 2, headersTimeoutMs: 60_000, requestTimeoutMs: 60_000 },
+      fix: 'n/a',
+      handle: async (_req, res) => void res.end('ok'),
+      onRefused: (refusal) => refusals.push(refusal),
+    });
+    try {
+      const held = [await rawConnection(capped, '127.0.0.2'), await rawConnection(capped, '127.0.0.2')];
+      const third = await rawConnection(capped, '127.0.0.2').catch(() => undefined);
+      if (third) expect((await third.closed).received).toBe('');
+      expect(refusals).toEqual(['address limit']);
+      // Another address is served; the held ones still are too.
+      const other = await rawConnection(capped, '127.0.0.1');
+      other.socket.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      expect((await other.closed).received).toMatch(/^HTTP\/1\.1 200 [\s\S]*ok$/);
+      held[0]!.socket.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      expect((await held[0]!.closed).received).toMatch(/^HTTP\/1\.1 200 /);
+      // A closed connection frees its place.
+      const again = await rawConnection(capped, '127.0.0.2');
+      again.socket.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      expect((await again.closed).received).toMatch(/^HTTP\/1\.1 200 /);
+      held[1]!.socket.destroy();
+    } finally {
+      await capped.close();
+    }
+  });
+
+  it('reports a request cut by its timeout, but not a connection that never said anything', async () => {
+    const refusals: string[] = [];
+    const timed = await startHardenedServer({
+      name: 'timed',
+      host: '127.0.0.1',
+      port: 0,
+      log: silentLogger,
+      limits: LIMITS,
+      fix: 'n/a',
+      handle: async (_req, res) => void res.end('ok'),
+      onRefused: (refusal) => refusals.push(refusal),
+    });
+    try {
+      const silent = await rawConnection(timed);
+      expectCut(await silent.closed, 408);
+      expect(refusals).toEqual([]);
+      const slow = await rawConnection(timed);
+      slow.socket.write(`POST ${PUSH_PATH} HTTP/1.1\r\nHost: x\r\n`);
+      expectCut(await slow.closed, 408);
+      expect(refusals).toEqual(['timeout']);
+      const big = await fetch(`${timed.url}/`, { method: 'POST', body: 'x'.repeat(LIMITS.maxBodyBytes + 1) });
+      expect(big.status).toBe(413);
+      expect(refusals).toEqual(['timeout', 'body too large']);
+    } finally {
+      await timed.close();
+    }
+  });
+
   it('says which setting to change when a port is taken', async () => {
     const error = await startPushServer({
       host: '127.0.0.1',
@@ -284,6 +358,109 @@ describe('the admin and push listeners', () => {
     expect(error).toBeInstanceOf(UserFacingError);
     expect((error as Error).message).toContain('EADDRINUSE');
     expect((error as UserFacingError).fix).toContain('PUSH_PORT');
+  });
+});
+
+describe('300 slow sockets from one address', () => {
+  let db: TestDatabase;
+  let testRedis: TestRedis;
+  let push: RunningServer | undefined;
+  const APP_SECRET = 'listeners-app-secret';
+  const LEGACY_TOKEN = 'listeners-legacy-token';
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    testRedis = createTestRedis('listeners-slow');
+  });
+  afterAll(async () => {
+    await push?.close();
+    await testRedis?.cleanup();
+    await db?.drop();
+  });
+
+  it('leave a legitimate push answered 202 within its timeout, and are counted as refusals', async () => {
+    // The worker's push listener with its default limits and its real handler.
+    const config = configSchema.parse({
+      databaseUrl: db.url,
+      redisPrefix: testRedis.prefix.slice(0, -1),
+      organizations: [
+        { orgId: 'org', token: 'v2-token', legacyToken: LEGACY_TOKEN, applicationSecret: APP_SECRET },
+      ],
+    });
+    const deps = pushDepsFromConfig({
+      config,
+      warehouse: db.warehouse,
+      enqueue: () => true,
+      redis: testRedis.connect(),
+      log: silentLogger,
+    });
+    const limits = serverLimits(config.http, 'push');
+    const refusals: string[] = [];
+    const counted = pushListenerRefusals(deps);
+    push = await startPushServer({
+      host: '127.0.0.1',
+      port: 0,
+      log: silentLogger,
+      limits,
+      push: {
+        path: PUSH_PATH,
+        handle: (req, res) => handlePushRequest(req, res, deps),
+        onRefused: (refusal) => {
+          refusals.push(refusal);
+          counted(refusal);
+        },
+      },
+    });
+    // 300 connections from 127.0.0.2, each sending part of its headers, then a header line now and then.
+    const attackers = await Promise.all(
+      Array.from({ length: 300 }, () => rawConnection(push!, '127.0.0.2').catch(() => undefined)),
+    );
+    for (const a of attackers) {
+      if (!a || a.socket.destroyed) continue;
+      a.socket.on('error', () => {});
+      a.socket.write(`POST ${PUSH_PATH} HTTP/1.1\r\nHost: x\r\n`);
+      trickle(a.socket, 'X-Slow: 1\r\n');
+    }
+    // The listener holds its per-address share of them and refuses the rest.
+    await waitForStep(
+      'the connections over the per-address cap refused',
+      () =>
+        expect(refusals.filter((r) => r === 'address limit').length).toBeGreaterThanOrEqual(
+          300 - limits.maxConnectionsPerAddress!,
+        ),
+      { timeout: 60_000, interval: 20 },
+    );
+    // The provider's push, from another address, with a client timeout of its own.
+    const timestamp = `${new Date().toISOString().slice(0, 19)}000000000000`;
+    const signature = createHmac('sha1', APP_SECRET)
+      .update(`${LEGACY_TOKEN}notification${timestamp}`)
+      .digest('base64');
+    const response = await fetch(`${push.url}${PUSH_PATH}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-validic-timestamp': timestamp,
+        'x-validic-signature': signature,
+      },
+      body: JSON.stringify({
+        data: [{ _id: 'u1', activity_type: 'weight', activity_date: new Date().toISOString(), source: 's' }],
+      }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    expect(response.status).toBe(202);
+    expect(await response.json()).toMatchObject({ status: 'queued', enqueued: 1 });
+    for (const a of attackers) a?.socket.destroy();
+    // The refused connections are a refused minute of every org (key "(listener)").
+    await waitForStep(
+      'the refused minute recorded',
+      async () => {
+        const rows = await sql<{ org_id: string }>`select org_id from validic_sync.push_refusals`.execute(
+          db.warehouse.db,
+        );
+        expect(rows.rows).toEqual([{ org_id: '(listener)' }]);
+      },
+      { timeout: 30_000, interval: 50 },
+    );
   });
 });
 

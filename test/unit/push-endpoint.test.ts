@@ -1,11 +1,14 @@
 /**
- * The push endpoint: the provider's signature (org told by it; bad, stale or unsigned → 401), the shared
- * secret (header only; in the query → 401), every body stored before it is interpreted and answered 202
- * (an unknown shape too), recognized items stored as pending fetches in the durable queue
- * (validic_sync.push_fetches: one per user and object, absorbing repeats) with a kick of push.drain, the
- * limits (a notification over maxItems processed in parts, the per-org rate → 429 with the minute
- * recorded and queued for a legacy latest pass), and the body size limit (413) through the node:http
- * adapter. Storage is the real PostgreSQL tables.
+ * The push endpoint: the provider's signature (org told by it; bad, stale, replayed, not strict base64
+ * or unsigned → 401 with no reason given, the reason in a sampled, bounded log), the shared secret
+ * (header only; in the query → 401), every body stored before it is interpreted and answered 202 (an
+ * unknown shape too), recognized items stored as pending fetches in the durable queue
+ * (validic_sync.push_fetches: one per user, object and 28-day window, absorbing repeats) with a kick of
+ * push.drain, a bad item recorded with its reason while the rest is stored, the limits (a notification
+ * over maxItems processed in parts, the per-org rate → 429), refusals of any kind that may have been the
+ * provider's (the cap, its signature with a refused timestamp, a replay, a body over the limit, a body
+ * not stored) recorded as refused minutes and queued for a legacy latest pass, and the body size limit
+ * (413) through the node:http adapter. Storage is the real PostgreSQL tables.
  */
 import { createHmac } from 'node:crypto';
 import { once } from 'node:events';
@@ -16,7 +19,12 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log/logger.ts';
 import { handlePush, type PushDeps, type PushRequest } from '../../src/push/handle-push.ts';
-import { createPushRateLimit, pushOrgResolver } from '../../src/push/push-admission.ts';
+import {
+  createPushRateLimit,
+  createPushRefusalCounter,
+  createPushReplayCache,
+  pushOrgResolver,
+} from '../../src/push/push-admission.ts';
 import { handlePushRequest } from '../../src/server/push-server.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
@@ -44,6 +52,7 @@ function deps(overrides: Partial<PushDeps> = {}): PushDeps {
       organizations: [{ orgId: 'org-a', legacyOrgId: 'legacy-a' } as never, { orgId: 'org-b' } as never],
     }),
     signingOrgs: [{ orgId: 'org-b', applicationSecret: APP_SECRET, accessToken: 'legacy-token-b' }],
+    replayCache: createPushReplayCache({ now: () => NOW }),
     now: () => NOW,
     log: createLogger({ level: 'debug', destination }),
     ...overrides,
@@ -120,7 +129,7 @@ const DOCUMENTED = JSON.stringify({
     {
       _id: '51552cd7fded0807c4000017',
       activity_type: 'fitness',
-      activity_date: '2013-10-08T19:07:01+00:00',
+      activity_date: '2026-03-14T19:07:01+00:00',
       source: 'sample_app',
     },
   ],
@@ -161,9 +170,9 @@ describe('the provider signature', () => {
         mode: 'activity',
         user_id: '51552cd7fded0807c4000017',
         record_id: '',
-        bucket: '',
-        range_start: '2013-10-08T19:07:01.000Z',
-        range_end: '2013-10-08T19:07:01.000Z',
+        bucket: '2026-03-12',
+        range_start: '2026-03-14T19:07:01.000Z',
+        range_end: '2026-03-14T19:07:01.000Z',
         sources: ['sample_app'],
         items: 1,
         due_at: new Date(NOW).toISOString(),
@@ -186,20 +195,115 @@ describe('the provider signature', () => {
     expect((await handlePush(iso, deps())).status).toBe(202);
   });
 
-  it('answers 401 and stores nothing for a bad signature, a stale timestamp or no application secret', async () => {
+  it('answers 401, gives no reason and stores nothing for a bad signature, a stale timestamp or no application secret', async () => {
     const refused = [
       [signed(DOCUMENTED, { secret: 'guessed' }), deps(), 'bad signature'],
       [signed(DOCUMENTED, { timestamp: '2026-03-15T11:54:59Z' }), deps(), 'stale timestamp'],
       [signed(DOCUMENTED, { timestamp: '2026-03-15T11:54:59000000000000' }), deps(), 'stale timestamp'],
-      [signed(DOCUMENTED), deps({ signingOrgs: [] }), 'signed push, but no application secret is configured'],
+      // A future timestamp is bounded as tightly as a past one.
+      [signed(DOCUMENTED, { timestamp: '2026-03-15T12:05:01Z' }), deps(), 'stale timestamp'],
+      [signed(DOCUMENTED, { timestamp: 'soon' }), deps(), 'unreadable timestamp'],
+      [signed(DOCUMENTED), deps({ signingOrgs: [] }), 'signed, but no application secret is configured'],
     ] as const;
     for (const [request, d, reason] of refused) {
       const response = await handlePush(request, d);
       expect(response.status).toBe(401);
-      expect(response.body.reason).toBe(reason);
+      // Nothing tells an unauthenticated client why: the reason is in the log only.
+      expect(response.body).toEqual({ error: 'unauthorized' });
+      expect(logLines).toContain(`"reason":"${reason}"`);
     }
     expect(await storedRows()).toEqual([]);
-    expect(queued).toEqual([]);
+    expect((await handlePush(signed(DOCUMENTED, { timestamp: '2026-03-15T12:04:59Z' }), deps())).status).toBe(
+      202,
+    );
+  });
+
+  it('accepts a signature once: a replay with another body is 401 and stores nothing', async () => {
+    const d = deps();
+    const first = signed(DOCUMENTED);
+    expect((await handlePush(first, d)).status).toBe(202);
+    const other = JSON.stringify({
+      data: [{ _id: 'attacker', activity_type: 'weight', activity_date: '2026-03-15T08:00:00Z' }],
+    });
+    for (const body of [other, DOCUMENTED]) {
+      const replay = await handlePush({ ...first, body }, d);
+      expect(replay.status).toBe(401);
+      expect(replay.body).toEqual({ error: 'unauthorized' });
+    }
+    expect(await storedRows()).toHaveLength(1);
+    expect((await fetchRows()).map((f) => f.user_id)).toEqual(['51552cd7fded0807c4000017']);
+    expect(logLines).toContain('"reason":"replayed signature"');
+  });
+
+  it('reads the signature as strict base64 only: no other spelling of its bytes passes', async () => {
+    const good = signed(DOCUMENTED);
+    const sig = good.headers['x-validic-signature'] as string;
+    expect(sig).toMatch(/^[A-Za-z0-9+/]{27}=$/);
+    // The last character before the padding carries 2 unused bits: flipping them spells the same bytes.
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+    const last = alphabet.indexOf(sig[26]!);
+    const nonCanonical = `${sig.slice(0, 26)}${alphabet[last ^ 1]}=`;
+    expect(Buffer.from(nonCanonical, 'base64')).toEqual(Buffer.from(sig, 'base64'));
+    const urlSafe = sig.replaceAll('+', '-').replaceAll('/', '_');
+    const variants = [
+      sig.slice(0, 27),
+      `${sig}===junk?`,
+      ` ${sig}x`,
+      nonCanonical,
+      ...(urlSafe !== sig ? [urlSafe] : []),
+      `${sig.slice(0, 27)}`.replace(/$/, '=='),
+    ];
+    for (const variant of variants) {
+      const response = await handlePush(
+        { ...good, headers: { ...good.headers, 'x-validic-signature': variant } },
+        deps(),
+      );
+      expect(response.status, variant).toBe(401);
+    }
+    expect(await storedRows()).toEqual([]);
+    expect((await handlePush(good, deps())).status).toBe(202);
+  });
+
+  it('counts its own signature refused for the timestamp, or replayed, as a refused minute of its org', async () => {
+    const recover = deps({
+      refusalRecovery: (key) => [{ orgId: key, objects: ['fitness'] }],
+      refusals: createPushRefusalCounter({ now: () => NOW }),
+    });
+    const stale = await handlePush(signed(DOCUMENTED, { timestamp: '2026-03-15T11:30:00Z' }), recover);
+    expect(stale.status).toBe(401);
+    const first = signed(DOCUMENTED);
+    expect((await handlePush(first, recover)).status).toBe(202);
+    expect((await handlePush({ ...first, body: '{}' }, recover)).status).toBe(401);
+    // A forged signature is nobody's notification: not counted.
+    expect((await handlePush(signed(DOCUMENTED, { secret: 'guessed' }), recover)).status).toBe(401);
+    const minutes = await sql<{ org_id: string; refused: number }>`
+      select org_id, refused from validic_sync.push_refusals`.execute(db.warehouse.db);
+    // Two refusals of org-b this minute (written at the first): its latest window is queued.
+    expect(minutes.rows).toEqual([{ org_id: 'org-b', refused: 1 }]);
+    expect((await fetchRows()).filter((f) => f.mode === 'refused')).toMatchObject([
+      { org_id: 'org-b', object: 'fitness', state: 'pending' },
+    ]);
+    expect(logLines).toContain('"kind":"stale timestamp"');
+    expect(logLines).toContain('"kind":"replayed signature"');
+  });
+
+  it('logs unauthenticated requests sampled and bounded: a line per reason a minute, no query', async () => {
+    const d = deps();
+    const long = `/push/v1?${'x'.repeat(15_000)}`;
+    for (let i = 0; i < 350; i++) {
+      const response = await handlePush({ ...post('{}', 'none'), url: long }, d);
+      expect(response.status).toBe(401);
+    }
+    const lines = logLines.split('\n').filter((l) => l.includes('push request refused'));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]!.length).toBeLessThan(500);
+    // The next minute's first line says how many the last one left out.
+    let now = NOW + 60_000;
+    const later = deps({ now: () => now, log: d.log! });
+    await handlePush({ ...post('{}', 'none'), url: long }, later);
+    now += 1;
+    expect(logLines.split('\n').filter((l) => l.includes('push request refused'))).toHaveLength(2);
+    expect(logLines).toContain('"suppressed":349');
   });
 
   it('is on with only an application secret, and refuses any secret in the query even when signed', async () => {
@@ -218,7 +322,7 @@ describe('the shared secret', () => {
     }
     expect(await storedRows()).toEqual([]);
     expect(logLines).toContain('push request refused');
-    expect(logLines).toContain('a secret in the query string is never accepted');
+    expect(logLines).toContain('a secret in the query string');
     expect(logLines).not.toContain(SECRET);
   });
 
@@ -318,6 +422,24 @@ describe('bodies', () => {
     ]);
   });
 
+  it('records a bad item of the documented shape with its reason, and stores the rest', async () => {
+    const good = Array.from({ length: 50 }, (_, i) => ({
+      _id: `u${i}`,
+      activity_type: 'weight',
+      activity_date: '2026-03-15T08:00:00+00:00',
+      source: 'scale',
+    }));
+    const bad = { _id: 'bad\u0000user', activity_type: 'weight', activity_date: '2026-03-15T08:00:00Z' };
+    const body = JSON.stringify({ data: [...good.slice(0, 20), bad, ...good.slice(20)] });
+    const response = await handlePush(signed(body), deps());
+    expect(response.status).toBe(202);
+    expect(response.body).toMatchObject({ status: 'partial', items: 50, enqueued: 50 });
+    const [row] = await storedRows();
+    expect(row).toMatchObject({ status: 'partial', enqueued: 50 });
+    expect(row!.error).toContain('item 20: the user id "bad\\u0000user" cannot be used in a URL path');
+    expect((await fetchRows()).map((f) => f.user_id).sort()).toEqual(good.map((g) => g._id).sort());
+  });
+
   it('keeps a partner-side sync or disconnect notification as unrecognized, not failed', async () => {
     const body = JSON.stringify({
       data: {
@@ -407,17 +529,24 @@ describe('limits', () => {
   it('answers 429 past the per-org rate in one minute, records the minute and queues its latest pass', async () => {
     let now = NOW + 5_000;
     const rateLimit = createPushRateLimit({ perMinute: 2, now: () => now });
+    // Each notification signed at its own time (a signature is used once).
+    let sent = 0;
+    const signedNow = (body: string) =>
+      signed(body, {
+        timestamp: `${new Date(now).toISOString().slice(0, 19)}${String(++sent).padStart(12, '0')}`,
+      });
     const limited = deps({
       rateLimit,
+      refusals: createPushRefusalCounter({ now: () => now }),
       now: () => now,
       coalesceMs: 10_000,
       updatedMarginMs: 600_000,
       refusalRecovery: (key) => [{ orgId: key, objects: ['fitness', 'weight'] }],
     });
     const statuses = [];
-    for (let i = 0; i < 4; i++) statuses.push((await handlePush(signed(items(1)), limited)).status);
+    for (let i = 0; i < 4; i++) statuses.push((await handlePush(signedNow(items(1)), limited)).status);
     expect(statuses).toEqual([202, 202, 429, 429]);
-    const refused = await handlePush(signed(items(1)), limited);
+    const refused = await handlePush(signedNow(items(1)), limited);
     expect(refused.headers['retry-after']).toBe('60');
     expect(refused.body.error).toMatch(/more push notifications for org-b this minute/);
     expect(await storedRows()).toHaveLength(2);
@@ -448,11 +577,10 @@ describe('limits', () => {
       payload: { orgId: 'org-b', due: '2026-03-15T12:01:10.000Z' },
       extra: { delayMs: 65_250 },
     });
-    expect(logLines).toContain('push notifications refused (429) at the per-minute cap');
+    expect(logLines).toContain('"kind":"rate limit"');
     // The next minute's refusals join the same pending windows (same hour), which now end later.
     now += 60_000;
-    for (let i = 0; i < 3; i++)
-      await handlePush(signed(items(1), { timestamp: '2026-03-15T12:01:00Z' }), limited);
+    for (let i = 0; i < 3; i++) await handlePush(signedNow(items(1)), limited);
     const joined = (await fetchRows()).filter((f) => f.mode === 'refused');
     expect(joined.map((f) => [f.items, f.range_start, f.range_end, f.due_at])).toEqual(
       ['fitness', 'weight'].map(() => [
@@ -463,9 +591,7 @@ describe('limits', () => {
       ]),
     );
     now += 60_000;
-    expect((await handlePush(signed(items(1), { timestamp: '2026-03-15T12:02:00Z' }), limited)).status).toBe(
-      202,
-    );
+    expect((await handlePush(signedNow(items(1)), limited)).status).toBe(202);
   });
 
   it('lets the pending fetch of a user and object absorb repeats: wider range, sources united', async () => {
@@ -536,6 +662,11 @@ describe('the node:http adapter', () => {
     } as RequestInit);
     expect(streamed.status).toBe(413);
     expect(await storedRows()).toEqual([]);
+    // Both refusals of an admitted push counted for its org (the shared secret's only org here: none).
+    const minutes = await sql<{ org_id: string }>`select org_id from validic_sync.push_refusals`.execute(
+      db.warehouse.db,
+    );
+    expect(minutes.rows).toEqual([{ org_id: '(shared secret)' }]);
   });
 
   it('serves a good request end to end, and refuses a wrong path and a missing secret', async () => {

@@ -1,12 +1,20 @@
 /**
  * What fetch a push item becomes, and how fetches of one key merge (the same rule the store's upsert
- * applies): an activity item reads the user's object around its date, a record item that record, a
- * `last_updated` item a latest window in its hour; a refused minute becomes one org-level window per
- * object. Merging in any order gives the same fetch.
+ * applies): an activity item reads the user's object around its date, within the 28-day bucket of that
+ * date, a record item that record, a `last_updated` item a latest window in its hour; a refused minute
+ * becomes one org-level window per object. Announced dates are clamped to what the platform serves (the
+ * last year to the present, a day of slack either way), and however the items of a user and object are
+ * dated, every fetch they merge into plans one list request. Merging in any order gives the same fetches.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { coalescedDueAt, pushFetchOfItem, refusedMinuteFetches } from '../../src/push/push-items.ts';
+import {
+  activityRequests,
+  clampAnnouncedDate,
+  coalescedDueAt,
+  pushFetchOfItem,
+  refusedMinuteFetches,
+} from '../../src/push/push-items.ts';
 import {
   coalescePushFetches,
   mergePushFetch,
@@ -31,7 +39,8 @@ describe('pushFetchOfItem', () => {
       mode: 'activity',
       userId: 'u1',
       recordId: '',
-      bucket: '',
+      // The 28-day window (aligned to the epoch) the date falls in.
+      bucket: '2026-03-12',
       rangeStart: '2026-03-15T08:00:00.000Z',
       rangeEnd: '2026-03-15T08:00:00.000Z',
       sources: ['scale'],
@@ -60,6 +69,30 @@ describe('pushFetchOfItem', () => {
       rangeStart: null,
       rangeEnd: null,
     });
+  });
+
+  it('clamps an announced date to what the platform serves: a year back to the present, a day of slack', () => {
+    const DAY = 86_400_000;
+    const oldest = NOW - 366 * DAY;
+    const newest = NOW + DAY;
+    for (const [announced, read] of [
+      ['1990-01-01T00:00:00Z', oldest],
+      ['1000-01-01T00:00:00Z', oldest],
+      ['2100-01-01T00:00:00Z', newest],
+      ['2026-11-28T00:00:00Z', newest],
+      ['2026-03-15T08:00:00Z', Date.parse('2026-03-15T08:00:00Z')],
+      ['2025-03-14T12:00:04Z', Date.parse('2025-03-14T12:00:04Z')],
+    ] as const) {
+      expect(clampAnnouncedDate(Date.parse(announced), NOW), announced).toBe(read);
+      const fetch = pushFetchOfItem(
+        { object: 'weight', userId: 'u', activityDate: announced },
+        'org',
+        timing,
+      );
+      expect(fetch.rangeStart, announced).toBe(new Date(read).toISOString());
+      const updated = pushFetchOfItem({ object: 'weight', lastUpdated: announced }, 'org', timing);
+      expect(Date.parse(updated.rangeStart!), announced).toBe(read - timing.updatedMarginMs);
+    }
   });
 
   it('is due at once without a coalescing window', () => {
@@ -171,9 +204,44 @@ describe('merging fetches of one key', () => {
         'org',
         { ...timing, now: NOW + i.at },
       );
+    const byBucket = (fetches: PushFetchInput[]) =>
+      [...fetches].sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : 0));
     fc.assert(
       fc.property(itemsAndOrder, ([items, shuffled]) => {
-        expect(coalescePushFetches(shuffled.map(fetchOf))).toEqual(coalescePushFetches(items.map(fetchOf)));
+        expect(byBucket(coalescePushFetches(shuffled.map(fetchOf)))).toEqual(
+          byBucket(coalescePushFetches(items.map(fetchOf))),
+        );
+      }),
+    );
+  });
+
+  it('keeps every merged activity fetch at one list request, covering each of its items, whatever the dates', () => {
+    const DAY = 86_400_000;
+    // Any instant from the year 1000 to 2100: bad device clocks and forged bodies included.
+    const instant = fc.integer({ min: Date.UTC(1000, 0, 1), max: Date.UTC(2100, 0, 1) });
+    const nearNow = fc.integer({ min: NOW - 400 * DAY, max: NOW + 3 * DAY });
+    fc.assert(
+      fc.property(fc.array(fc.oneof(instant, nearNow), { minLength: 1, maxLength: 40 }), (dates) => {
+        const items = dates.map((ms) =>
+          pushFetchOfItem(
+            { object: 'weight', userId: 'u', activityDate: new Date(ms).toISOString() },
+            'org',
+            timing,
+          ),
+        );
+        const fetches = coalescePushFetches(items);
+        for (const f of fetches) {
+          expect(activityRequests(Date.parse(f.rangeStart!), Date.parse(f.rangeEnd!))).toBe(1);
+        }
+        for (const ms of dates) {
+          const at = clampAnnouncedDate(ms, NOW);
+          const covering = fetches.filter(
+            (f) => Date.parse(f.rangeStart!) <= at && at <= Date.parse(f.rangeEnd!),
+          );
+          expect(covering).toHaveLength(1);
+        }
+        // At most one fetch per bucket of the year and two days the clamp leaves.
+        expect(fetches.length).toBeLessThanOrEqual(Math.ceil((368 * DAY) / (28 * DAY)) + 1);
       }),
     );
   });

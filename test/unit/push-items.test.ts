@@ -44,6 +44,39 @@ describe('extractPushItems', () => {
     ]);
   });
 
+  it('gives documented items the same checks as the other shapes: a bad one costs only itself', () => {
+    const good = Array.from({ length: 50 }, (_, i) => ({
+      _id: `u${i}`,
+      activity_type: 'weight',
+      activity_date: '2026-03-15T08:00:00+00:00',
+      source: 'scale',
+    }));
+    const bad = [
+      { _id: 'bad\u0000user', activity_type: 'weight', activity_date: '2026-03-15T08:00:00Z' },
+      { _id: '..', activity_type: 'weight', activity_date: '2026-03-15T08:00:00Z' },
+      { _id: 'u', activity_type: 'weight', activity_date: '2026-03-15T08:00:00Z', source: 'app\u0000' },
+      {
+        _id: 'u',
+        activity_type: 'weight',
+        activity_date: '2026-03-15T08:00:00Z',
+        organization_id: 'o\u0001x',
+      },
+      { _id: 'x'.repeat(2000), activity_type: 'weight', activity_date: '2026-03-15T08:00:00Z' },
+    ];
+    const result = extractPushItems({ data: [...good.slice(0, 25), ...bad, ...good.slice(25)] });
+    expect(result.items.map((i) => i.userId)).toEqual(good.map((g) => g._id));
+    expect(result.listed).toBe(55);
+    expect(result.problems).toEqual([
+      'item 25: the user id "bad\\u0000user" cannot be used in a URL path: it holds control characters',
+      'item 26: the user id ".." cannot be used in a URL path: it is the dot-segment ".."',
+      'item 27: the source "app\\u0000" holds control characters',
+      'item 28: the organization id "o\\u0001x" holds control characters',
+      `item 29: the user id "${'x'.repeat(80)}" cannot be used in a URL path: it is longer than 1024 characters`,
+    ]);
+    // The reasons hold no raw control character (they are stored in a text column).
+    expect(result.problems.join('')).not.toMatch(/[\u0000-\u001f]/);
+  });
+
   it('keeps partner-side sync and disconnect notifications as announcing nothing, not as errors', () => {
     for (const type of ['sync', 'disconnect']) {
       const result = extractPushItems({

@@ -2,10 +2,11 @@
  * The provider's push signature: Base64(HMAC-SHA1(application secret, access token + service name +
  * X-Validic-Timestamp)). Checked against the provider's own published example, against a vector computed
  * here from the formula (not with the code under test), under both service names, with both timestamp
- * forms (the provider's example form and ISO-8601, plus epoch seconds), stale timestamps, and the
- * constant-time comparison.
+ * forms (the provider's example form and ISO-8601, plus epoch seconds), stale timestamps, the
+ * constant-time comparison, and strict base64 (one spelling per byte string).
  */
 import * as crypto from 'node:crypto';
+import fc from 'fast-check';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 
 vi.mock('node:crypto', async (importOriginal) => {
@@ -13,9 +14,8 @@ vi.mock('node:crypto', async (importOriginal) => {
   return { ...original, timingSafeEqual: vi.fn(original.timingSafeEqual) };
 });
 
-const { checkSignedPush, parsePushTimestamp, pushSignature, pushSignatureMatches } = await import(
-  '../../src/push/push-admission.ts'
-);
+const { checkSignedPush, decodeStrictBase64, parsePushTimestamp, pushSignature, pushSignatureMatches } =
+  await import('../../src/push/push-admission.ts');
 
 const formula = (secret: string, token: string, service: string, timestamp: string) =>
   crypto.createHmac('sha1', secret).update(`${token}${service}${timestamp}`).digest('base64');
@@ -90,6 +90,35 @@ describe('parsePushTimestamp', () => {
   });
 });
 
+describe('decodeStrictBase64', () => {
+  it('reads the canonical padded form of any bytes, and nothing else that node would decode to them', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 1, maxLength: 40 }), (bytes) => {
+        const text = Buffer.from(bytes).toString('base64');
+        expect(decodeStrictBase64(text)).toEqual(Buffer.from(bytes));
+        const urlSafe = text.replaceAll('+', '-').replaceAll('/', '_');
+        const others = [
+          text.replace(/=+$/, ''),
+          `${text}=`,
+          `${text}x`,
+          ` ${text}`,
+          `${text}\n`,
+          ...(urlSafe !== text ? [urlSafe] : []),
+        ].filter((other) => other !== text);
+        for (const other of others) expect(decodeStrictBase64(other), other).toBeUndefined();
+      }),
+    );
+  });
+
+  it('refuses a non-canonical last character (unused bits set)', () => {
+    expect(decodeStrictBase64('iYg596AeXNSgUqEPJHu6LKIVUGU=')).toHaveLength(20);
+    expect(Buffer.from('iYg596AeXNSgUqEPJHu6LKIVUGV=', 'base64')).toEqual(
+      Buffer.from('iYg596AeXNSgUqEPJHu6LKIVUGU=', 'base64'),
+    );
+    expect(decodeStrictBase64('iYg596AeXNSgUqEPJHu6LKIVUGV=')).toBeUndefined();
+  });
+});
+
 describe('checkSignedPush', () => {
   const now = Date.parse('2026-03-15T12:00:00Z');
   const orgs = [
@@ -104,22 +133,30 @@ describe('checkSignedPush', () => {
     maxAgeMs: 300_000,
   });
 
-  it('tells which org signed, in either timestamp form', () => {
-    expect(checkSignedPush(signed(orgs[1]!, '2026-03-15T11:58:00000000000000'))).toEqual({
+  it('tells which org signed, in either timestamp form, with the signature bytes and the timestamp', () => {
+    const b = signed(orgs[1]!, '2026-03-15T11:58:00000000000000');
+    expect(checkSignedPush(b)).toEqual({
       ok: true,
       orgId: 'org-b',
+      signature: Buffer.from(b.signature, 'base64'),
+      at: Date.parse('2026-03-15T11:58:00Z'),
     });
-    expect(checkSignedPush(signed(orgs[0]!, '2026-03-15T11:58:00Z', 'notifications'))).toEqual({
+    expect(checkSignedPush(signed(orgs[0]!, '2026-03-15T11:58:00Z', 'notifications'))).toMatchObject({
       ok: true,
       orgId: 'org-a',
     });
-    expect(checkSignedPush(signed(orgs[0]!, String(now / 1000 - 60)))).toEqual({ ok: true, orgId: 'org-a' });
+    expect(checkSignedPush(signed(orgs[0]!, String(now / 1000 - 60)))).toMatchObject({
+      ok: true,
+      orgId: 'org-a',
+    });
   });
 
   it('refuses a stale or far-future timestamp, a missing or unreadable one, and a bad signature', () => {
+    // The signature verified first: a refusal for the timestamp names the org that signed.
     expect(checkSignedPush(signed(orgs[0]!, '2026-03-15T11:54:59Z'))).toEqual({
       ok: false,
       reason: 'stale timestamp',
+      orgId: 'org-a',
     });
     expect(checkSignedPush(signed(orgs[0]!, '2026-03-15T11:54:59000000000000'))).toMatchObject({
       reason: 'stale timestamp',

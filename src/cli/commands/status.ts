@@ -174,7 +174,7 @@ function formatPush(p: NonNullable<BudgetStatus['push']>): string[] {
     `  push backlog: ${p.pending} pending (${p.due} due, oldest ${p.oldestPendingSeconds === null ? '—' : `${period(p.oldestPendingSeconds)} ago`}), ${p.queued} queued, ${p.failed} failed`,
     ...(p.refusedLastHour > 0
       ? [
-          `  push refused (429) in the last hour: ${p.refusedLastHour} notifications in ${p.refusedMinutesLastHour} minutes (read again by a legacy latest pass)`,
+          `  push refused in the last hour: ${p.refusedLastHour} requests in ${p.refusedMinutesLastHour} minutes (read again by a legacy latest pass)`,
         ]
       : []),
   ];
