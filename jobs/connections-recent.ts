@@ -1,8 +1,8 @@
 /**
  * connections.recent: the scheduled reconciliation of connection events. Each tick queues
  * connections.reconcile for the last `days` days (default: config `schedules.reconcileDays`, 30), never
- * before the date the platform keeps events from; what the stream delivered is a no-op, what it missed
- * is inserted and counted in the `reconcile:last` cursor.
+ * before the date the platform keeps events from; what the stream delivered is a no-op, what the
+ * warehouse lacked is inserted, and what of it the stream missed is counted in the `reconcile:last` cursor.
  */
 
 import { z } from 'zod';

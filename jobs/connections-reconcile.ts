@@ -1,7 +1,10 @@
 /**
  * connections.reconcile: pages `/connections` for one window of at most 30 days and loads every page.
- * Events are immutable and keyed by id, so what the stream already delivered is a no-op; what it
- * missed is inserted and counted (`inserted` = events the stream missed).
+ * Events are immutable and keyed by id, so what the stream already delivered is a no-op. What the
+ * warehouse lacked is inserted (`inserted`); of that, only what was created while the primary stream
+ * delivered (inside its committed span, src/warehouse/stream-bookkeeping.ts `readPrimaryStreamSpan`) was
+ * missed by the stream (`missed`): a first reconciliation over an empty warehouse, or of days before the
+ * stream started, adds events without reporting a loss.
  */
 
 import { z } from 'zod';
@@ -22,7 +25,12 @@ export const connectionsReconcilePayload = z.object({
 export interface ConnectionsReconcileResult extends LoadCounts {
   events: number;
   pages: number;
+  /** Events the warehouse lacked that were created while the primary stream delivered: its loss. */
+  missed: number;
 }
+
+/** How far the platform's sending order and `created_at` may disagree (whole seconds on events). */
+const ORDER_SLACK_MS = 2_000;
 
 export const connectionsReconcile = defineJob({
   name: 'connections.reconcile',
@@ -32,15 +40,33 @@ export const connectionsReconcile = defineJob({
   retry: 'fetch',
   jobId: (p) => jobKey('connections.reconcile', p.orgId, p.startDate, p.endDate, p.runId),
   async run(ctx, payload): Promise<ConnectionsReconcileResult> {
-    const { v2 } = ctx.org(payload.orgId);
-    const result: ConnectionsReconcileResult = { ...emptyCounts(), events: 0, pages: 0 };
-    for await (const page of v2.listConnectionsPages({
+    const org = ctx.org(payload.orgId);
+    const result: ConnectionsReconcileResult = { ...emptyCounts(), events: 0, pages: 0, missed: 0 };
+    // A stream whose filter leaves connection events out was never to deliver them: nothing it missed.
+    const span = org.streamCarriesConnections
+      ? await ctx.warehouse.readPrimaryStreamSpan(payload.orgId, org.streamName)
+      : undefined;
+    for await (const page of org.v2.listConnectionsPages({
       startDate: payload.startDate,
       endDate: payload.endDate,
       signal: ctx.signal,
     })) {
       result.pages++;
       result.events += page.connections.length;
+      if (span) {
+        const ids = page.connections.flatMap((e) => (typeof e.id === 'string' ? [e.id] : []));
+        const absent = await ctx.warehouse.absentConnectionEvents(payload.orgId, ids);
+        for (const event of page.connections) {
+          const created = Date.parse(String(event.created_at ?? ''));
+          if (
+            typeof event.id === 'string' &&
+            absent.has(event.id) &&
+            created >= span.fromMs &&
+            created <= span.throughMs - ORDER_SLACK_MS
+          )
+            result.missed += 1;
+        }
+      }
       const loaded = await ctx.warehouse.applyBatch(
         {
           orgId: payload.orgId,
@@ -73,7 +99,7 @@ export const connectionsReconcile = defineJob({
       startDate: payload.startDate,
       endDate: payload.endDate,
       events: result.events,
-      missed: result.inserted,
+      missed: result.missed,
     });
     await ctx.warehouse.applyBatch(
       { orgId: payload.orgId, arrivedVia: 'poll', items: [] },
@@ -83,7 +109,7 @@ export const connectionsReconcile = defineJob({
     if (payload.runId) await ctx.warehouse.finishRunIfComplete(payload.runId);
     if (result.inserted > 0) {
       ctx.log.info(
-        { missed: result.inserted, window: `${payload.startDate}..${payload.endDate}` },
+        { added: result.inserted, missed: result.missed, window: `${payload.startDate}..${payload.endDate}` },
         'connection events that were not yet in the warehouse were added',
       );
     }

@@ -53,6 +53,7 @@ import {
   recordListedUsers,
 } from '../warehouse/remove-users.ts';
 import type { PassTrigger } from '../warehouse/stream-bookkeeping.ts';
+import { absentConnectionEvents, readPrimaryStreamSpan } from '../warehouse/stream-bookkeeping.ts';
 import { analyzeNewTables, createPartitionsAhead, emptyRawBefore } from '../warehouse/warehouse-upkeep.ts';
 import {
   findUnfinishedRun,
@@ -295,6 +296,9 @@ export function jobWarehouse(warehouse: Warehouse) {
     currentVersions: onDb(currentVersions),
     liveRecordIds: onDb(liveRecordIds),
     nextUsersInRotation: onDb(nextUsersInRotation),
+    // What the primary stream delivered, and which events a reconciliation finds the warehouse lacks.
+    readPrimaryStreamSpan: onDb(readPrimaryStreamSpan),
+    absentConnectionEvents: onDb(absentConnectionEvents),
     // Upkeep.
     prunePushNotifications: onDb(prunePushNotifications),
     prunePushFetches: onDb(prunePushFetches),
@@ -314,6 +318,10 @@ export interface JobOrg {
   legacy: LegacyClient;
   /** `organizations[].resources`: what records.backfill and records.recent fetch by default. */
   resources: OrganizationConfig['resources'];
+  /** `organizations[].stream.name`: the primary stream (its cursors say what it delivered). */
+  streamName: string;
+  /** The stream's resource filter lets connection events through (no filter, or one naming them). */
+  streamCarriesConnections: boolean;
   /** `organizations[].legacy.objects`: what legacy.sync plans by default. */
   legacyObjects: OrganizationConfig['legacy']['objects'];
   /** One legacy record by id; `found: false` when the platform answers 404. */
@@ -353,6 +361,9 @@ export function jobOrg(
     v2: clients.v2,
     legacy: clients.legacy,
     resources: config.resources,
+    streamName: config.stream.name,
+    streamCarriesConnections:
+      !config.stream.resources?.length || config.stream.resources.includes('connection'),
     legacyObjects: config.legacy.objects,
     findLegacyRecord: (input) => findLegacyRecord(clients, input),
     confirmLegacyDeletes: (input) =>

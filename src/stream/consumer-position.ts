@@ -37,6 +37,7 @@ export function pickPosition(loaded: StreamPosition): StreamPosition {
     out.platformOffsetMs = loaded.platformOffsetMs;
   if (typeof loaded.quietAt === 'string') out.quietAt = loaded.quietAt;
   if (typeof loaded.deliveryFrom === 'string') out.deliveryFrom = loaded.deliveryFrom;
+  if (typeof loaded.connectedSince === 'string') out.connectedSince = loaded.connectedSince;
   const gap = loaded.uncleanEnd;
   if (
     gap &&
@@ -56,6 +57,7 @@ function samePosition(a: StreamPosition, b: StreamPosition): boolean {
     a.platformOffsetMs === b.platformOffsetMs &&
     a.quietAt === b.quietAt &&
     a.deliveryFrom === b.deliveryFrom &&
+    a.connectedSince === b.connectedSince &&
     a.uncleanEnd?.from === b.uncleanEnd?.from &&
     a.uncleanEnd?.to === b.uncleanEnd?.to
   );

@@ -399,8 +399,11 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
             meta,
           ),
         loadPosition: async () => {
-          const position = await readCursor(warehouse.db, orgId, cursor);
-          if (position && committedThroughOf(position) !== undefined) return position;
+          const position = {
+            connectedSince: new Date(platformNow()).toISOString(),
+            ...(await readCursor(warehouse.db, orgId, cursor)),
+          };
+          if (committedThroughOf(position) !== undefined) return position;
           return { ...position, deliveryFrom: await deliveryStart(slot) };
         },
         onGap: (gap) => onGap(slot, gap),

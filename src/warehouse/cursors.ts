@@ -195,6 +195,11 @@ export interface StreamPosition {
    * stream's backlog start for a new stream, or what the org's other connections had committed).
    */
   deliveryFrom?: string;
+  /**
+   * Platform time this connection first started (kept from then on): events created before it were not
+   * this stream's to deliver as far as loss is counted (a new stream's backlog may start at its creation).
+   */
+  connectedSince?: string;
 }
 
 /**
@@ -280,6 +285,7 @@ const streamPositionValue = z.object({
   ),
   quietAt: optional(z.string()),
   deliveryFrom: optional(z.string()),
+  connectedSince: optional(z.string()),
   streamId: optional(z.string()),
   slot: optional(z.number()),
 }) satisfies z.ZodType<StreamPosition>;

@@ -487,6 +487,8 @@ export async function readStreamLastHeard(
  */
 export interface PrimarySlotPosition {
   slot: number;
+  deliveryFrom?: string;
+  connectedSince?: string;
   newestCreatedAt?: string;
   quietAt?: string;
   lastLiveAt?: string;
@@ -505,6 +507,8 @@ export async function readPrimaryPositions(
     if (!value) continue;
     out.push({
       slot,
+      ...(value.deliveryFrom ? { deliveryFrom: value.deliveryFrom } : {}),
+      ...(value.connectedSince ? { connectedSince: value.connectedSince } : {}),
       ...(value.newestCreatedAt ? { newestCreatedAt: value.newestCreatedAt } : {}),
       ...(value.quietAt ? { quietAt: value.quietAt } : {}),
       ...(value.lastLiveAt ? { lastLiveAt: value.lastLiveAt } : {}),
@@ -513,6 +517,42 @@ export async function readPrimaryPositions(
     });
   }
   return out;
+}
+
+/**
+ * The span of platform time the primary stream has delivered and committed, from its cursors: from when
+ * its first connection started (`connectedSince`) to the least of what each connection committed through
+ * (`newestCreatedAt`, `quietAt`). Undefined when the stream never ran. An event created inside it that the
+ * warehouse lacks was missed by the stream; one outside it was not the stream's to deliver (a first
+ * reconciliation over an empty warehouse finds no loss).
+ */
+export async function readPrimaryStreamSpan(
+  db: Kysely<Database>,
+  orgId: string,
+  streamName: string,
+): Promise<{ fromMs: number; throughMs: number } | undefined> {
+  let fromMs = Infinity;
+  let throughMs: number | undefined;
+  for (const slot of await readPrimaryPositions(db, orgId, streamName)) {
+    const from = Date.parse(slot.connectedSince ?? '');
+    if (Number.isFinite(from)) fromMs = Math.min(fromMs, from);
+    const marks = [Date.parse(slot.newestCreatedAt ?? ''), Date.parse(slot.quietAt ?? '')].filter(
+      Number.isFinite,
+    );
+    if (marks.length > 0) throughMs = Math.min(throughMs ?? Infinity, Math.max(...marks));
+  }
+  if (throughMs === undefined) return undefined;
+  // Cursors written before `connectedSince` existed: the stream's start is not known, so it is not bounded.
+  return { fromMs: Number.isFinite(fromMs) ? fromMs : -Infinity, throughMs };
+}
+
+/** Which of some connection events the warehouse does not hold, by id. */
+export async function absentConnectionEvents(
+  db: Kysely<Database>,
+  orgId: string,
+  ids: readonly string[],
+): Promise<Set<string>> {
+  return (await absentVersions(db, orgId, [], ids)).events;
 }
 
 /**

@@ -1,11 +1,14 @@
 /**
- * `validic-sync reconcile` end to end: a stream whose resource filter leaves connection events out
- * misses them; `reconcile` pages `/connections` in ≤ 30-day windows, adds exactly the missed events,
- * counts them (output and the `reconcile:last` cursor), and adds nothing on a second run.
+ * `validic-sync reconcile` end to end: a stream whose resource filter leaves connection events out never
+ * carries them; `reconcile` pages `/connections` in ≤ 30-day windows, adds exactly the events the
+ * warehouse lacks, and adds nothing on a second run. None of them was the stream's to deliver, so none
+ * counts as missed by it (output and the `reconcile:last` cursor): a loss is only reported where the
+ * stream was to deliver.
  */
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { readCursor, reconcileLastCursor } from '../../src/warehouse/cursors.ts';
+import { readCursor, reconcileLastCursor, streamPositionCursor } from '../../src/warehouse/cursors.ts';
+import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { useSandbox, useTempDir } from '../helpers/use-before-all.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
@@ -70,14 +73,14 @@ describe('reconcile adds the connection events the stream missed', () => {
     expect(reconciled.code, reconciled.stderr).toBe(0);
     expect(reconciled.stdout).toContain(`windows 2`);
     expect(reconciled.stdout).toContain(
-      `connection events seen ${expected}, added ${expected} (missed by the stream)`,
+      `connection events seen ${expected}, added ${expected}, of which missed by the stream 0`,
     );
     expect(await storedEvents()).toBe(expected);
     expect(await readCursor(db.warehouse.db, sandbox.orgId, reconcileLastCursor())).toMatchObject({
       startDate: from,
       endDate: to,
       events: expected,
-      missed: expected,
+      missed: 0,
     });
 
     const again = await runCli(['reconcile', '--from', from, '--to', to], env);
@@ -85,6 +88,52 @@ describe('reconcile adds the connection events the stream missed', () => {
     expect(again.stdout).toContain(`connection events seen ${expected}, added 0`);
     expect(await readCursor(db.warehouse.db, sandbox.orgId, reconcileLastCursor())).toMatchObject({
       missed: 0,
+    });
+  });
+
+  it('counts as missed only what was created while a stream carrying events delivered', async () => {
+    // A stream that carries connection events ran from 20 days ago and committed through 5 days ago (its
+    // cursor, as a crashed process left it); the warehouse holds no event.
+    const stream = await dir.writeJson('config-all.json', {
+      organizations: [{ stream: { name: 'everything', reconcile: false } }],
+    });
+    const env = sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONFIG: stream });
+    await sql`delete from validic.connection_events where org_id = ${sandbox.orgId}`.execute(db.warehouse.db);
+    const since = Date.now() - 20 * 86_400_000;
+    const through = Date.now() - 5 * 86_400_000;
+    await applyBatch(
+      db.warehouse,
+      { orgId: sandbox.orgId, arrivedVia: 'stream', items: [] },
+      {
+        cursors: [
+          streamPositionCursor('everything', 0).write({
+            connectedSince: new Date(since).toISOString(),
+            newestCreatedAt: new Date(through).toISOString(),
+            lastLiveAt: new Date(through).toISOString(),
+          }),
+        ],
+      },
+    );
+    const from = day(40 * 86_400_000);
+    const to = day(0);
+    const inRange = sandbox.truth
+      .connections()
+      .filter((e) => e.created_at.slice(0, 10) >= from && e.created_at.slice(0, 10) <= to);
+    const lost = inRange.filter((e) => {
+      const created = Date.parse(e.created_at);
+      return created >= since && created <= through - 2_000;
+    }).length;
+    expect(lost).toBeGreaterThan(0);
+    expect(lost).toBeLessThan(inRange.length);
+
+    const reconciled = await runCli(['reconcile', '--from', from, '--to', to], env);
+    expect(reconciled.code, reconciled.stderr).toBe(0);
+    expect(reconciled.stdout).toContain(
+      `connection events seen ${inRange.length}, added ${inRange.length}, of which missed by the stream ${lost}`,
+    );
+    expect(await readCursor(db.warehouse.db, sandbox.orgId, reconcileLastCursor())).toMatchObject({
+      events: inRange.length,
+      missed: lost,
     });
   });
 });

@@ -1,11 +1,15 @@
 /**
  * `validic-sync reconcile --from D --to D [--org id]`: pages `/connections` in ≤ 30-day windows
- * (the `connections.reconcile` job, run inline) and adds the connection events the stream missed.
- * Events are keyed by id, so what the stream already stored is a no-op and "added" counts exactly
- * what it missed. The totals also go to the `reconcile:last` cursor, which `status` shows. Then, with
- * the org's reconciliation stream on (`stream.reconcile`), one pass of it (`streams.reconcile`): it
- * re-delivers every record and event created since its last pass, and what it adds is what the stream
- * lost, so one-shot users get the same completeness as the worker.
+ * (the `connections.reconcile` job, run inline) and adds the connection events the warehouse lacks.
+ * Events are keyed by id, so what the stream already stored is a no-op; of what is added, what was
+ * created while the stream delivered is what it missed (before the stream ran, nothing was its to
+ * miss). The totals also go to the `reconcile:last` cursor, which `status` shows. Then one
+ * reconciliation of the stream (`streams.reconcile`, src/stream/reconcile-org.ts): the replay of the gaps
+ * the reconciliation stream cannot reach, and a pass of that stream, which re-delivers every record and
+ * event created since its last pass; what they add is what the stream lost, so one-shot users get the
+ * same completeness as the worker. Without a reconciliation stream (the platform's 5 streams are taken,
+ * or `stream.reconcile` is off) the provider's replay from where the last delivery left off (or --from)
+ * does the pass's work, and the output says so.
  */
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/load-config.ts';
@@ -53,7 +57,7 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
           resumeFix: 'run the same command again (events already stored are not added twice)',
           retryHint: 'run the same command again to retry (events already stored are not added twice)',
           startOrg({ org, runner, runtime }) {
-            const totals = { events: 0, missed: 0, pages: 0, quarantined: 0 };
+            const totals = { events: 0, added: 0, missed: 0, pages: 0, quarantined: 0 };
             let windowsDone = 0;
             let pass: ReconcileOrgSummary | undefined;
             runner.on('completed', (job, result) => {
@@ -61,7 +65,8 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
               const window = resultOf('connections.reconcile', job, result);
               if (!window) return;
               totals.events += window.events;
-              totals.missed += window.inserted;
+              totals.added += window.inserted;
+              totals.missed += window.missed;
               totals.pages += window.pages;
               totals.quarantined += window.quarantined;
               windowsDone += 1;
@@ -93,7 +98,7 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
               }
               print(`reconcile ${org.orgId} ${from}..${range.to}: ${state} in ${seconds} s`);
               print(
-                `  windows ${windows.length} | pages ${totals.pages} | connection events seen ${totals.events}, added ${totals.missed} (missed by the stream)${totals.quarantined ? `, quarantined ${totals.quarantined}` : ''}`,
+                `  windows ${windows.length} | pages ${totals.pages} | connection events seen ${totals.events}, added ${totals.added}, of which missed by the stream ${totals.missed}${totals.quarantined ? `, quarantined ${totals.quarantined}` : ''}`,
               );
               if (!org.stream.reconcile)
                 print(
