@@ -5,6 +5,7 @@
 import type { Kysely } from 'kysely';
 import { type BudgetStatus, describeBudget, readBudgetPlan } from '../budget/read-budget-plan.ts';
 import type { Config } from '../config/schema.ts';
+import { deliveryDead } from '../stream/interrupted-deliveries.ts';
 import { V2_RESOURCES } from '../validic/platform-limits.ts';
 import {
   type CursorEntry,
@@ -22,8 +23,10 @@ import { countPollableUsers } from '../warehouse/recent-polls.ts';
 import {
   type ReconcilePassRow,
   type ReconcileTotals,
+  readLastDelivery,
   readLastReconcilePass,
   readOpenStreamGaps,
+  readRunningDeliveries,
   reconcileTotalsSince,
   type StoredStreamGap,
 } from '../warehouse/stream-bookkeeping.ts';
@@ -274,6 +277,13 @@ export interface ReconciliationStatus {
   /** The reconciliation stream's name (it counts toward the platform's 5 streams per customer). */
   streamName: string | null;
   lastPass: ReconcilePassRow | null;
+  /** The newest delivery of any kind (a pass, or a replay of the gaps the reconciliation stream cannot reach). */
+  lastDelivery: ReconcilePassRow | null;
+  /**
+   * Deliveries still marked running whose process is gone (its host says so, or no sign of life for 2
+   * minutes): the next `stream`, `reconcile` or worker start marks them interrupted and replays their gaps.
+   */
+  interrupted: number;
   last24h: ReconcileTotals;
   last7d: ReconcileTotals;
 }
@@ -294,6 +304,8 @@ export async function readReconciliationStatus(
   return {
     streamName,
     lastPass: streamName ? ((await readLastReconcilePass(db, orgId, streamName)) ?? null) : null,
+    lastDelivery: (await readLastDelivery(db, orgId)) ?? null,
+    interrupted: (await readRunningDeliveries(db, orgId)).filter((row) => deliveryDead(row)).length,
     last24h: await reconcileTotalsSince(db, orgId, new Date(now.getTime() - DAY_MS)),
     last7d: await reconcileTotalsSince(db, orgId, new Date(now.getTime() - 7 * DAY_MS)),
   };

@@ -190,8 +190,8 @@ function formatGapsAndPasses(
   const r = org.reconciliation;
   out.push(
     gaps.open === 0
-      ? '  gaps: none open (every span the stream may have lost events in is covered by a reconciliation pass)'
-      : `  gaps: ${gaps.open} open, until a reconciliation pass covers them (events in them may be missing)`,
+      ? '  gaps: none open (every span the stream may have lost events in is covered by a delivery)'
+      : `  gaps: ${gaps.open} open, until a delivery covers them (events in them may be missing)`,
   );
   if (gaps.oldest.length > 0)
     out.push(
@@ -207,20 +207,24 @@ function formatGapsAndPasses(
         ]),
       ).map((l) => `    ${l}`),
     );
-  if (!r.streamName) {
-    out.push(
-      '',
-      'reconciliation stream: off (stream.reconcile is false): events the stream loses are not re-delivered',
-    );
-    return out;
-  }
-  out.push('', `reconciliation stream ${r.streamName} (one of the platform's 5 streams per customer)`);
-  const p = r.lastPass;
+  const describe = (d: NonNullable<typeof r.lastPass>) =>
+    `${d.outcome}, ${lagOf(d.startedAt)} ago (${d.trigger}); re-delivered ${d.frames}, missed by the stream ${d.missed} (inserted ${d.counts.inserted}, updated ${d.counts.updated})`;
   out.push(
-    p
-      ? `  last pass: ${p.outcome}, ${lagOf(p.startedAt)} ago (${p.trigger}); re-delivered ${p.frames}, missed by the stream ${p.missed} (inserted ${p.counts.inserted}, updated ${p.counts.updated})`
-      : '  no pass yet',
-    `  missed by the stream (measured loss): last 24 h ${r.last24h.missed} of ${r.last24h.frames} re-delivered in ${r.last24h.passes} passes; last 7 days ${r.last7d.missed} of ${r.last7d.frames} in ${r.last7d.passes}`,
+    '',
+    r.streamName
+      ? `reconciliation stream ${r.streamName} (one of the platform's 5 streams per customer)`
+      : "reconciliation stream: off (stream.reconcile is false): the provider's replay delivers the gaps",
+  );
+  if (r.streamName) out.push(r.lastPass ? `  last pass: ${describe(r.lastPass)}` : '  no pass yet');
+  const d = r.lastDelivery;
+  if (d && d.source === 'replay')
+    out.push(`  last gap replay (from ${d.reachFrom.slice(0, 10)}): ${describe(d)}`);
+  if (r.interrupted > 0)
+    out.push(
+      `  ${r.interrupted} ${r.interrupted === 1 ? 'delivery' : 'deliveries'} marked running whose process is gone: the next stream, reconcile or worker start marks ${r.interrupted === 1 ? 'it' : 'them'} interrupted and replays ${r.interrupted === 1 ? 'its' : 'their'} gap`,
+    );
+  out.push(
+    `  missed by the stream (measured loss): last 24 h ${r.last24h.missed} of ${r.last24h.frames} re-delivered in ${r.last24h.passes} deliveries; last 7 days ${r.last7d.missed} of ${r.last7d.frames} in ${r.last7d.passes}`,
   );
   return out;
 }
