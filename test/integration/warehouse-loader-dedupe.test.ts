@@ -56,6 +56,21 @@ async function versions(orgId: string, id: string) {
   return rows.map((r) => r.checksum);
 }
 
+/** Every kept version of an id, oldest first: `checksum created_at` and ` deleted` when it was. */
+async function history(orgId: string, id: string) {
+  const rows = await t.warehouse.db
+    .selectFrom('validic.record_versions')
+    .select(['checksum', 'created_at', 'deleted_at'])
+    .where('org_id', '=', orgId)
+    .where('record_id', '=', id)
+    .orderBy('created_at')
+    .orderBy('checksum')
+    .execute();
+  return rows.map(
+    (r) => `${r.checksum} ${r.created_at.toISOString().slice(0, 10)}${r.deleted_at ? ' deleted' : ''}`,
+  );
+}
+
 async function metricValues(orgId: string, id: string) {
   const rows = await t.warehouse.db
     .selectFrom('validic.record_metrics')
@@ -201,8 +216,8 @@ describe('applyBatch dedupe rules', () => {
       const row = await current(org, 'r1');
       expect(row?.deleted_at?.toISOString()).toBe('2024-03-02T09:00:00.000Z');
       expect(row?.created_at.toISOString()).toBe('2024-03-02T09:00:00.000Z');
-      // The row was replaced in place: no second row of checksum c1 in record_versions.
-      expect(await versions(org, 'r1')).toEqual([]);
+      // The version before the delete is kept.
+      expect(await history(org, 'r1')).toEqual(['c1 2024-03-01']);
       expect(await metricValues(org, 'r1')).toEqual(['body_weight=70', 'bmi=22.5']);
 
       const ctid = async () =>
@@ -216,9 +231,80 @@ describe('applyBatch dedupe rules', () => {
       expect(again).toMatchObject({ updated: 0, unchanged: 1 });
       // The live version arriving late (a replay) does not bring the record back.
       const late = await applyBatch(t.warehouse, records(org, [live('2024-03-01T09:00:00Z')]));
-      expect(late).toMatchObject({ updated: 0, inserted: 0 });
+      expect(late).toMatchObject({ updated: 0, inserted: 0, stale: 1 });
       expect(await ctid()).toBe(before);
       expect((await current(org, 'r1'))?.deleted_at).not.toBeNull();
+      expect(await history(org, 'r1')).toEqual(['c1 2024-03-01']);
+    });
+
+    it('a revival (the same checksum, deleted_at null, a later created_at) makes the record current again, keeping every version', async () => {
+      const org = newOrg();
+      const revived = live('2024-03-03T09:00:00Z');
+      await applyBatch(t.warehouse, records(org, [live('2024-03-01T09:00:00Z')]));
+      await applyBatch(t.warehouse, records(org, [deleted('2024-03-02T09:00:00Z')], 'stream'));
+      const result = await applyBatch(t.warehouse, records(org, [revived], 'stream'));
+      expect(result).toMatchObject({ updated: 1, unchanged: 0, stale: 0 });
+      const row = await current(org, 'r1');
+      expect(row?.deleted_at).toBeNull();
+      expect(row?.created_at.toISOString()).toBe('2024-03-03T09:00:00.000Z');
+      expect(await history(org, 'r1')).toEqual(['c1 2024-03-01', 'c1 2024-03-02 deleted']);
+      // The analyst views show it again.
+      expect(await metricValues(org, 'r1')).toEqual(['body_weight=70', 'bmi=22.5']);
+      const daily = await sql<{ readings: number }>`
+        select readings from validic.daily_metrics where org_id = ${org} and metric_type = 'body_weight'`.execute(
+        t.warehouse.db,
+      );
+      expect(daily.rows).toEqual([{ readings: 1 }]);
+
+      // Any order of the three ends the same, and redelivering them all changes nothing.
+      const all = [live('2024-03-01T09:00:00Z'), deleted('2024-03-02T09:00:00Z'), revived];
+      for (const order of [
+        [2, 1, 0],
+        [1, 2, 0],
+        [0, 2, 1],
+      ]) {
+        const other = newOrg();
+        for (const i of order) await applyBatch(t.warehouse, records(other, [all[i]!]));
+        expect((await current(other, 'r1'))?.deleted_at).toBeNull();
+        expect(await history(other, 'r1')).toEqual(['c1 2024-03-01', 'c1 2024-03-02 deleted']);
+      }
+      const together = newOrg();
+      await applyBatch(t.warehouse, records(together, all));
+      expect(await history(together, 'r1')).toEqual(['c1 2024-03-01', 'c1 2024-03-02 deleted']);
+      expect(await applyBatch(t.warehouse, records(together, all))).toMatchObject({
+        updated: 0,
+        inserted: 0,
+        unchanged: 1,
+        stale: 2,
+      });
+      expect(await history(together, 'r1')).toEqual(['c1 2024-03-01', 'c1 2024-03-02 deleted']);
+    });
+
+    it("an audit batch takes the platform's version at the same created_at, whatever the checksums' order", async () => {
+      const org = newOrg();
+      await applyBatch(t.warehouse, records(org, [measurement('r1', 'zzz', '2024-03-01T09:00:00Z', 70)]));
+      // Not from the audit: the greater checksum stays.
+      const poll = await applyBatch(
+        t.warehouse,
+        records(org, [measurement('r1', 'aaa', '2024-03-01T09:00:00Z', 71)], 'poll'),
+      );
+      expect(poll).toMatchObject({ updated: 0, stale: 1 });
+      expect((await current(org, 'r1'))?.checksum).toBe('zzz');
+      const audit = await applyBatch(
+        t.warehouse,
+        records(org, [measurement('r1', 'aaa', '2024-03-01T09:00:00Z', 71)], 'audit'),
+      );
+      expect(audit).toMatchObject({ updated: 1, stale: 0 });
+      expect((await current(org, 'r1'))?.checksum).toBe('aaa');
+      expect((await current(org, 'r1'))?.arrived_via).toBe('audit');
+      expect(await history(org, 'r1')).toEqual(['zzz 2024-03-01']);
+      // An older version is not taken, even from the audit.
+      const older = await applyBatch(
+        t.warehouse,
+        records(org, [measurement('r1', 'bbb', '2024-02-28T09:00:00Z', 72)], 'audit'),
+      );
+      expect(older).toMatchObject({ updated: 0, stale: 1 });
+      expect((await current(org, 'r1'))?.checksum).toBe('aaa');
     });
 
     it('wins with the same created_at too, in either arrival order and within one batch', async () => {

@@ -1,7 +1,7 @@
 /**
  * Property: any order and repetition of a set of record versions, split into any batches, leaves the
  * warehouse exactly as loading only the newest version of each id once; and record_versions holds every
- * other distinct (id, checksum), whatever the order.
+ * other distinct version (id, checksum, created_at, deleted or not), whatever the order.
  */
 import fc from 'fast-check';
 import { sql } from 'kysely';
@@ -20,6 +20,7 @@ interface Version {
   type: (typeof TYPES)[number];
   checksum: string;
   createdAt: string;
+  deleted: boolean;
   seed: number;
 }
 
@@ -32,7 +33,7 @@ function rawOf(v: Version): Record<string, unknown> {
     utc_offset: 3600,
     offset_origin: 'profile',
     created_at: v.createdAt,
-    deleted_at: v.seed % 5 === 0 ? v.createdAt : null,
+    deleted_at: v.deleted ? v.createdAt : null,
   });
   const metricOf = (type: string, k: number) => metric(type, v.seed * 10 + k);
   switch (v.type) {
@@ -78,18 +79,22 @@ function rawOf(v: Version): Record<string, unknown> {
   }
 }
 
-/** A set of ids, each with 1–4 versions of distinct checksums; created_at values may tie. */
+/**
+ * A set of ids, each with 1–4 distinct versions; created_at values may tie, and one checksum may come
+ * at several times and with or without deleted_at (a delete that keeps the checksum, a revival).
+ */
 const versionSet = fc
   .array(
     fc.record({
       type: fc.constantFrom(...TYPES),
       versions: fc.uniqueArray(
         fc.record({
-          checksum: fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f'),
+          checksum: fc.constantFrom('a', 'b', 'c'),
           day: fc.integer({ min: 1, max: 3 }),
+          deleted: fc.boolean(),
           seed: fc.nat(40),
         }),
-        { minLength: 1, maxLength: 4, selector: (v) => v.checksum },
+        { minLength: 1, maxLength: 4, selector: (v) => `${v.checksum}/${v.day}/${v.deleted}` },
       ),
     }),
     { minLength: 1, maxLength: 4 },
@@ -102,6 +107,7 @@ const versionSet = fc
           type: rec.type,
           checksum: `${v.checksum}${i}`,
           createdAt: `2024-05-0${v.day}T12:00:00Z`,
+          deleted: v.deleted,
           seed: v.seed,
         }),
       ),
@@ -135,12 +141,15 @@ const scenario = versionSet.chain((versions) =>
     }),
 );
 
+/** The order of versions: created_at, then checksum, then deleted above not deleted. */
+const rank = (v: Version) => `${v.createdAt}/${v.checksum}/${v.deleted ? 1 : 0}`;
+const identity = (v: Version) => `${v.id}/${rank(v)}`;
+
 function newest(versions: Version[]): Version[] {
   const best = new Map<string, Version>();
   for (const v of versions) {
     const b = best.get(v.id);
-    if (!b || v.createdAt > b.createdAt || (v.createdAt === b.createdAt && v.checksum > b.checksum))
-      best.set(v.id, v);
+    if (!b || rank(v) > rank(b)) best.set(v.id, v);
   }
   return [...best.values()];
 }
@@ -159,7 +168,7 @@ const CONTENT_TABLES = {
   nutrition_food: 'record_id, segment_index, food_index',
   nutrition_food_metrics: 'record_id, segment_index, food_index, metric_index',
   intraday_series: 'record_id, metric_index',
-  record_versions: 'record_id, checksum',
+  record_versions: 'record_id, created_at, checksum, deleted_at',
 } as const;
 
 async function dump(orgId: string): Promise<Record<string, unknown[]>> {
@@ -195,13 +204,19 @@ describe('loader order independence', () => {
         const { record_versions: _none, ...wantContent } = want;
         expect(gotContent).toEqual(wantContent);
 
-        const winners = new Set(newest(versions).map((v) => `${v.id}/${v.checksum}`));
-        const expectedVersions = versions
-          .filter((v) => !winners.has(`${v.id}/${v.checksum}`))
-          .map((v) => `${v.id}/${v.checksum}`)
-          .sort();
-        const stored = (gotVersions as { record_id: string; checksum: string }[])
-          .map((v) => `${v.record_id}/${v.checksum}`)
+        const winners = new Set(newest(versions).map(identity));
+        const expectedVersions = [...new Set(versions.map(identity))].filter((v) => !winners.has(v)).sort();
+        const stored = (
+          gotVersions as { record_id: string; checksum: string; created_at: Date; deleted_at: Date | null }[]
+        )
+          .map((v) =>
+            identity({
+              id: v.record_id,
+              checksum: v.checksum,
+              createdAt: v.created_at.toISOString().replace('.000Z', 'Z'),
+              deleted: v.deleted_at !== null,
+            } as Version),
+          )
           .sort();
         expect(stored).toEqual(expectedVersions);
       }),

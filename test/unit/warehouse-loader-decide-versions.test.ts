@@ -1,15 +1,17 @@
 /**
  * decideVersions, the records loader's pure heart, as properties and without PostgreSQL: the loads are
  * simulated on a model of `records` (the current version per id) and `record_versions` (a set of
- * (id, checksum)), doing what load-records.ts does with a decision.
+ * versions: id, checksum, created_at, deleted or not), doing what load-records.ts does with a decision.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   type BatchVersion,
+  type DecideOptions,
   decideVersions,
   isNewerVersion,
   type StoredVersion,
+  sameVersion,
   type VersionDecision,
   versionKey,
 } from '../../src/warehouse/loader/decide-versions.ts';
@@ -19,31 +21,26 @@ const CHECKSUMS = ['a', 'b', 'c', 'd'] as const;
 const time = (day: number) => `2024-05-0${day}T00:00:00.000Z`;
 
 /**
- * The distinct versions a scenario delivers: per (id, checksum) one created_at (few days, so ties
- * between checksums happen), and the same version with `deleted_at` or without (the platform's
- * checksum need not cover it).
+ * The distinct versions a scenario delivers: any (id, checksum, created_at, deleted or not), few of
+ * each (so ties of created_at between checksums happen, and one checksum comes at several times and
+ * with and without `deleted_at`: a delete that keeps the checksum, a revival after it).
  */
 const versionPool = fc
-  .tuple(
-    fc.array(fc.integer({ min: 1, max: 3 }), {
-      minLength: IDS.length * CHECKSUMS.length,
-      maxLength: IDS.length * CHECKSUMS.length,
+  .uniqueArray(
+    fc.record({
+      id: fc.nat(IDS.length - 1),
+      checksum: fc.nat(CHECKSUMS.length - 1),
+      day: fc.integer({ min: 1, max: 3 }),
+      deleted: fc.boolean(),
     }),
-    fc.uniqueArray(
-      fc.record({
-        id: fc.nat(IDS.length - 1),
-        checksum: fc.nat(CHECKSUMS.length - 1),
-        deleted: fc.boolean(),
-      }),
-      { minLength: 1, maxLength: 10, selector: (v) => `${v.id}/${v.checksum}/${v.deleted}` },
-    ),
+    { minLength: 1, maxLength: 10, selector: (v) => `${v.id}/${v.checksum}/${v.day}/${v.deleted}` },
   )
-  .map(([days, picks]) =>
+  .map((picks) =>
     picks.map(
       (p): BatchVersion => ({
         id: IDS[p.id]!,
         checksum: CHECKSUMS[p.checksum]!,
-        createdAt: time(days[p.id * CHECKSUMS.length + p.checksum]!),
+        createdAt: time(p.day),
         deletedAt: p.deleted ? '2024-06-01T00:00:00.000Z' : null,
       }),
     ),
@@ -72,29 +69,36 @@ function batches<T>(items: readonly T[], cuts: readonly number[]): T[][] {
   return out;
 }
 
-/** `records` (current version per id) and `record_versions` ((id, checksum) keys). */
+/** `records` (current version per id) and `record_versions` (versionKey of each version kept). */
 interface Model {
   current: Map<string, StoredVersion>;
   archive: Set<string>;
 }
 
 /** One load on the model: the probe, the decision, then the writes load-records.ts makes of it. */
-function load(model: Model, batch: readonly BatchVersion[]): VersionDecision<BatchVersion> {
+function load(
+  model: Model,
+  batch: readonly BatchVersion[],
+  options: DecideOptions = {},
+): VersionDecision<BatchVersion> {
   const stored = new Map<string, StoredVersion | null>();
   const archivedKeys = new Set<string>();
   for (const v of batch) {
     stored.set(v.id, model.current.get(v.id) ?? null);
-    if (model.archive.has(versionKey(v.id, v.checksum))) archivedKeys.add(versionKey(v.id, v.checksum));
+    if (model.archive.has(versionKey(v.id, v))) archivedKeys.add(versionKey(v.id, v));
   }
-  const decision = decideVersions(batch, stored, archivedKeys);
+  const decision = decideVersions(batch, stored, archivedKeys, options);
   for (const id of decision.replacedIds) {
-    model.archive.add(versionKey(id, model.current.get(id)!.checksum));
+    // The replaced row is always another version than the one applied, and never kept before.
+    expect(model.archive.has(versionKey(id, model.current.get(id)!))).toBe(false);
+    model.archive.add(versionKey(id, model.current.get(id)!));
   }
   for (const v of decision.toArchive) {
     // The decision never archives a version twice (the insert's ON CONFLICT DO NOTHING is a safety net).
-    expect(model.archive.has(versionKey(v.id, v.checksum))).toBe(false);
-    model.archive.add(versionKey(v.id, v.checksum));
+    expect(model.archive.has(versionKey(v.id, v))).toBe(false);
+    model.archive.add(versionKey(v.id, v));
   }
+  for (const v of decision.toUnarchive) model.archive.delete(versionKey(v.id, v));
   for (const v of decision.toApply) {
     model.current.set(v.id, { checksum: v.checksum, createdAt: v.createdAt, deletedAt: v.deletedAt ?? null });
   }
@@ -103,11 +107,11 @@ function load(model: Model, batch: readonly BatchVersion[]): VersionDecision<Bat
 
 const emptyModel = (): Model => ({ current: new Map(), archive: new Set() });
 
-/** What a version looks like once current, for comparisons: its checksum and whether it is deleted. */
+/** What a version looks like once current, for comparisons: checksum, created_at and whether deleted. */
 const shape = (v: StoredVersion | BatchVersion | undefined) =>
-  v ? `${v.checksum}${v.deletedAt ? ' (deleted)' : ''}` : undefined;
+  v ? `${v.checksum} ${v.createdAt}${v.deletedAt ? ' (deleted)' : ''}` : undefined;
 
-/** The expected end state: per id the newest version delivered; every other distinct (id, checksum) archived. */
+/** The expected end state: per id the newest version delivered; every other distinct version archived. */
 function expected(versions: readonly BatchVersion[]) {
   const newest = new Map<string, BatchVersion>();
   for (const v of versions) {
@@ -115,8 +119,7 @@ function expected(versions: readonly BatchVersion[]) {
     if (!best || isNewerVersion(v, best)) newest.set(v.id, v);
   }
   const archive = new Set<string>();
-  for (const v of versions)
-    if (newest.get(v.id)!.checksum !== v.checksum) archive.add(versionKey(v.id, v.checksum));
+  for (const v of versions) if (!sameVersion(newest.get(v.id)!, v)) archive.add(versionKey(v.id, v));
   return {
     current: Object.fromEntries([...newest].map(([id, v]) => [id, shape(v)])),
     archive: [...archive].sort(),
@@ -155,7 +158,7 @@ describe('decideVersions', () => {
           batch.forEach((v, i) => {
             const now = model.current.get(v.id)!;
             if (decision.counts[i] === 'stale') {
-              expect(now.checksum).not.toBe(v.checksum);
+              expect(sameVersion(now, v)).toBe(false);
               expect(isNewerVersion(now, v)).toBe(true);
             }
           });
@@ -170,37 +173,74 @@ describe('decideVersions', () => {
     );
   });
 
-  it('a delete of the stored checksum wins unless the stored version is newer', () => {
+  it('a delete that keeps the checksum, and a revival after it, each become current; every version is kept', () => {
+    const live = { id: 'r1', checksum: 'a', createdAt: time(1), deletedAt: null };
+    const deleted = { id: 'r1', checksum: 'a', createdAt: time(2), deletedAt: time(2) };
+    const revived = { id: 'r1', checksum: 'a', createdAt: time(3), deletedAt: null };
+    const model = emptyModel();
+    expect(load(model, [live]).counts).toEqual(['inserted']);
+    expect(load(model, [deleted]).counts).toEqual(['updated']);
+    expect(shape(model.current.get('r1'))).toBe(shape(deleted));
+    expect(load(model, [revived]).counts).toEqual(['updated']);
+    expect(shape(model.current.get('r1'))).toBe(shape(revived));
+    expect([...model.archive].sort()).toEqual([versionKey('r1', live), versionKey('r1', deleted)].sort());
+    // Late and again: the delete and the first version are stale now, and kept once; the revival is unchanged.
+    const again = load(model, [{ ...deleted }, { ...live }, { ...revived }]);
+    expect(again.counts).toEqual(['stale', 'stale', 'unchanged']);
+    expect(again.toArchive).toEqual([]);
+    expect(shape(model.current.get('r1'))).toBe(shape(revived));
+  });
+
+  it("an audit batch takes the platform's version at the same created_at; a later stored version still wins", () => {
     fc.assert(
       fc.property(
+        fc.constantFrom(...CHECKSUMS),
+        fc.constantFrom(...CHECKSUMS),
+        fc.boolean(),
+        fc.boolean(),
         fc.integer({ min: 1, max: 3 }),
         fc.integer({ min: 1, max: 3 }),
         fc.boolean(),
-        (storedDay, deleteDay, withUndeletedCopy) => {
-          const stored = new Map([['r1', { checksum: 'a', createdAt: time(storedDay), deletedAt: null }]]);
-          const deleted = { id: 'r1', checksum: 'a', createdAt: time(deleteDay), deletedAt: time(4) };
-          const undeleted = { ...deleted, deletedAt: null };
-          const batch = withUndeletedCopy ? [undeleted, deleted] : [deleted];
-          const d = decideVersions(batch, stored, new Set());
-          const wins = deleteDay >= storedDay;
-          expect(d.actions.get('r1')).toBe(wins ? 'update' : 'same');
-          expect(d.toApply).toEqual(wins ? [deleted] : []);
-          // In place: the stored row of the same checksum is not archived, nor is anything else.
-          expect(d.replacedIds).toEqual([]);
-          expect(d.toArchive).toEqual([]);
-          // One item counts the update (the first of that checksum), the other one is a duplicate.
-          expect([...d.counts].sort()).toEqual(
-            [wins ? 'updated' : 'unchanged', ...(withUndeletedCopy ? ['unchanged'] : [])].sort(),
-          );
-          // The same delete again (now stored) is unchanged; the version without it does not undo it.
-          if (wins) {
-            const now = new Map([['r1', { checksum: 'a', createdAt: time(deleteDay), deletedAt: time(4) }]]);
-            const again = decideVersions([{ ...undeleted }, { ...deleted }], now, new Set());
-            expect(again.actions.get('r1')).toBe('same');
-            expect(again.counts).toEqual(['unchanged', 'unchanged']);
+        (
+          storedChecksum,
+          platformChecksum,
+          storedDeleted,
+          platformDeleted,
+          storedDay,
+          platformDay,
+          seenBefore,
+        ) => {
+          const stored = {
+            id: 'r1',
+            checksum: storedChecksum,
+            createdAt: time(storedDay),
+            deletedAt: storedDeleted ? time(4) : null,
+          };
+          const platform = {
+            id: 'r1',
+            checksum: platformChecksum,
+            createdAt: time(platformDay),
+            deletedAt: platformDeleted ? time(4) : null,
+          };
+          const model = emptyModel();
+          load(model, [stored]);
+          // The platform's version may have come before by another path, and been ranked below.
+          if (seenBefore) load(model, [{ ...platform }]);
+          load(model, [platform], { platformCurrent: true });
+          const expectedCurrent =
+            platformDay > storedDay || (platformDay === storedDay && !sameVersion(platform, stored))
+              ? platform
+              : stored;
+          expect(shape(model.current.get('r1'))).toBe(shape(expectedCurrent));
+          // Whatever won, the other version is kept.
+          expect(model.archive.has(versionKey('r1', model.current.get('r1')!))).toBe(false);
+          if (!sameVersion(platform, stored)) {
+            const other = expectedCurrent === platform ? stored : platform;
+            expect(model.archive).toEqual(new Set([versionKey('r1', other)]));
           }
         },
       ),
+      { numRuns: 300 },
     );
   });
 

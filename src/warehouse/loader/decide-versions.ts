@@ -1,24 +1,27 @@
 /**
  * The pure heart of the records loader: given the versions a batch brings, the stored current version
  * of each id and which of the batch's versions record_versions already holds, decide per id what the
- * load does.
- *
- * The pure heart of the records loader: given the versions a batch brings, the stored current version
- * of each id and which of the batch's versions record_versions already holds, decide per id what the
  * load does. No I/O: load-records.ts probes, calls this, then writes what it says.
+ *
+ * A version is one (id, checksum, created_at, deleted or not). The platform dedupes on id + checksum,
+ * but its checksum need not cover `deleted_at`, and a deleted record can be revived with the checksum
+ * it had before the delete and a later created_at: only the four together tell every version apart.
  *
  * The rules:
  *
- * - same id and checksum: nothing is written (counted unchanged);
- * - different checksum: the later created_at wins, ties go to the greater checksum (so the outcome never
- *   depends on arrival order); the replaced version goes to record_versions;
+ * - the same version again: nothing is written (counted unchanged);
+ * - another version: the later created_at wins; at equal created_at the greater checksum, then a
+ *   deleted version above the same one not deleted (a total order, so the outcome never depends on
+ *   arrival order). A delete that keeps the checksum wins over the version before it, and a revival
+ *   (the same checksum, `deleted_at` null, a later created_at) wins over the delete;
  * - an older version arriving late is never applied (counted stale) and is kept in record_versions;
- * - a delete wins even when its checksum equals the stored one (the platform's checksum need not cover
- *   `deleted_at`): a version carrying `deleted_at` replaces the same checksum without it, unless the
- *   stored version is newer (later created_at). The same deleted version again is unchanged.
+ * - the replaced current version goes to record_versions, whatever changed;
+ * - an audit's batch (`platformCurrent`) is the platform's answer of that moment: at the same created_at
+ *   its version replaces the stored one even when the order above ranks it lower (the stored one was
+ *   never the platform's, or no longer is), and leaves record_versions if it was kept there. A later
+ *   created_at in the warehouse still wins.
  *
- * So record_versions = every distinct (id, checksum) ever seen minus the current one, in any order (a
- * delete with the stored checksum replaces the row in place: no second row of that checksum).
+ * So record_versions = every distinct version ever seen minus the current one, in any order.
  * test/unit/warehouse-loader-decide-versions.test.ts checks these as properties, without PostgreSQL.
  */
 
@@ -46,7 +49,7 @@ export interface StoredVersion {
 /**
  * Total order of versions of one id: created_at, then checksum (code-unit order), then a deleted
  * version above the same version not deleted (a delete that keeps the checksum and the created_at
- * still wins, whatever order the two arrive in).
+ * still wins, whatever order the two arrive in). Neither is newer exactly when both are one version.
  */
 export function isNewerVersion(a: VersionOrder, b: VersionOrder) {
   const ta = Date.parse(a.createdAt);
@@ -56,10 +59,15 @@ export function isNewerVersion(a: VersionOrder, b: VersionOrder) {
   return isDeleted(a) && !isDeleted(b);
 }
 
-const isDeleted = (v: VersionOrder) => v.deletedAt !== undefined && v.deletedAt !== null;
+export const isDeleted = (v: VersionOrder) => v.deletedAt !== undefined && v.deletedAt !== null;
 
-/** The key of one (id, checksum) in `archivedKeys`. */
-export const versionKey = (id: string, checksum: string) => `${id}\u0001${checksum}`;
+/** Whether two versions of one id are the same version (see the header). */
+export const sameVersion = (a: VersionOrder, b: VersionOrder) =>
+  !isNewerVersion(a, b) && !isNewerVersion(b, a);
+
+/** The key of one version of an id, in `archivedKeys`: id, checksum, created_at (ms) and deletedness. */
+export const versionKey = (id: string, v: VersionOrder) =>
+  `${id}\u0001${v.checksum}\u0001${Date.parse(v.createdAt)}\u0001${isDeleted(v) ? 'd' : 'l'}`;
 
 /** What the load does to an id: insert it, update it, leave it (same), or ignore the batch's older version (stale). */
 export type VersionAction = 'insert' | 'update' | 'same' | 'stale';
@@ -76,10 +84,23 @@ export interface VersionDecision<V extends BatchVersion> {
   toArchive: V[];
   insertedIds: string[];
   updatedIds: string[];
-  /** Updated ids whose stored row is replaced by another checksum: that row goes to record_versions. */
+  /** Updated ids: their stored row, another version, goes to record_versions. */
   replacedIds: string[];
+  /**
+   * Applied versions record_versions holds (an audit's batch taking back a version once ranked lower):
+   * they leave record_versions, which never holds the current version.
+   */
+  toUnarchive: V[];
   /** Per item of `batchVersions`, in its order. */
   counts: ItemCount[];
+}
+
+export interface DecideOptions {
+  /**
+   * The batch is the platform's current answer (the audit's repair): at the same created_at its
+   * version replaces the stored one whatever their order (see the header).
+   */
+  platformCurrent?: boolean;
 }
 
 /**
@@ -91,12 +112,13 @@ export function decideVersions<V extends BatchVersion>(
   batchVersions: readonly V[],
   storedVersions: ReadonlyMap<string, StoredVersion | null>,
   archivedKeys: ReadonlySet<string>,
+  options: DecideOptions = {},
 ): VersionDecision<V> {
-  // Distinct versions per (id, checksum), and the newest one (the candidate) per id.
+  // Distinct versions, and the newest one (the candidate) per id.
   const distinct = new Map<string, V>();
   const winners = new Map<string, V>();
   for (const v of batchVersions) {
-    const key = versionKey(v.id, v.checksum);
+    const key = versionKey(v.id, v);
     if (!distinct.has(key)) distinct.set(key, v);
     const best = winners.get(v.id);
     if (!best || isNewerVersion(v, best)) winners.set(v.id, v);
@@ -108,42 +130,52 @@ export function decideVersions<V extends BatchVersion>(
     const current = stored(id);
     let action: VersionAction;
     if (!current) action = 'insert';
-    else if (current.checksum === winner.checksum) {
-      // Same content: only a delete not older than the stored version changes anything.
-      action = isDeleted(winner) && isNewerVersion(winner, current) ? 'update' : 'same';
-    } else action = isNewerVersion(winner, current) ? 'update' : 'stale';
+    else if (sameVersion(winner, current)) action = 'same';
+    else if (isNewerVersion(winner, current)) action = 'update';
+    else if (options.platformCurrent && Date.parse(winner.createdAt) === Date.parse(current.createdAt))
+      action = 'update';
+    else action = 'stale';
     actions.set(id, action);
   }
   const applied = (id: string) => {
     const a = actions.get(id);
     return a === 'insert' || a === 'update';
   };
+  /** The version current once the batch is written. */
+  const final = (id: string): VersionOrder | null => (applied(id) ? winners.get(id)! : stored(id));
   const toApply = [...winners.values()].filter((w) => applied(w.id));
   // Every version that does not end up current goes to record_versions once: the batch's older or
   // stale versions here, the stored row being replaced (replacedIds, straight from validic.records).
   const toArchive = [...distinct.values()].filter((v) => {
-    if (v.checksum === stored(v.id)?.checksum) return false;
-    if (applied(v.id) && winners.get(v.id)?.checksum === v.checksum) return false;
-    return !archivedKeys.has(versionKey(v.id, v.checksum));
+    const current = stored(v.id);
+    if (current && sameVersion(v, current)) return false;
+    if (sameVersion(v, final(v.id)!)) return false;
+    return !archivedKeys.has(versionKey(v.id, v));
   });
   const updatedIds = [...actions].filter(([, a]) => a === 'update').map(([id]) => id);
   const insertedIds = [...actions].filter(([, a]) => a === 'insert').map(([id]) => id);
-  // A delete of the same checksum replaces the row in place: no stored row to keep.
-  const replacedIds = updatedIds.filter((id) => stored(id)?.checksum !== winners.get(id)?.checksum);
 
   // Per item: the item that became current counts inserted/updated; an item equal to the final
-  // current version counts unchanged (a duplicate); anything older counts stale.
+  // current version counts unchanged (a duplicate); anything else counts stale.
   const counts: ItemCount[] = [];
   const counted = new Set<string>();
   for (const v of batchVersions) {
     const action = actions.get(v.id)!;
-    const winner = winners.get(v.id)!;
-    const finalChecksum = action === 'stale' ? stored(v.id)?.checksum : winner.checksum;
-    if (applied(v.id) && v.checksum === winner.checksum && !counted.has(v.id)) {
+    if (applied(v.id) && sameVersion(v, winners.get(v.id)!) && !counted.has(v.id)) {
       counted.add(v.id);
       counts.push(action === 'insert' ? 'inserted' : 'updated');
-    } else if (v.checksum === finalChecksum) counts.push('unchanged');
+    } else if (sameVersion(v, final(v.id)!)) counts.push('unchanged');
     else counts.push('stale');
   }
-  return { actions, toApply, toArchive, insertedIds, updatedIds, replacedIds, counts };
+  const toUnarchive = toApply.filter((v) => archivedKeys.has(versionKey(v.id, v)));
+  return {
+    actions,
+    toApply,
+    toArchive,
+    insertedIds,
+    updatedIds,
+    replacedIds: updatedIds,
+    toUnarchive,
+    counts,
+  };
 }

@@ -8,7 +8,7 @@
  * set-based.
  */
 import { type RawBuilder, sql } from 'kysely';
-import type { NormalizedRecord } from '../../normalize/normalized-types.ts';
+import type { NormalizedRecord, RecordRow } from '../../normalize/normalized-types.ts';
 import type { Batch, LoadResult } from '../../pipeline/batch.ts';
 import { bump } from '../../pipeline/batch.ts';
 import type { EncodedCopyRow } from '../copy-text-format.ts';
@@ -21,6 +21,9 @@ import { columnList, columnsOf, RECORDS, STAGE, setList, stageRows } from './rec
 interface ProbeRow {
   id: string;
   checksum: string;
+  /** The batch version's created_at and deletedness, as sent in the probe. */
+  created_at: string;
+  deleted: boolean;
   cur_checksum: string | null;
   cur_created_at: Date | string | null;
   cur_deleted: boolean | null;
@@ -38,17 +41,30 @@ interface ProbeRow {
  * had no statistics yet: quadratic loads, found by the query-scaling bench).
  */
 export function probeStatement(org: string, records: readonly NormalizedRecord[]): string | null {
-  const pairs = new Map<string, { id: string; checksum: string }>();
-  for (const { record: r } of records) pairs.set(versionKey(r.id, r.checksum), r);
-  if (pairs.size === 0) return null;
-  const list = [...pairs.values()];
-  const array = (values: string[]) => `array[${values.map(sqlLiteral).join(',')}]::text[]`;
+  const versions = new Map<string, RecordRow>();
+  for (const { record: r } of records) versions.set(versionKey(r.id, r), r);
+  if (versions.size === 0) return null;
+  const list = [...versions.values()];
+  const array = (values: string[], type: string) => `array[${values.map(sqlLiteral).join(',')}]::${type}[]`;
   const o = sqlLiteral(org);
-  return `select k.id, k.checksum, cur.checksum as cur_checksum, cur.created_at as cur_created_at,
-       cur.deleted_at is not null as cur_deleted,
+  return `select k.id, k.checksum, k.created_at, k.deleted, cur.checksum as cur_checksum,
+       cur.created_at as cur_created_at, cur.deleted_at is not null as cur_deleted,
        cur.id is not null and exists (select 1 from validic.record_versions v
-               where v.org_id = ${o} and v.record_id = k.id and v.checksum = k.checksum) as archived
-from unnest(${array(list.map((p) => p.id))}, ${array(list.map((p) => p.checksum))}) as k(id, checksum)
+               where v.org_id = ${o} and v.record_id = k.id and v.checksum = k.checksum
+                 and v.created_at = k.created_at::timestamptz and (v.deleted_at is not null) = k.deleted) as archived
+from unnest(${array(
+    list.map((r) => r.id),
+    'text',
+  )}, ${array(
+    list.map((r) => r.checksum),
+    'text',
+  )}, ${array(
+    list.map((r) => r.createdAt),
+    'text',
+  )}, ${array(
+    list.map((r) => String(r.deletedAt !== null)),
+    'boolean',
+  )}) as k(id, checksum, created_at, deleted)
 left join lateral (select r.id, r.checksum, r.created_at, r.deleted_at from validic.records r
                    where r.org_id = ${o} and r.id = k.id limit 1) cur on true`;
 }
@@ -86,18 +102,26 @@ export async function loadRecords(
             deletedAt: row.cur_deleted ? 'deleted' : null,
           },
     );
-    if (row.archived) archived.add(versionKey(row.id, row.checksum));
+    if (row.archived)
+      archived.add(
+        versionKey(row.id, {
+          checksum: row.checksum,
+          createdAt: row.created_at,
+          deletedAt: row.deleted ? 'deleted' : null,
+        }),
+      );
   }
 
   const decision = decideVersions(
     records.map((n) => n.record),
     stored,
     archived,
+    { platformCurrent: batch.arrivedVia === 'audit' },
   );
   const normalized = new Map(records.map((n) => [n.record, n]));
   const toApply = decision.toApply.map((r) => normalized.get(r)!);
   const toArchive = decision.toArchive.map((r) => normalized.get(r)!);
-  const { updatedIds, insertedIds, replacedIds } = decision;
+  const { updatedIds, insertedIds, replacedIds, toUnarchive } = decision;
   const count = () => {
     for (let i = 0; i < records.length; i += 1) bump(result, records[i]!.record.type, decision.counts[i]!);
   };
@@ -127,7 +151,8 @@ export async function loadRecords(
       from validic.records cur
       where cur.org_id = ${org} and cur.id = any(${replacedIds}::text[])
         and not exists (select 1 from validic.record_versions v
-                        where v.org_id = ${org} and v.record_id = cur.id and v.checksum = cur.checksum)
+                        where v.org_id = ${org} and v.record_id = cur.id and v.checksum = cur.checksum
+                          and v.created_at = cur.created_at and (v.deleted_at is null) = (cur.deleted_at is null))
       on conflict do nothing`.execute(tx.db);
   }
   if (toArchive.length > 0) {
@@ -138,6 +163,15 @@ export async function loadRecords(
       from ${sql.table(STAGE.records.name)} s
       where not s.apply
       on conflict do nothing`.execute(tx.db);
+  }
+  if (toUnarchive.length > 0) {
+    await sql`
+      delete from validic.record_versions v
+      using unnest(${toUnarchive.map((r) => r.id)}::text[], ${toUnarchive.map((r) => r.checksum)}::text[],
+                   ${toUnarchive.map((r) => r.createdAt)}::timestamptz[],
+                   ${toUnarchive.map((r) => r.deletedAt !== null)}::boolean[]) as u(id, checksum, created_at, deleted)
+      where v.org_id = ${org} and v.record_id = u.id and v.checksum = u.checksum and v.created_at = u.created_at
+        and (v.deleted_at is not null) = u.deleted`.execute(tx.db);
   }
   if (toApply.length > 0) {
     // Two statements rather than an upsert: a partitioned table has no unique index on (org_id, id)
