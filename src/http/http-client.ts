@@ -16,6 +16,7 @@ import {
   UNRESOLVED_HOST_CODES,
 } from '../errors/index.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
+import { parseJsonExactly } from '../pipeline/exact-json.ts';
 import { redactUrl } from '../redact/redact-secrets.ts';
 import { secretValuesOf } from '../redact/url-secret-values.ts';
 import { USER_AGENT } from '../runtime/version.ts';
@@ -347,7 +348,8 @@ export function createJsonRequest(deps: JsonRequestDeps): JsonRequest {
     }
     let parsed: T;
     try {
-      parsed = JSON.parse(text) as T;
+      // Numbers exactly as sent: records are stored as the platform sent them (src/pipeline/exact-json.ts).
+      parsed = parseJsonExactly(text) as T;
     } catch (err) {
       // A 2xx with broken JSON is almost always a body cut mid-way by a proxy or reset: retry.
       done('INVALID_JSON');

@@ -25,6 +25,7 @@ import {
   optionalTimestamp,
   pathIdSchema,
   rawJsonText,
+  readJsonNumber,
 } from './parse-helpers.ts';
 
 /**
@@ -263,6 +264,17 @@ export const legacyRecordSchema = z
   })
   .loose();
 
+/**
+ * The number fields of the legacy objects the v1 spec lists, typed by the `legacy_<object>` views
+ * (migrations 0001 and 0029, `validic.json_number`, the same reading as readJsonNumber). A value there
+ * that is not a number is named on the record (the view shows null for it; raw keeps it).
+ */
+export const LEGACY_NUMBER_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  fitness: ['distance', 'duration', 'calories'],
+  routine: ['steps', 'distance', 'floors', 'elevation', 'calories_burned'],
+  nutrition: ['calories', 'carbohydrates', 'fat', 'fiber', 'protein', 'sodium', 'water'],
+};
+
 export function normalizeLegacyRecord(object: string, raw: unknown): Normalized<LegacyRecordRow> {
   const kind = `legacy:${object}`;
   const rawText = rawJsonText(raw);
@@ -278,6 +290,13 @@ export function normalizeLegacyRecord(object: string, raw: unknown): Normalized<
   const parsed = legacyRecordSchema.safeParse(raw);
   if (!parsed.success) return reject(`invalid legacy ${object} record: ${describeIssues(parsed.error)}`);
   const r = parsed.data;
+  const badValues: string[] = [];
+  for (const name of LEGACY_NUMBER_FIELDS[object] ?? []) {
+    const value = raw[name];
+    if (value === undefined || value === null) continue;
+    const read = readJsonNumber(value);
+    if (!read.ok) badValues.push(`${name}: ${read.reason}`);
+  }
   return {
     ok: true,
     value: {
@@ -292,6 +311,7 @@ export function normalizeLegacyRecord(object: string, raw: unknown): Normalized<
       activityId: r.activity_id,
       validated: r.validated,
       raw: rawText.text,
+      badValues,
     },
   };
 }

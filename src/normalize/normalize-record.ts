@@ -7,7 +7,6 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import {
   emptyChildren,
-  type IntradaySeriesRow,
   type MetricRow,
   type Normalized,
   type NormalizedRecord,
@@ -24,13 +23,24 @@ import {
   optionalTimestamp,
   parseTimestamp,
   rawJsonText,
+  readJsonNumber,
+  shown,
   timestampSchema,
+  toDouble,
   utcOffsetSeconds,
 } from './parse-helpers.ts';
 
 /**
  * A v2 record of any resource type → rows, or a quarantine entry. Dispatches on `type`; unknown types
  * take the generic path (common fields + metrics + raw). Never throws for bad input.
+ *
+ * The common envelope (id, created_at, checksum, times, user, source: what identifies, orders and
+ * places the record) must be readable, or the record is quarantined whole. Every other part is read on
+ * its own, the same way for every type: a metric (record, segment or food level, or an intraday
+ * metric) that cannot be read is left out, a field of a nested part (a food's serving, a name, the
+ * granularity) that cannot be read is left null, a series point that cannot be read is left out of its
+ * series; each is named in `badValues` / `badPoints`, the record loads with everything else, and the
+ * loader files one informational quarantine entry naming them (`raw` keeps them all).
  */
 export function normalizeRecord(raw: unknown, kind = 'record'): Normalized<NormalizedRecord> {
   const rawText = rawJsonText(raw);
@@ -43,38 +53,31 @@ export function normalizeRecord(raw: unknown, kind = 'record'): Normalized<Norma
   const type = typeof raw.type === 'string' ? canonicalType(raw.type) : undefined;
   const prefix = (reason: string) => `invalid ${type ?? 'record'}: ${reason}`;
   try {
+    const parsed = recordCommonSchema.safeParse(raw);
+    if (!parsed.success) return reject(prefix(describeIssues(parsed.error)));
+    const out: NormalizedRecord = { ...emptyChildren(), record: recordRowFrom(parsed.data, rawText.text) };
     switch (type) {
-      case 'measurement': {
-        const parsed = measurementSchema.safeParse(raw);
-        if (!parsed.success) return reject(prefix(describeIssues(parsed.error)));
-        return { ok: true, value: normalizeMeasurement(parsed.data, rawText.text) };
-      }
-      case 'nutrition': {
-        const parsed = nutritionSchema.safeParse(raw);
-        if (!parsed.success) return reject(prefix(describeIssues(parsed.error)));
-        return { ok: true, value: normalizeNutrition(parsed.data, rawText.text) };
-      }
-      case 'intraday': {
-        const parsed = intradaySchema.safeParse(raw);
-        if (!parsed.success) return reject(prefix(describeIssues(parsed.error)));
-        return { ok: true, value: normalizeIntraday(parsed.data, rawText.text) };
-      }
-      default: {
-        const parsed = recordCommonSchema.safeParse(raw);
-        if (!parsed.success) return reject(prefix(describeIssues(parsed.error)));
-        return { ok: true, value: normalizeGeneric(parsed.data, rawText.text, raw) };
-      }
+      case 'measurement':
+        out.metrics = readMetrics(raw.metrics, 'metrics', out);
+        break;
+      case 'nutrition':
+        readNutrition(raw, out);
+        break;
+      case 'intraday':
+        readGranularity(raw, out);
+        readIntradayMetrics(raw.metrics, out);
+        break;
+      default:
+        readGeneric(raw, out);
     }
+    return { ok: true, value: out };
   } catch (error) {
     // Defensive: a normalizer bug must not lose the item or kill the batch.
     return reject(`normalization failed: ${(error as Error).message}`);
   }
 }
 
-/**
- * The common envelope every v2 record shares (spec: "Common record fields"), whatever its type, and the
- * metric object of measurement/nutrition records. Type-specific normalizers extend `recordCommonSchema`.
- */
+/** A metric object (spec: "Metric object"), of any record type. */
 export const metricSchema = z
   .object({
     type: z.string().min(1, 'must not be empty'),
@@ -91,6 +94,7 @@ export function canonicalType(type: string): string {
   return type === 'measurements' ? 'measurement' : type;
 }
 
+/** The common envelope every v2 record shares (spec: "Common record fields"), whatever its type. */
 export const recordCommonSchema = z
   .object({
     id: idSchema,
@@ -124,11 +128,7 @@ export function checksumOf(parsed: ParsedCommon, rawText: string): string {
   return parsed.checksum ?? `sha256:${createHash('sha256').update(rawText).digest('hex')}`;
 }
 
-export function recordRowFrom(
-  parsed: ParsedCommon,
-  rawText: string,
-  extra: Partial<RecordRow> = {},
-): RecordRow {
+export function recordRowFrom(parsed: ParsedCommon, rawText: string): RecordRow {
   return {
     id: parsed.id,
     type: canonicalType(parsed.type),
@@ -152,268 +152,262 @@ export function recordRowFrom(
     granularityInterval: null,
     granularityUnit: null,
     raw: rawText,
-    ...extra,
   };
-}
-
-export function metricRows(metrics: readonly ParsedMetric[] | null | undefined): MetricRow[] {
-  return (metrics ?? []).map((m, metricIndex) => ({
-    metricIndex,
-    type: m.type,
-    origin: m.origin,
-    unit: m.unit,
-    value: m.value,
-  }));
-}
-
-export const granularitySchema = z
-  .object({
-    interval: optionalNumber.refine(
-      (v) => v === null || (Number.isInteger(v) && Math.abs(v) < 2 ** 31),
-      'must be a whole number',
-    ),
-    unit: optionalText,
-  })
-  .loose()
-  .nullish();
-
-/** Measurement records (`type` measurement or measurements): common fields + metrics. */
-export const measurementSchema = recordCommonSchema.extend({
-  metrics: z.array(metricSchema).nullish(),
-});
-
-export function normalizeMeasurement(
-  parsed: z.output<typeof measurementSchema>,
-  rawText: string,
-): NormalizedRecord {
-  return { ...emptyChildren(), record: recordRowFrom(parsed, rawText), metrics: metricRows(parsed.metrics) };
 }
 
 /**
- * Nutrition records: common fields, record-level metrics, `name`/`category`, and segments, each with
- * metrics and food items (food with its own metrics and serving).
+ * Reading the parts of a record that are not its envelope, each on its own (see normalizeRecord): what
+ * cannot be read is left out and named (`metrics[2].value: not a number: "n/a"`) in `out.badValues`.
  */
-const foodSchema = z
-  .object({
-    name: optionalText,
-    brand: optionalText,
-    metrics: z.array(metricSchema).nullish(),
-    serving: z.object({ amount: optionalNumber, unit_name: optionalText }).loose().nullish(),
-  })
-  .loose();
 
-const segmentSchema = z
-  .object({
-    name: optionalText,
-    metrics: z.array(metricSchema).nullish(),
-    food: z.array(foodSchema).nullish(),
-  })
-  .loose();
+/** Names what was left out at `path`. */
+function leaveOut(out: NormalizedRecord, path: string, reason: string): void {
+  out.badValues.push(`${path}: ${reason}`);
+}
 
-export const nutritionSchema = recordCommonSchema.extend({
-  name: optionalText,
-  category: optionalText,
-  metrics: z.array(metricSchema).nullish(),
-  segments: z.array(segmentSchema).nullish(),
-});
+/** `metrics[2].value: …`: the first issue of a part that failed its schema at `path`. */
+function leaveOutIssues(out: NormalizedRecord, path: string, error: z.ZodError): void {
+  const issue = error.issues[0]!;
+  const where = issue.path.length ? `${path}.${issue.path.map(String).join('.')}` : path;
+  leaveOut(out, where, issue.message);
+}
 
-export function normalizeNutrition(
-  parsed: z.output<typeof nutritionSchema>,
-  rawText: string,
-): NormalizedRecord {
-  const out: NormalizedRecord = {
-    ...emptyChildren(),
-    record: recordRowFrom(parsed, rawText, { name: parsed.name, category: parsed.category }),
-    metrics: metricRows(parsed.metrics),
-  };
-  (parsed.segments ?? []).forEach((segment, segmentIndex) => {
-    out.segments.push({ segmentIndex, name: segment.name });
-    for (const m of metricRows(segment.metrics)) out.segmentMetrics.push({ ...m, segmentIndex });
-    (segment.food ?? []).forEach((food, foodIndex) => {
+/** The elements of an optional array field; anything else but null or absent is left out, named. */
+function elements(value: unknown, path: string, out: NormalizedRecord): unknown[] {
+  if (value === undefined || value === null) return [];
+  if (Array.isArray(value)) return value;
+  leaveOut(out, path, `not an array: ${shown(value)}`);
+  return [];
+}
+
+/** A part that must be an object to be read at all; otherwise it is left out, named. */
+function objectAt(value: unknown, path: string, out: NormalizedRecord): Record<string, unknown> | undefined {
+  if (isJsonObject(value)) return value;
+  leaveOut(out, path, `not an object: ${shown(value)}`);
+  return undefined;
+}
+
+/** A field of a part, read with `schema`; null when it cannot be read (named). */
+function field<T>(
+  schema: z.ZodType<T | null>,
+  value: unknown,
+  path: string,
+  out: NormalizedRecord,
+): T | null {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  leaveOutIssues(out, path, parsed.error);
+  return null;
+}
+
+/** Metric objects (measurement, nutrition and every other type's plain metrics) → rows, each on its own. */
+export function readMetrics(value: unknown, path: string, out: NormalizedRecord): MetricRow[] {
+  const rows: MetricRow[] = [];
+  elements(value, path, out).forEach((element, metricIndex) => {
+    const where = `${path}[${metricIndex}]`;
+    if (!objectAt(element, where, out)) return;
+    const m = metricSchema.safeParse(element);
+    if (!m.success) {
+      leaveOutIssues(out, where, m.error);
+      return;
+    }
+    rows.push({
+      metricIndex,
+      type: m.data.type,
+      origin: m.data.origin,
+      unit: m.data.unit,
+      value: m.data.value,
+    });
+  });
+  return rows;
+}
+
+/**
+ * Nutrition records: `name`/`category`, record-level metrics, and segments, each with metrics and food
+ * items (food with its own metrics and serving).
+ */
+function readNutrition(raw: Record<string, unknown>, out: NormalizedRecord): void {
+  out.record.name = field(optionalText, raw.name, 'name', out);
+  out.record.category = field(optionalText, raw.category, 'category', out);
+  out.metrics = readMetrics(raw.metrics, 'metrics', out);
+  elements(raw.segments, 'segments', out).forEach((element, segmentIndex) => {
+    const at = `segments[${segmentIndex}]`;
+    const segment = objectAt(element, at, out);
+    if (!segment) return;
+    out.segments.push({ segmentIndex, name: field(optionalText, segment.name, `${at}.name`, out) });
+    for (const m of readMetrics(segment.metrics, `${at}.metrics`, out))
+      out.segmentMetrics.push({ ...m, segmentIndex });
+    elements(segment.food, `${at}.food`, out).forEach((foodElement, foodIndex) => {
+      const foodAt = `${at}.food[${foodIndex}]`;
+      const food = objectAt(foodElement, foodAt, out);
+      if (!food) return;
+      let serving: Record<string, unknown> | undefined;
+      if (food.serving !== undefined && food.serving !== null)
+        serving = objectAt(food.serving, `${foodAt}.serving`, out);
       out.food.push({
         segmentIndex,
         foodIndex,
-        name: food.name,
-        brand: food.brand,
-        servingAmount: food.serving?.amount ?? null,
-        servingUnitName: food.serving?.unit_name ?? null,
+        name: field(optionalText, food.name, `${foodAt}.name`, out),
+        brand: field(optionalText, food.brand, `${foodAt}.brand`, out),
+        servingAmount: serving
+          ? field(optionalNumber, serving.amount, `${foodAt}.serving.amount`, out)
+          : null,
+        servingUnitName: serving
+          ? field(optionalText, serving.unit_name, `${foodAt}.serving.unit_name`, out)
+          : null,
       });
-      for (const m of metricRows(food.metrics)) out.foodMetrics.push({ ...m, segmentIndex, foodIndex });
+      for (const m of readMetrics(food.metrics, `${foodAt}.metrics`, out))
+        out.foodMetrics.push({ ...m, segmentIndex, foodIndex });
     });
   });
-  return out;
+}
+
+/** A whole number that fits an integer column (granularity.interval). */
+const wholeNumber = optionalNumber.transform((value, ctx) => {
+  if (value === null) return null;
+  const n = toDouble(value);
+  if (Number.isInteger(n) && Math.abs(n) < 2 ** 31) return n;
+  ctx.addIssue({ code: 'custom', message: `not a whole number: ${shown(value)}` });
+  return z.NEVER;
+});
+
+/** `granularity` of intraday and other series records: interval and unit. */
+function readGranularity(raw: Record<string, unknown>, out: NormalizedRecord): void {
+  if (raw.granularity === undefined || raw.granularity === null) return;
+  const granularity = objectAt(raw.granularity, 'granularity', out);
+  if (!granularity) return;
+  out.record.granularityInterval = field(wholeNumber, granularity.interval, 'granularity.interval', out);
+  out.record.granularityUnit = field(optionalText, granularity.unit, 'granularity.unit', out);
 }
 
 /**
- * Every other record type: summary, workout, sleep, cgm and types the worker does not know yet
- * (PLATFORM-FACTS: "must still be stored, never dropped"). Only the common envelope is required; each
- * metric is kept when it parses as a plain metric (record_metrics) or as a series with data_points
- * (intraday_series, e.g. cgm; bad points are left out and counted as in normalize-record.ts); a metric of an unexpected shape is skipped here but stays in `raw`.
+ * Every other record type: summary, workout, sleep, cgm and types the worker does not know yet (they
+ * must still be stored, never dropped). The common envelope, `name`, `category`, `granularity`, and
+ * each metric as a series when it has `data_points` (intraday_series, e.g. cgm), else as a plain metric.
  */
-function text(value: unknown): string | null {
-  return typeof value === 'string' ? value : null;
-}
-
-export function normalizeGeneric(
-  parsed: z.output<typeof recordCommonSchema>,
-  rawText: string,
-  raw: Record<string, unknown>,
-): NormalizedRecord {
-  const granularity = granularitySchema.safeParse(raw.granularity);
-  const out: NormalizedRecord = {
-    ...emptyChildren(),
-    record: recordRowFrom(parsed, rawText, {
-      name: text(raw.name),
-      category: text(raw.category),
-      granularityInterval: granularity.success ? (granularity.data?.interval ?? null) : null,
-      granularityUnit: granularity.success ? (granularity.data?.unit ?? null) : null,
-    }),
-  };
-  const metrics = Array.isArray(raw.metrics) ? raw.metrics : [];
-  metrics.forEach((metric, metricIndex) => {
-    const hasPoints =
-      metric &&
-      typeof metric === 'object' &&
-      Array.isArray((metric as { data_points?: unknown }).data_points);
-    if (hasPoints) {
-      const series = intradayMetricSchema.safeParse(metric);
-      if (series.success) {
-        out.intraday.push(seriesRow(series.data, metricIndex));
-        noteBadPoints(out, series.data, metricIndex);
-      }
+function readGeneric(raw: Record<string, unknown>, out: NormalizedRecord): void {
+  out.record.name = field(optionalText, raw.name, 'name', out);
+  out.record.category = field(optionalText, raw.category, 'category', out);
+  readGranularity(raw, out);
+  elements(raw.metrics, 'metrics', out).forEach((element, metricIndex) => {
+    const where = `metrics[${metricIndex}]`;
+    const metric = objectAt(element, where, out);
+    if (!metric) return;
+    if (Array.isArray(metric.data_points)) {
+      readSeries(metric, metricIndex, out);
       return;
     }
-    const plain = metricSchema.safeParse(metric);
-    if (plain.success) {
-      const m = plain.data;
-      out.metrics.push({ metricIndex, type: m.type, origin: m.origin, unit: m.unit, value: m.value });
+    const m = metricSchema.safeParse(metric);
+    if (!m.success) {
+      leaveOutIssues(out, where, m.error);
+      return;
     }
+    out.metrics.push({
+      metricIndex,
+      type: m.data.type,
+      origin: m.data.origin,
+      unit: m.data.unit,
+      value: m.data.value,
+    });
   });
-  return out;
 }
 
 /**
- * Intraday records: common fields, `granularity`, and metrics whose `data_points` become one series
- * row per metric with parallel time[]/value[] arrays (arrays load faster and take far less space
- * than a row per point). A point value may be a number or a numeric string (the spec
- * describes a string, samples carry numbers).
+ * Intraday records: each metric's `data_points` become one series row with parallel time[]/value[]
+ * arrays (arrays load faster and take far less space than a row per point); a metric with a single
+ * value and no points is a plain metric.
  */
+function readIntradayMetrics(value: unknown, out: NormalizedRecord): void {
+  elements(value, 'metrics', out).forEach((element, metricIndex) => {
+    const where = `metrics[${metricIndex}]`;
+    const metric = objectAt(element, where, out);
+    if (!metric) return;
+    const hasPoints = metric.data_points !== undefined && metric.data_points !== null;
+    if (!hasPoints && metric.value !== undefined && metric.value !== null) {
+      const m = metricSchema.safeParse(metric);
+      if (!m.success) {
+        leaveOutIssues(out, where, m.error);
+        return;
+      }
+      out.metrics.push({
+        metricIndex,
+        type: m.data.type,
+        origin: m.data.origin,
+        unit: m.data.unit,
+        value: m.data.value,
+      });
+      return;
+    }
+    readSeries(metric, metricIndex, out);
+  });
+}
+
 interface Series {
   times: string[];
   values: number[];
-  /** The points left out, each as `data_points[i].field: why` (issue 15, item 3). */
-  bad: string[];
 }
-
-const shown = (value: unknown) => (JSON.stringify(value) ?? 'undefined').slice(0, 40);
 
 /**
  * data_points → parallel arrays. Hand-rolled rather than a zod object per point: an intraday batch has
  * hundreds of thousands of points and this loop is ~10x faster. A point that is not an object, has no
- * valid time or no finite value (null, empty, "n/a") is LEFT OUT and named in `bad`: one bad point of a
- * day must not hide the day's other points (the record is loaded, `bad_points` counts the gaps, and
- * the loader files an informational quarantine entry naming them; raw keeps every point).
+ * valid time or no readable value (readJsonNumber: null, empty, "n/a") is LEFT OUT and named in
+ * `out.badPoints`: one bad point of a day must not hide the day's other points (the record is loaded,
+ * the series' `bad_points` counts the gaps, and the loader files an informational quarantine entry
+ * naming them; raw keeps every point). Values are stored as double precision (raw keeps them exact).
  */
-const dataPointsSchema = z
-  .array(z.unknown())
-  .nullish()
-  .transform((points): Series | null => {
-    if (!points) return null;
-    const times: string[] = [];
-    const values: number[] = [];
-    const bad: string[] = [];
-    for (let i = 0; i < points.length; i += 1) {
-      const point = points[i] as { time?: unknown; value?: unknown } | null;
-      if (typeof point !== 'object' || point === null || Array.isArray(point)) {
-        bad.push(`data_points[${i}]: not an object: ${shown(point)}`);
-        continue;
-      }
-      const time = typeof point.time === 'string' ? parseTimestamp(point.time) : null;
-      if (time === null) {
-        bad.push(`data_points[${i}].time: not a timestamp: ${shown(point.time ?? null)}`);
-        continue;
-      }
-      const raw = point.value;
-      const value =
-        typeof raw === 'number'
-          ? raw
-          : typeof raw === 'string' && raw.trim() !== ''
-            ? Number(raw)
-            : Number.NaN;
-      if (!Number.isFinite(value)) {
-        bad.push(`data_points[${i}].value: not a finite number: ${shown(raw)}`);
-        continue;
-      }
-      times.push(time);
-      values.push(value);
+function readPoints(points: unknown[], path: string, out: NormalizedRecord): Series {
+  const times: string[] = [];
+  const values: number[] = [];
+  for (let i = 0; i < points.length; i += 1) {
+    const point = points[i] as { time?: unknown; value?: unknown } | null;
+    if (typeof point !== 'object' || point === null || Array.isArray(point)) {
+      out.badPoints.push(`${path}[${i}]: not an object: ${shown(point)}`);
+      continue;
     }
-    return { times, values, bad };
-  });
+    const time = typeof point.time === 'string' ? parseTimestamp(point.time) : null;
+    if (time === null) {
+      out.badPoints.push(`${path}[${i}].time: not a timestamp: ${shown(point.time ?? null)}`);
+      continue;
+    }
+    const raw = point.value;
+    // Plain numbers, the usual case, skip the general reader.
+    const read = typeof raw === 'number' && Number.isFinite(raw) ? undefined : readJsonNumber(raw);
+    if (read && !read.ok) {
+      out.badPoints.push(`${path}[${i}].value: ${read.reason}`);
+      continue;
+    }
+    times.push(time);
+    values.push(read ? read.double : (raw as number));
+  }
+  return { times, values };
+}
 
-export const intradayMetricSchema = z
-  .object({
-    type: z.string().min(1, 'must not be empty'),
-    unit: optionalText,
-    origin: optionalText,
-    value: optionalNumber,
-    data_points: dataPointsSchema,
-  })
+/** The series fields of a metric with points; a metric whose type, unit or origin cannot be read is left out. */
+const seriesMetricSchema = z
+  .object({ type: z.string().min(1, 'must not be empty'), unit: optionalText, origin: optionalText })
   .loose();
 
-export const intradaySchema = recordCommonSchema.extend({
-  granularity: granularitySchema,
-  metrics: z.array(intradayMetricSchema).nullish(),
-});
-
-export function seriesRow(
-  metric: z.output<typeof intradayMetricSchema>,
-  metricIndex: number,
-): IntradaySeriesRow {
-  return {
+function readSeries(metric: Record<string, unknown>, metricIndex: number, out: NormalizedRecord): void {
+  const where = `metrics[${metricIndex}]`;
+  const m = seriesMetricSchema.safeParse(metric);
+  if (!m.success) {
+    leaveOutIssues(out, where, m.error);
+    return;
+  }
+  const points = metric.data_points ?? [];
+  if (!Array.isArray(points)) {
+    leaveOut(out, `${where}.data_points`, `not an array: ${shown(points)}`);
+    return;
+  }
+  const badBefore = out.badPoints.length;
+  const { times, values } = readPoints(points, `${where}.data_points`, out);
+  out.intraday.push({
     metricIndex,
-    metricType: metric.type,
-    unit: metric.unit,
-    origin: metric.origin,
-    times: metric.data_points?.times ?? [],
-    values: metric.data_points?.values ?? [],
-    badPoints: metric.data_points?.bad.length ?? 0,
-  };
-}
-
-export function normalizeIntraday(
-  parsed: z.output<typeof intradaySchema>,
-  rawText: string,
-): NormalizedRecord {
-  const out: NormalizedRecord = {
-    ...emptyChildren(),
-    record: recordRowFrom(parsed, rawText, {
-      granularityInterval: parsed.granularity?.interval ?? null,
-      granularityUnit: parsed.granularity?.unit ?? null,
-    }),
-  };
-  (parsed.metrics ?? []).forEach((metric, metricIndex) => {
-    // A metric with a single value and no points is a plain metric, not a series.
-    if (!metric.data_points && metric.value !== null) {
-      out.metrics.push({
-        metricIndex,
-        type: metric.type,
-        origin: metric.origin,
-        unit: metric.unit,
-        value: metric.value,
-      });
-    } else {
-      out.intraday.push(seriesRow(metric, metricIndex));
-      noteBadPoints(out, metric, metricIndex);
-    }
+    metricType: m.data.type,
+    unit: m.data.unit,
+    origin: m.data.origin,
+    times,
+    values,
+    badPoints: out.badPoints.length - badBefore,
   });
-  return out;
-}
-
-/** Names the points a series left out on the record (`metrics[2].data_points[7].value: …`). */
-export function noteBadPoints(
-  out: NormalizedRecord,
-  metric: z.output<typeof intradayMetricSchema>,
-  metricIndex: number,
-): void {
-  for (const bad of metric.data_points?.bad ?? []) out.badPoints.push(`metrics[${metricIndex}].${bad}`);
 }

@@ -3,6 +3,7 @@
  * or a quarantine entry with the raw text and a precise reason. Timestamps are canonical UTC ISO
  * strings; `raw` fields are JSON text ready for a jsonb column.
  */
+import type { JsonNumber } from './parse-helpers.ts';
 
 export interface QuarantineEntry {
   /** record, user, connection_event, frame, legacy:<object>, unparseable */
@@ -18,7 +19,8 @@ export interface MetricRow {
   type: string;
   origin: string | null;
   unit: string | null;
-  value: number | null;
+  /** Exactly as sent (parse-helpers.ts `JsonNumber`): stored in jsonb without rounding. */
+  value: JsonNumber | null;
 }
 
 export interface RecordRow {
@@ -63,7 +65,7 @@ export interface NutritionFoodRow {
   foodIndex: number;
   name: string | null;
   brand: string | null;
-  servingAmount: number | null;
+  servingAmount: JsonNumber | null;
   servingUnitName: string | null;
 }
 
@@ -80,7 +82,7 @@ export interface IntradaySeriesRow {
   /** UTC ISO strings, parallel to `values`. */
   times: string[];
   values: number[];
-  /** Points of the metric left out (null, empty or non-numeric value, bad time, not an object). */
+  /** Points of the metric left out (a value that is not a number, a bad time, not an object). */
   badPoints: number;
 }
 
@@ -94,11 +96,17 @@ export interface NormalizedRecord {
   foodMetrics: NutritionFoodMetricRow[];
   intraday: IntradaySeriesRow[];
   /**
-   * Series points left out, each named by its path (`metrics[0].data_points[3].value: not a finite
-   * number: null`). The record still loads; the loader files one informational quarantine entry
-   * (kind `bad_points`) with the whole raw.
+   * Series points left out, each named by its path (`metrics[0].data_points[3].value: not a number:
+   * null`). The record still loads; the loader files one informational quarantine entry (kind
+   * `bad_points`) with the whole raw.
    */
   badPoints: string[];
+  /**
+   * Metrics left out and fields of nested parts left null because they could not be read, each named by
+   * its path (`metrics[1].value: not a number: "n/a"`, `segments[0].food[2].serving.amount: …`). The
+   * record still loads; the loader files one informational quarantine entry (kind `bad_values`).
+   */
+  badValues: string[];
 }
 
 export interface UserRow {
@@ -140,6 +148,8 @@ export interface LegacyRecordRow {
   activityId: string | null;
   validated: boolean | null;
   raw: string;
+  /** Number fields the legacy view types that hold no number (`duration: not a number: "0x1A"`). */
+  badValues: string[];
 }
 
 export function emptyChildren(): Omit<NormalizedRecord, 'record'> {
@@ -151,5 +161,6 @@ export function emptyChildren(): Omit<NormalizedRecord, 'record'> {
     foodMetrics: [],
     intraday: [],
     badPoints: [],
+    badValues: [],
   };
 }

@@ -3,6 +3,7 @@
  * timestamps read strictly, the shape of a JSON value, and the raw JSON kept as it came (secrets redacted).
  */
 import { z } from 'zod';
+import { isJsonNumberText, type JsonNumberText, jsonNumberText } from '../pipeline/exact-json.ts';
 import { refinePathSegment } from '../validic/platform-limits.ts';
 
 /**
@@ -10,10 +11,17 @@ import { refinePathSegment } from '../validic/platform-limits.ts';
  * numbers, numeric strings, both timestamp forms) and strict where a value would be meaningless.
  */
 
-/** A non-empty id; a number is accepted and kept as its decimal text. */
+/** A number kept exactly as sent (src/pipeline/exact-json.ts). */
+const numberTextSchema = z.custom<JsonNumberText>(isJsonNumberText, 'not a number');
+
+/** A number's text: its source text when the parse kept it, else what the double prints. */
+const numberAsText = (value: number | JsonNumberText) =>
+  typeof value === 'number' ? String(value) : value.rawJSON;
+
+/** A non-empty id; a number is accepted and kept as its text (as sent). */
 export const idSchema = z
-  .union([z.string().min(1, 'must not be empty'), z.number().finite()])
-  .transform(String);
+  .union([z.string().min(1, 'must not be empty'), z.number().finite(), numberTextSchema])
+  .transform((v) => (typeof v === 'string' ? v : numberAsText(v)));
 
 /**
  * An id that later goes into a URL path (a user's `uid`): `idSchema`, and usable as one path segment
@@ -22,11 +30,11 @@ export const idSchema = z
  */
 export const pathIdSchema = idSchema.superRefine(refinePathSegment);
 
-/** Optional text that may come as a number (ids, versions). */
+/** Optional text that may come as a number (ids, versions), kept as sent (`1.0` stays `1.0`). */
 export const looseText = z
-  .union([z.string(), z.number().finite()])
+  .union([z.string(), z.number().finite(), numberTextSchema])
   .nullish()
-  .transform((v) => (v === null || v === undefined ? null : String(v)));
+  .transform((v) => (v === null || v === undefined ? null : typeof v === 'string' ? v : numberAsText(v)));
 
 export const optionalText = z
   .string()
@@ -45,32 +53,84 @@ export const timestampSchema = z.string().transform((value, ctx) => {
 
 export const optionalTimestamp = timestampSchema.nullish().transform((v) => v ?? null);
 
-/** A finite number, or a string holding one (the spec describes some numbers as strings). */
-export const numberLike = z.union([z.number(), z.string()]).transform((value, ctx) => {
-  const n = typeof value === 'number' ? value : value.trim() === '' ? Number.NaN : Number(value);
-  if (!Number.isFinite(n)) {
-    ctx.addIssue({ code: 'custom', message: `not a finite number: ${JSON.stringify(value).slice(0, 40)}` });
+/**
+ * A number exactly as sent: a plain JS number when a double holds it as written, else its JSON text
+ * (src/pipeline/exact-json.ts), which the warehouse's jsonb stores exactly.
+ */
+export type JsonNumber = number | JsonNumberText;
+
+/** The JSON number grammar (RFC 8259, section 6), nothing before or after it. */
+const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+
+export type ReadNumber = { ok: true; value: JsonNumber; double: number } | { ok: false; reason: string };
+
+/**
+ * How every number of the platform is read, v2 and v1 alike (the legacy views' `validic.json_number`,
+ * migration 0029, is the same rule in SQL): a JSON number, or a string holding exactly one by the JSON
+ * grammar (`"61.5"`, `"1e3"`; not `" 61.5"`, `"0x1A"`, `"Infinity"`, `"1_000"`, `"+1"`, `".5"`, `""`),
+ * whose value double precision can hold (not beyond ±1.8e308, not a nonzero that rounds to 0). The
+ * spec describes some numbers as strings; nothing promises any other spelling, so anything else is
+ * not a number, and says so.
+ */
+export function readJsonNumber(value: unknown): ReadNumber {
+  let text: string;
+  if (typeof value === 'number') {
+    if (Number.isFinite(value)) return { ok: true, value, double: value };
+    return { ok: false, reason: `not a finite number: ${value}` };
+  }
+  if (isJsonNumberText(value)) text = value.rawJSON;
+  else if (typeof value === 'string' && JSON_NUMBER.test(value)) text = value;
+  else return { ok: false, reason: `not a number: ${shown(value)}` };
+  const double = Number(text);
+  const mantissa = text.split(/[eE]/)[0]!;
+  if (!Number.isFinite(double) || (double === 0 && /[1-9]/.test(mantissa)))
+    return { ok: false, reason: `outside the range of double precision: ${shown(text)}` };
+  return { ok: true, value: String(double) === text ? double : jsonNumberText(text), double };
+}
+
+/** A value for messages: its JSON, cut to 40 characters. */
+export const shown = (value: unknown) => (JSON.stringify(value) ?? 'undefined').slice(0, 40);
+
+/** A number read by readJsonNumber. */
+export const numberLike = z.unknown().transform((value, ctx) => {
+  const read = readJsonNumber(value);
+  if (!read.ok) {
+    ctx.addIssue({ code: 'custom', message: read.reason });
     return z.NEVER;
   }
-  return n;
+  return read.value;
 });
 
-export const optionalNumber = numberLike.nullish().transform((v) => v ?? null);
+/** A number read by readJsonNumber, or null when absent or null. */
+export const optionalNumber = z.unknown().transform((value, ctx): JsonNumber | null => {
+  if (value === null || value === undefined) return null;
+  const read = readJsonNumber(value);
+  if (!read.ok) {
+    ctx.addIssue({ code: 'custom', message: read.reason });
+    return z.NEVER;
+  }
+  return read.value;
+});
+
+/** The double of a number read by readJsonNumber (for columns of double precision). */
+export const toDouble = (value: JsonNumber): number =>
+  typeof value === 'number' ? value : Number(value.rawJSON);
 
 /** Larger than any real offset (±14 h), small enough for an integer column. */
 const MAX_OFFSET_SECONDS = 48 * 3600;
 
 /** Whole seconds; v2 gives an integer, a `+hh:mm` string is converted. */
 export const utcOffsetSeconds = z
-  .union([z.number(), z.string()])
+  .union([z.number(), z.string(), numberTextSchema])
   .nullish()
   .transform((value, ctx) => {
     if (value === null || value === undefined) return null;
-    if (typeof value === 'number') {
-      if (Number.isInteger(value) && Math.abs(value) <= MAX_OFFSET_SECONDS) return value;
+    if (typeof value !== 'string') {
+      const seconds = typeof value === 'number' ? value : Number(value.rawJSON);
+      if (Number.isInteger(seconds) && Math.abs(seconds) <= MAX_OFFSET_SECONDS) return seconds;
       ctx.addIssue({
         code: 'custom',
-        message: `utc_offset is not a whole number of seconds within ±48 h: ${value}`,
+        message: `utc_offset is not a whole number of seconds within ±48 h: ${numberAsText(value)}`,
       });
       return z.NEVER;
     }
@@ -85,7 +145,7 @@ export const utcOffsetSeconds = z
     return z.NEVER;
   });
 
-/** A precise, single-line reason from a zod error: `metrics.2.value: not a finite number: "abc"`. */
+/** A precise, single-line reason from a zod error: `metrics.2.value: not a number: "abc"`. */
 export function describeIssues(error: z.ZodError, limit = 3): string {
   const parts = error.issues.slice(0, limit).map((issue) => {
     const path = issue.path.length ? issue.path.map(String).join('.') : '(item)';
@@ -189,27 +249,60 @@ export function parseTimestamp(value: string): string | null {
   return new Date(time).toISOString();
 }
 
-/** Shape checks on parsed JSON, used to word quarantine reasons. */
+/** Shape checks on parsed JSON, used to word quarantine reasons. A number kept as text is not an object. */
 export function isJsonObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !isJsonNumberText(value);
 }
 
 /** "null", "an array", "a string", … for messages like "record is an array, not a JSON object". */
 export function describeJsonType(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
+  if (isJsonNumberText(value)) return 'a number';
   return `a ${typeof value}`;
 }
 
 /**
- * The raw JSON text of an item, as it will be stored in a jsonb column. PostgreSQL refuses two things
- * JSON allows: the NUL character (`\u0000`) and unpaired UTF-16 surrogates. Such an item would make the
- * whole batch's transaction fail, so it is detected here and quarantined instead.
+ * The raw JSON text of an item, as it will be stored in a jsonb column. PostgreSQL refuses three things
+ * JSON allows: the NUL character (`\u0000`), unpaired UTF-16 surrogates, and numbers beyond its numeric
+ * type (more than 131,072 digits before the decimal point or 16,383 after it, such as `1e200000`).
+ * Such an item would make the whole batch's transaction fail, so it is detected here and quarantined
+ * instead. Every number is written as it was sent (src/pipeline/exact-json.ts).
  */
 
 // JSON.stringify escapes NUL as \u0000 and lone surrogates as \udXXX (paired ones stay literal). The
 // look-behind skips an escaped backslash followed by the letters "u0000".
 const UNSTORABLE = /(?<!\\)(?:\\\\)*\\u(0000|d[89a-f][0-9a-f]{2})/i;
+
+/** PostgreSQL's numeric: digits before the decimal point, and after it. */
+const NUMERIC_MAX_DIGITS_BEFORE = 131_072;
+const NUMERIC_MAX_DIGITS_AFTER = 16_383;
+
+/**
+ * A text that may hold a number numeric cannot: an exponent of 1,000 or more either way, or a run of
+ * 8,000 digits (below both, a number needs at most 8,999 digits on either side of the point).
+ */
+const MAY_OVERFLOW_NUMERIC = /[eE][+-]?0*[1-9]\d{3}|\d{8000}/;
+const NUMBER_TOKEN =
+  /(?:^|[:,[])[ \t\n\r]*(-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?)(?=[ \t\n\r]*(?:[,\]}]|$))/g;
+
+/** Whether numeric holds the JSON number `token` (the digits its value needs on each side of the point). */
+function fitsNumeric(token: string): boolean {
+  const [mantissa = '', exponentText = '0'] = (token.startsWith('-') ? token.slice(1) : token).split(/[eE]/);
+  const [whole = '', fraction = ''] = mantissa.split('.');
+  const significant = `${whole}${fraction}`.replace(/^0+/, '');
+  if (significant === '') return true;
+  const exponent = Number(exponentText);
+  const digitsBefore = whole.replace(/^0+/, '').length + exponent;
+  const digitsAfter = fraction.length - exponent;
+  return digitsBefore <= NUMERIC_MAX_DIGITS_BEFORE && digitsAfter <= NUMERIC_MAX_DIGITS_AFTER;
+}
+
+function numberTooLarge(text: string): string | undefined {
+  if (!MAY_OVERFLOW_NUMERIC.test(text)) return undefined;
+  for (const match of text.matchAll(NUMBER_TOKEN)) if (!fitsNumeric(match[1]!)) return match[1]!;
+  return undefined;
+}
 
 export type RawText = { ok: true; text: string } | { ok: false; text: string; reason: string };
 
@@ -225,6 +318,14 @@ export function rawJsonText(raw: unknown): RawText {
   if (bad) {
     const what = bad[1] === '0000' ? 'a NUL character (\\u0000)' : 'an unpaired UTF-16 surrogate';
     return { ok: false, text, reason: `contains ${what}, which PostgreSQL cannot store` };
+  }
+  const huge = numberTooLarge(text);
+  if (huge !== undefined) {
+    return {
+      ok: false,
+      text,
+      reason: `contains a number PostgreSQL cannot store exactly (${huge.slice(0, 40)}${huge.length > 40 ? '…' : ''})`,
+    };
   }
   return { ok: true, text };
 }

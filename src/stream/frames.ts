@@ -7,6 +7,7 @@ import type { EventEmitter } from 'node:events';
 import { createParser } from 'eventsource-parser';
 import type { HttpClient } from '../http/http-client-types.ts';
 import type { RawItem } from '../pipeline/batch.ts';
+import { parseJsonExactly } from '../pipeline/exact-json.ts';
 import type { ClassifiedFrame, DataFrame, SseFrame, SseSource } from './types.ts';
 
 /**
@@ -391,7 +392,8 @@ export function classifyFrame(frame: SseFrame): ClassifiedFrame {
   if (frame.event === 'data') {
     let payload: unknown;
     try {
-      payload = JSON.parse(frame.data);
+      // Numbers exactly as sent: records are stored as the platform sent them.
+      payload = parseJsonExactly(frame.data);
     } catch (error) {
       return {
         kind: 'bad',

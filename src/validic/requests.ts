@@ -5,6 +5,7 @@
 
 import { z } from 'zod';
 import { UnexpectedResponseError, UnsafePathSegmentError } from '../errors/index.ts';
+import { isJsonNumberText } from '../pipeline/exact-json.ts';
 import { pathSegmentProblem, STREAM_RECORD_TYPES } from './platform-limits.ts';
 
 /**
@@ -102,12 +103,20 @@ function splitElements(elements: unknown[]): { items: RawObject[]; rejected: unk
 
 /** Identity of a page (for "the server sent the same page again" detection). */
 export function pageSignature(items: readonly RawObject[]): string {
-  return items.map((item) => String(item.id ?? item.uid ?? item._id ?? JSON.stringify(item))).join('\u0000');
+  return items
+    .map((item) => {
+      const key = item.id ?? item.uid ?? item._id;
+      // JSON.stringify, not String: an id parsed exactly (src/pipeline/exact-json.ts) is an object.
+      return typeof key === 'string' ? key : JSON.stringify(key ?? item);
+    })
+    .join('\u0000');
 }
 
+/** A number of an envelope (`meta.limit`, `summary.results`), also one given as a string or kept as text. */
 export function numberField(obj: RawObject | undefined, key: string): number | undefined {
   const value = obj?.[key];
-  const n = typeof value === 'string' ? Number(value) : value;
+  const n =
+    typeof value === 'string' ? Number(value) : isJsonNumberText(value) ? Number(value.rawJSON) : value;
   return typeof n === 'number' && Number.isFinite(n) ? n : undefined;
 }
 

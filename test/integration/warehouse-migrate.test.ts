@@ -141,6 +141,7 @@ describe('the migrated schema', () => {
       order by 1`.execute(t.warehouse.db);
     expect(rows.map((r) => r.column)).toEqual([
       'validic.connection_events.raw',
+      'validic.legacy_record_versions.raw',
       'validic.legacy_records.raw',
       'validic.record_versions.raw',
       'validic.records.raw',

@@ -49,7 +49,7 @@ import {
   retryOnConflict,
 } from './load-transaction.ts';
 import { progressCtes, writeProgress } from './write-progress.ts';
-import { badPointsNote, writeQuarantine } from './write-quarantine.ts';
+import { badPointsNote, badValuesNote, writeQuarantine } from './write-quarantine.ts';
 
 export interface ApplyBatchOptions {
   log?: Logger;
@@ -61,7 +61,7 @@ interface Sorted {
   events: ConnectionEventRow[];
   legacy: LegacyRecordRow[];
   quarantine: QuarantineEntry[];
-  /** Informational quarantine entries of records that DO load (bad points left out of a series). */
+  /** Informational quarantine entries of records that DO load (points, metrics or fields left out). */
   notes: QuarantineEntry[];
 }
 
@@ -103,6 +103,8 @@ export async function prepareBatch(batch: Batch, options: PrepareOptions = {}): 
       case 'record':
         sorted.records.push(n.value);
         if (n.value.badPoints.length > 0) sorted.notes.push(badPointsNote(n.value));
+        if (n.value.badValues.length > 0)
+          sorted.notes.push(badValuesNote(n.value.record.type, n.value.badValues, n.value.record.raw));
         break;
       case 'user':
         sorted.users.push(n.value);
@@ -112,6 +114,8 @@ export async function prepareBatch(batch: Batch, options: PrepareOptions = {}): 
         break;
       case 'legacy':
         sorted.legacy.push(n.value);
+        if (n.value.badValues.length > 0)
+          sorted.notes.push(badValuesNote(`legacy:${n.value.object}`, n.value.badValues, n.value.raw));
         break;
       case 'quarantine':
         sorted.quarantine.push(n.value);

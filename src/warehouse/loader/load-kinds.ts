@@ -80,9 +80,13 @@ export async function loadConnectionEvents(
 }
 
 /**
- * Legacy (v1) records keyed (org_id, object, _id): the later last_updated wins. A row marked deleted
- * (legacy-deletes.ts) comes back only with a strictly later last_updated: a list read before the
- * delete, loaded after it, must not revive it; an edit after it proves the record exists.
+ * Legacy (v1) records keyed (org_id, object, _id): the later last_updated wins (tie: the greater
+ * document). A row marked deleted (legacy-deletes.ts) comes back only with a strictly later
+ * last_updated: a list read before the delete, loaded after it, must not revive it; an edit after it
+ * proves the record exists. Every other version, the row a newer one replaces and a version that
+ * arrives too late alike, is kept in legacy_record_versions (migration 0031): every distinct version
+ * seen but the current one. One statement: the decision, the history and the upsert read the same
+ * snapshot under the batch's locks.
  */
 export async function loadLegacy(
   tx: WarehouseTransaction,
@@ -93,25 +97,56 @@ export async function loadLegacy(
   if (legacy.length === 0) return;
   // Newest per (object, _id): later last_updated (missing = oldest); tie: the greater raw text.
   const newest = new Map<string, LegacyRecordRow>();
+  const distinct = new Map<string, LegacyRecordRow>();
   const rank = (r: LegacyRecordRow) => (r.lastUpdated ? Date.parse(r.lastUpdated) : Number.NEGATIVE_INFINITY);
   for (const r of legacy) {
     const key = `${r.object}\u0001${r.id}`;
     const known = newest.get(key);
     if (!known || rank(r) > rank(known) || (rank(r) === rank(known) && r.raw > known.raw)) newest.set(key, r);
+    if (!distinct.has(`${key}\u0001${r.raw}`)) distinct.set(`${key}\u0001${r.raw}`, r);
   }
-  await stageRows(tx, STAGE.legacy, [...newest.values()].map(LEGACY_RECORDS.values));
+  // Every distinct version of the batch, the newest of each key marked.
+  await stageRows(
+    tx,
+    STAGE.legacy,
+    [...distinct.values()].map((r) => [
+      ...LEGACY_RECORDS.values(r),
+      newest.get(`${r.object}\u0001${r.id}`)!.raw === r.raw,
+    ]),
+  );
+  const org = batch.orgId;
   const written = await sql<{ object: string; id: string; inserted: boolean }>`
+    with decided as (
+      select s.*, cur.id is not null as stored, cur.raw as cur_raw, cur.last_updated as cur_last_updated,
+             cur.deleted_at as cur_deleted_at, cur.arrived_via as cur_arrived_via,
+             cur.id is null
+             or (cur.deleted_at is null and cur.raw is distinct from s.raw
+                 and (coalesce(s.last_updated, '-infinity') > coalesce(cur.last_updated, '-infinity')
+                      or (coalesce(s.last_updated, '-infinity') = coalesce(cur.last_updated, '-infinity')
+                          and s.raw::text collate "C" > cur.raw::text collate "C")))
+             or (cur.deleted_at is not null
+                 and coalesce(s.last_updated, '-infinity') > coalesce(cur.last_updated, '-infinity')) as wins
+      from ${sql.table(STAGE.legacy.name)} s
+      left join validic.legacy_records cur on cur.org_id = ${org} and cur.object = s.object and cur.id = s.id
+      where s.newest
+    ),
+    kept as (
+      insert into validic.legacy_record_versions (org_id, object, id, last_updated, deleted_at, raw, arrived_via)
+      -- The row a newer version replaces.
+      select ${org}, d.object, d.id, d.cur_last_updated, d.cur_deleted_at, d.cur_raw, d.cur_arrived_via
+      from decided d where d.wins and d.stored and d.cur_raw is distinct from d.raw
+      union all
+      -- The batch's versions that do not end up current: older ones, and one that lost to the stored row.
+      select ${org}, s.object, s.id, s.last_updated, null, s.raw, ${batch.arrivedVia}
+      from ${sql.table(STAGE.legacy.name)} s
+      join decided d on d.object = s.object and d.id = s.id
+      where s.raw is distinct from (case when d.wins then d.raw else d.cur_raw end)
+      on conflict do nothing
+    )
     insert into validic.legacy_records as l (org_id, ${columnList(LEGACY_RECORDS)}, arrived_via)
-    select ${batch.orgId}, ${columnsOf(LEGACY_RECORDS, 's')}, ${batch.arrivedVia}
-    from ${sql.table(STAGE.legacy.name)} s
-    left join validic.legacy_records cur on cur.org_id = ${batch.orgId} and cur.object = s.object and cur.id = s.id
-    where cur.id is null
-       or (cur.deleted_at is null and cur.raw is distinct from s.raw
-           and (coalesce(s.last_updated, '-infinity') > coalesce(cur.last_updated, '-infinity')
-                or (coalesce(s.last_updated, '-infinity') = coalesce(cur.last_updated, '-infinity')
-                    and s.raw::text collate "C" > cur.raw::text collate "C")))
-       or (cur.deleted_at is not null
-           and coalesce(s.last_updated, '-infinity') > coalesce(cur.last_updated, '-infinity'))
+    select ${org}, ${columnsOf(LEGACY_RECORDS, 'd')}, ${batch.arrivedVia}
+    from decided d
+    where d.wins
     on conflict (org_id, object, id) do update set
       ${setList(LEGACY_RECORDS, 'excluded')}, arrived_via = excluded.arrived_via, updated_at = now(),
       deleted_at = null

@@ -307,7 +307,8 @@ export const STAGE = {
   records: stagingOf(RECORDS, [['apply', 'boolean']]),
   users: stagingOf(USERS),
   events: stagingOf(CONNECTION_EVENTS),
-  legacy: stagingOf(LEGACY_RECORDS),
+  /** newest true: the batch's candidate for its (object, id); false: an older version, for legacy_record_versions. */
+  legacy: stagingOf(LEGACY_RECORDS, [['newest', 'boolean']]),
 } as const satisfies Record<string, StagingTable>;
 
 export async function ensureStagingTable(tx: WarehouseTransaction, stage: StagingTable): Promise<void> {

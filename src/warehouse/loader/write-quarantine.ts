@@ -1,7 +1,8 @@
 /**
  * Quarantine rows for the items normalization rejected: one row per distinct (org, kind, raw) with
  * the latest reason; seeing the same item again bumps seen_count and last_seen_at. Also the
- * informational entries of records that load with points left out (kind `bad_points`).
+ * informational entries of records that load with points left out (kind `bad_points`) or with metrics
+ * and fields left out (kind `bad_values`).
  */
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
@@ -15,19 +16,31 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 /** PostgreSQL text cannot hold NUL; quarantine keeps such raw text with the NUL spelled out. */
 const storableText = (text: string) => text.replaceAll('\u0000', '\\u0000');
 
-/** Points named in one bad_points reason; the count says how many more there are. */
-const NAMED_POINTS = 10;
+/** Parts named in one informational reason; the count says how many more there are. */
+const NAMED_PARTS = 10;
+
+const named = (parts: readonly string[]) =>
+  `${parts.slice(0, NAMED_PARTS).join('; ')}${parts.length > NAMED_PARTS ? `; and ${parts.length - NAMED_PARTS} more` : ''}`;
 
 /** The informational entry of a record loaded without some of its series points: raw stays whole. */
 export function badPointsNote(n: NormalizedRecord): QuarantineEntry {
   const { badPoints, record } = n;
-  const more = badPoints.length > NAMED_POINTS ? `; and ${badPoints.length - NAMED_POINTS} more` : '';
   return {
     kind: 'bad_points',
-    reason:
-      `${record.type} record loaded without ${badPoints.length} bad point(s) (intraday_series.bad_points): ` +
-      `${badPoints.slice(0, NAMED_POINTS).join('; ')}${more}`,
+    reason: `${record.type} record loaded without ${badPoints.length} bad point(s) (intraday_series.bad_points): ${named(badPoints)}`,
     raw: record.raw,
+  };
+}
+
+/**
+ * The informational entry of a record, v2 or legacy, loaded without the metrics or field values it
+ * could not read (left out, or null): raw stays whole.
+ */
+export function badValuesNote(type: string, badValues: readonly string[], raw: string): QuarantineEntry {
+  return {
+    kind: 'bad_values',
+    reason: `${type} record loaded without ${badValues.length} unreadable value(s): ${named(badValues)}`,
+    raw,
   };
 }
 
