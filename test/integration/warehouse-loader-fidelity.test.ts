@@ -50,7 +50,7 @@ describe('v2 records', () => {
       '[[0, "count", null, "n", 12345678901234567890], [1, "body_weight", null, "kg", 70.50], [2, "ratio", null, "", 1000]]',
     );
     // The view's value is double precision (about 15 significant digits): the exact one is in records.metrics.
-    expect(rows[0]!.value).toBe(12345678901234567890);
+    expect(rows[0]!.value).toBe(Number('12345678901234567890'));
   });
 
   it('an unreadable metric is left out and named in an informational quarantine entry; the good ones load', async () => {
@@ -159,7 +159,7 @@ describe('legacy records', () => {
       .execute();
     expect(view).toEqual([
       { id: 'f1', distance: 1200.5, duration: 1000, calories: null },
-      { id: 'f2', distance: null, duration: 12345678901234567890, calories: null },
+      { id: 'f2', distance: null, duration: Number('12345678901234567890'), calories: null },
     ]);
     const stored = await sql<{ raw: string }>`
       select raw::text as raw from validic.legacy_records where org_id = ${org} and id = 'f2'`.execute(
