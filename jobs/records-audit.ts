@@ -234,6 +234,11 @@ async function auditCells(
         { orgId, auditId, ...cell, missing: result.missing, stale: result.stale, extra: result.extra },
         'audit: the warehouse differs from the platform in this cell',
       );
+    if (result.unrepaired?.length)
+      ctx.log.error(
+        { orgId, auditId, ...cell, unrepaired: result.unrepaired },
+        'audit: the repair left records that still differ from the platform',
+      );
   }
   return { auditId, cells: audited, enqueued: 0, totals };
 }

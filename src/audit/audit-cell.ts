@@ -1,8 +1,10 @@
 /**
  * One cell audited: fetch the user × resource × window from the platform (one request), compare it with
  * the warehouse (compare-cell.ts), and load what is missing or stale through the one loader
- * (`arrived_via = 'audit'`). A cell the platform refuses for good (a resource not enabled, a user gone)
- * is `failed` with the reason; any other failure (an outage, the budget) is thrown, for the job to retry.
+ * (`arrived_via = 'audit'`, which takes the platform's version at the same created_at: see
+ * decide-versions.ts), then read back what it loaded: a record that still differs is named with why.
+ * A cell the platform refuses for good (a resource not enabled, a user gone) is `failed` with the
+ * reason; any other failure (an outage, the budget) is thrown, for the job to retry.
  */
 import { PermanentError } from '../errors/index.ts';
 import { normalizeRecord } from '../normalize/normalize-record.ts';
@@ -81,9 +83,11 @@ export async function auditCell(
   const comparison = compareCell(platform, stored, liveInner);
   const toLoad = [...comparison.missing, ...comparison.stale];
   let repaired = 0;
+  let unrepaired: string[] = [];
   if (options.repair && toLoad.length > 0) {
     const loaded = await deps.load(toLoad.map((v) => v.raw));
     repaired = loaded.inserted + loaded.updated;
+    unrepaired = whyNotRepaired(toLoad, await deps.currentVersions(toLoad.map((v) => v.id)));
   }
   return {
     ...cell,
@@ -95,5 +99,25 @@ export async function auditCell(
     extra: comparison.extra.length,
     repaired,
     driftIds: [...toLoad.map((v) => v.id), ...comparison.extra],
+    unrepaired,
   };
+}
+
+const describeVersion = (v: AuditVersion) =>
+  `checksum ${v.checksum} created ${v.createdAt}${v.deletedAt === null ? '' : ' deleted'}`;
+
+/**
+ * The loaded records that still differ from the platform once the repair committed, each as `id: why`.
+ * None is expected: the loader takes the platform's version unless the warehouse's is later, and a
+ * later one counts equal. A record named here is a fault of the loader or a change made under it.
+ */
+function whyNotRepaired(loaded: readonly AuditVersion[], now: ReadonlyMap<string, AuditVersion>): string[] {
+  const after = compareCell(loaded, now, []);
+  return [
+    ...after.missing.map((v) => `${v.id}: still missing after the repair`),
+    ...after.stale.map(
+      (v) =>
+        `${v.id}: the warehouse still holds ${describeVersion(now.get(v.id)!)}, the platform ${describeVersion(v)}`,
+    ),
+  ];
 }

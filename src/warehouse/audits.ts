@@ -75,6 +75,8 @@ export interface AuditedCell extends AuditCell {
   repaired: number;
   /** Ids of the missing, stale and extra records (the first 50). */
   driftIds: string[];
+  /** Missing or stale records the repair loaded that still differ, each as `id: why` (none expected). */
+  unrepaired?: string[];
   error?: string;
 }
 
