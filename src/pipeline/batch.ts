@@ -11,6 +11,8 @@ export type ArrivedVia = 'poll' | 'stream' | 'replay' | 'reconcile' | 'audit' | 
  * One raw item. `kind` says which parser applies; `frame` is a stream/replay `data` frame whose payload
  * is routed by shape (a connection event or a record of any resource type). `unparseable` carries text
  * that never became JSON (a truncated frame, say): it goes straight to quarantine with its reason.
+ * A `raw` parsed from the platform's JSON holds each number a double would change as its text
+ * (exact-json.ts), so it is stored as sent.
  */
 export type RawItem =
   | { kind: 'record'; raw: unknown }

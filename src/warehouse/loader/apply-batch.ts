@@ -6,8 +6,8 @@
  *
  * 1. Normalize every item (pure; bad items become quarantine entries, never exceptions).
  * 2. Reduce within the batch: per record id the newest version (later created_at; tie: the greater
- *    checksum, so the outcome never depends on arrival order) is the candidate; the others are kept
- *    for record_versions.
+ *    checksum, then deleted above not deleted, so the outcome never depends on arrival order) is the
+ *    candidate; the others are kept for record_versions (decide-versions.ts).
  * 3. In one transaction, under advisory locks on the keys it writes (loads sharing a key never interleave,
  *    so the decisions below cannot race; see loadLocks): probe the stored versions with ONE keys-only query
  *    (a redelivered batch costs no more than that), decide per id (insert / update / same / stale), then
