@@ -55,17 +55,33 @@ describe('migration 0010', () => {
     ];
     for (const s of statements) await sql.raw(s).execute(db);
     // The views since 0010 also give the record's start_time (to prune joins); the rest must be equal.
+    // measured_at_local is the user's wall time since 0029 (a timestamp, no longer a timestamptz):
+    // compared as its UTC text, which both types give alike.
     const read = async () => {
       const out: Record<string, unknown[]> = {};
       for (const r of RELATIONS) {
+        const local =
+          r === 'latest_blood_pressure'
+            ? `|| jsonb_build_object('measured_at_local', to_char(t.measured_at_local${
+                (await localIsTimestamptz()) ? " at time zone 'UTC'" : ''
+              }, 'YYYY-MM-DD HH24:MI:SS'))`
+            : '';
         out[r] = (
           await sql
-            .raw(`select (to_jsonb(t) - 'start_time')::text as row from validic.${r} t order by 1`)
+            .raw(`select (to_jsonb(t) - 'start_time' ${local})::text as row from validic.${r} t order by 1`)
             .execute(db)
         ).rows;
       }
       return out;
     };
+    const localIsTimestamptz = async () =>
+      (
+        await sql<{ type: string }>`
+          select format_type(atttypid, atttypmod) as type from pg_attribute
+          where attrelid = 'validic.latest_blood_pressure'::regclass and attname = 'measured_at_local'`.execute(
+          db,
+        )
+      ).rows[0]!.type === 'timestamp with time zone';
     const old = await read();
     expect(old.intraday_points).toHaveLength(4);
 

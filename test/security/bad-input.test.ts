@@ -4,7 +4,8 @@
  * timestamps, truncated JSON, non-objects, unknown types and event names). Over 10,000 cases go through
  * the real path — envelope parsing (`listItems`) or the SSE reader (`readSseFrames` → `classifyFrame` →
  * `toRawItems`), normalization and `applyBatch` into a real database — with no crash: every valid item
- * lands, every broken one is quarantined with a reason. Oversized bodies and frames are refused with a
+ * lands, every broken one is quarantined with a reason, and one whose only defect is a metric it cannot
+ * read lands without that metric, with an informational entry naming it. Oversized bodies and frames are refused with a
  * clear error while memory stays bounded.
  */
 import { createServer, type Server } from 'node:http';
@@ -105,6 +106,7 @@ const validRecord = fc.record({
 });
 
 // ---- broken records: one defect each, every one of them a reason to quarantine --------------------
+// (A metric that cannot be read costs only itself: those defects are the partial cases below.)
 
 type Mutation = (r: Record<string, unknown>) => unknown;
 const mutations: fc.Arbitrary<[string, Mutation]> = fc.constantFrom<[string, Mutation]>(
@@ -125,9 +127,6 @@ const mutations: fc.Arbitrary<[string, Mutation]> = fc.constantFrom<[string, Mut
   ['start_time object', (r) => ({ ...r, start_time: { at: 'now' } })],
   ['utc_offset huge', (r) => ({ ...r, utc_offset: 1e9 })],
   ['utc_offset text', (r) => ({ ...r, utc_offset: 'abc' })],
-  ['metrics text', (r) => ({ ...r, type: 'measurement', metrics: 'lots' })],
-  ['metric no type', (r) => ({ ...r, type: 'measurement', metrics: [{ value: 1 }] })],
-  ['metric value text', (r) => ({ ...r, type: 'measurement', metrics: [{ type: 'x', value: 'abc' }] })],
   ['NUL in notes', (r) => ({ ...r, notes: 'a\u0000b' })],
   ['NUL in uid', (r) => ({ ...r, user: { uid: '\u0000', user_id: 'u' } })],
   ['lone high surrogate', (r) => ({ ...r, notes: 'x\ud800y' })],
@@ -138,11 +137,23 @@ const mutations: fc.Arbitrary<[string, Mutation]> = fc.constantFrom<[string, Mut
   ['null', () => null],
 );
 
+/** Defects of a part of the record, not of its envelope: the record lands without the part, named. */
+const partialMutations: fc.Arbitrary<[string, Mutation]> = fc.constantFrom<[string, Mutation]>(
+  ['metrics text', (r) => ({ ...r, type: 'measurement', metrics: 'lots' })],
+  ['metric no type', (r) => ({ ...r, type: 'measurement', metrics: [{ value: 1 }] })],
+  ['metric value text', (r) => ({ ...r, type: 'measurement', metrics: [{ type: 'x', value: 'abc' }] })],
+  ['metric value hex', (r) => ({ ...r, type: 'summary', metrics: [{ type: 'x', value: '0x1A' }] })],
+  ['metric not an object', (r) => ({ ...r, type: 'sleep', metrics: ['x', { type: 'y', value: 2 }] })],
+);
+
 interface Case {
   /** How it reaches the loader. */
   via: 'list' | 'frame';
-  /** valid: must land; broken: must be quarantined; ignored: a non-data frame, never an item. */
-  expect: 'valid' | 'broken' | 'ignored';
+  /**
+   * valid: must land; partial: must land, with an informational quarantine entry (bad_values);
+   * broken: must be quarantined; ignored: a non-data frame, never an item.
+   */
+  expect: 'valid' | 'partial' | 'broken' | 'ignored';
   what: string;
   /** The record (list) or the SSE frame text (frame). */
   record?: unknown;
@@ -152,6 +163,11 @@ interface Case {
 
 const validCase = fc.tuple(validRecord, fc.constantFrom<'list' | 'frame'>('list', 'frame'));
 const brokenCase = fc.tuple(validRecord, mutations, fc.constantFrom<'list' | 'frame'>('list', 'frame'));
+const partialCase = fc.tuple(
+  validRecord,
+  partialMutations,
+  fc.constantFrom<'list' | 'frame'>('list', 'frame'),
+);
 /** Frames that break below the record level. */
 const brokenFrame = fc.oneof(
   validRecord.chain((r) =>
@@ -196,6 +212,12 @@ const anyCase: fc.Arbitrary<Case> = fc.oneof(
   },
   {
     weight: 1,
+    arbitrary: partialCase.map(
+      ([record, [what, mutate], via]): Case => ({ via, expect: 'partial', what, record: mutate(record) }),
+    ),
+  },
+  {
+    weight: 1,
     arbitrary: brokenFrame.map(
       ({ what, data }): Case => ({
         via: 'frame',
@@ -223,7 +245,8 @@ const anyCase: fc.Arbitrary<Case> = fc.oneof(
 function finish(c: Case): Case {
   if (c.record === undefined) return c;
   const id = freshId();
-  if (c.expect === 'valid') return { ...c, id, record: { ...(c.record as object), id } };
+  if (c.expect === 'valid' || c.expect === 'partial')
+    return { ...c, id, record: { ...(c.record as object), id } };
   // A defect other than the id itself is tested on a record that has a good id.
   const r = c.record;
   if (isObject(r) && !c.what.includes('id')) return { ...c, record: { id, ...(r as object) } };
@@ -284,7 +307,7 @@ describe('bad input through parse, normalize and load', () => {
   const db = useTestDatabase();
 
   it('lands every valid item and quarantines every broken one, over 10,000 generated cases', async () => {
-    const totals = { cases: 0, valid: 0, broken: 0, ignored: 0, batches: 0 };
+    const totals = { cases: 0, valid: 0, partial: 0, broken: 0, ignored: 0, batches: 0 };
     const reasons = new Map<string, number>();
     await fc.assert(
       fc.asyncProperty(
@@ -299,7 +322,8 @@ describe('bad input through parse, normalize and load', () => {
           const frames = cases.filter((c) => c.via === 'frame');
           const fromFrames = await framesToItems(frames, sizes);
           const items = [...listToItems(list), ...fromFrames.items];
-          const valid = cases.filter((c) => c.expect === 'valid');
+          const valid = cases.filter((c) => c.expect === 'valid' || c.expect === 'partial');
+          const partial = cases.filter((c) => c.expect === 'partial');
           const broken = cases.filter((c) => c.expect === 'broken');
           expect(fromFrames.other).toBe(cases.filter((c) => c.what === 'other').length);
           expect(items.length).toBe(valid.length + broken.length);
@@ -324,6 +348,7 @@ describe('bad input through parse, normalize and load', () => {
           }
           totals.cases += cases.length;
           totals.valid += valid.length;
+          totals.partial += partial.length;
           totals.broken += broken.length;
           totals.ignored += cases.length - valid.length - broken.length;
           totals.batches++;
@@ -335,12 +360,16 @@ describe('bad input through parse, normalize and load', () => {
     expect(totals.cases).toBeGreaterThanOrEqual(10_000);
     expect(reasons.size).toBeGreaterThan(25);
 
-    // Every quarantined item is kept with a reason; duplicates of one raw item are one row seen twice.
-    const q = await sql<{ rows: number; seen: number; without_reason: number }>`
+    // Every quarantined item is kept with a reason; duplicates of one raw item are one row seen twice;
+    // each partial record has its informational entry.
+    const q = await sql<{ rows: number; seen: number; without_reason: number; notes: number }>`
       select count(*)::int as rows, coalesce(sum(seen_count), 0)::int as seen,
-             count(*) filter (where reason is null or length(reason) < 5)::int as without_reason
+             count(*) filter (where reason is null or length(reason) < 5)::int as without_reason,
+             count(*) filter (where kind = 'bad_values')::int as notes
       from validic_sync.quarantine where org_id = ${ORG}`.execute(db.warehouse.db);
-    expect(q.rows[0]!.seen).toBe(totals.broken);
+    expect(totals.partial).toBeGreaterThan(0);
+    expect(q.rows[0]!.notes).toBe(totals.partial);
+    expect(q.rows[0]!.seen).toBe(totals.broken + totals.partial);
     expect(q.rows[0]!.without_reason).toBe(0);
     const stored = await sql<{ n: number }>`
       select count(*)::int as n from validic.records where org_id = ${ORG}`.execute(db.warehouse.db);
