@@ -8,7 +8,8 @@
  *
  * Node's own parser does the work (the reviver's `context.source`, Node ≥ 21): no JSON library, and
  * the reviver only runs for the rare text that holds a number a double would change, found by one
- * scan (`MAY_CHANGE`); a text without one is parsed by `JSON.parse` alone. bench/loader.ts measures both.
+ * scan (`MAY_CHANGE`, then the numbers it flags checked one by one); a text without one is parsed by
+ * `JSON.parse` alone. bench/exact-json.ts measures what it costs.
  */
 
 /** A number as its JSON source text (`JSON.rawJSON`): `JSON.stringify` writes the text back unchanged. */
@@ -49,6 +50,24 @@ export function jsonNumberText(text: string): JsonNumberText {
 const MAY_CHANGE =
   /(?:^|[:,[])[ \t\n\r]*(?:-0|-?\d[\d.]*[eE]|-?\d+\.\d*0[ \t\n\r]*(?:[,\]}]|$)|-?(?:\d\.?){16}|-?0\.0{6})/;
 
+/** Every number token of a JSON text (and text inside strings that reads like one), captured. */
+const NUMBER_TOKEN =
+  /(?:^|[:,[])[ \t\n\r]*(-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?)(?=[ \t\n\r]*(?:[,\]}]|$))/g;
+
+/**
+ * Whether some number of `text` is one a double changes. Most texts the scan lets through hold only
+ * long numbers a double gives back as written (`72.39999999999999`, what a platform printing the
+ * shortest form of its doubles sends): those are checked one by one here, and need no reviver.
+ */
+function holdsChangedNumber(text: string): boolean {
+  if (!MAY_CHANGE.test(text)) return false;
+  for (const match of text.matchAll(NUMBER_TOKEN)) {
+    const token = match[1]!;
+    if (String(Number(token)) !== token) return true;
+  }
+  return false;
+}
+
 function keepSource(_key: string, value: unknown, context: { source?: string }): unknown {
   if (typeof value !== 'number' || context.source === undefined) return value;
   return String(value) === context.source ? value : NATIVE.rawJSON(context.source);
@@ -56,5 +75,5 @@ function keepSource(_key: string, value: unknown, context: { source?: string }):
 
 /** `JSON.parse(text)`, with each number a double would change kept as its text (throws like JSON.parse). */
 export function parseJsonExactly(text: string): unknown {
-  return MAY_CHANGE.test(text) ? NATIVE.parse(text, keepSource) : JSON.parse(text);
+  return holdsChangedNumber(text) ? NATIVE.parse(text, keepSource) : JSON.parse(text);
 }
