@@ -87,8 +87,6 @@ export const metricSchema = z
   })
   .loose();
 
-export type ParsedMetric = z.output<typeof metricSchema>;
-
 /** `measurements` (the field description) and `measurement` (the samples) are the same type. */
 export function canonicalType(type: string): string {
   return type === 'measurements' ? 'measurement' : type;
@@ -200,26 +198,24 @@ function field<T>(
   return null;
 }
 
+/** One metric object as a row, or undefined when it cannot be read (left out, named). */
+function plainMetric(metric: unknown, metricIndex: number, where: string, out: NormalizedRecord) {
+  if (!objectAt(metric, where, out)) return undefined;
+  const m = metricSchema.safeParse(metric);
+  if (!m.success) {
+    leaveOutIssues(out, where, m.error);
+    return undefined;
+  }
+  const { type, origin, unit, value } = m.data;
+  return { metricIndex, type, origin, unit, value } satisfies MetricRow;
+}
+
 /** Metric objects (measurement, nutrition and every other type's plain metrics) → rows, each on its own. */
-export function readMetrics(value: unknown, path: string, out: NormalizedRecord): MetricRow[] {
-  const rows: MetricRow[] = [];
-  elements(value, path, out).forEach((element, metricIndex) => {
-    const where = `${path}[${metricIndex}]`;
-    if (!objectAt(element, where, out)) return;
-    const m = metricSchema.safeParse(element);
-    if (!m.success) {
-      leaveOutIssues(out, where, m.error);
-      return;
-    }
-    rows.push({
-      metricIndex,
-      type: m.data.type,
-      origin: m.data.origin,
-      unit: m.data.unit,
-      value: m.data.value,
-    });
+function readMetrics(value: unknown, path: string, out: NormalizedRecord): MetricRow[] {
+  return elements(value, path, out).flatMap((element, metricIndex) => {
+    const row = plainMetric(element, metricIndex, `${path}[${metricIndex}]`, out);
+    return row ? [row] : [];
   });
-  return rows;
 }
 
 /**
@@ -291,24 +287,12 @@ function readGeneric(raw: Record<string, unknown>, out: NormalizedRecord): void 
   readGranularity(raw, out);
   elements(raw.metrics, 'metrics', out).forEach((element, metricIndex) => {
     const where = `metrics[${metricIndex}]`;
-    const metric = objectAt(element, where, out);
-    if (!metric) return;
-    if (Array.isArray(metric.data_points)) {
-      readSeries(metric, metricIndex, out);
+    if (isJsonObject(element) && Array.isArray(element.data_points)) {
+      readSeries(element, metricIndex, out);
       return;
     }
-    const m = metricSchema.safeParse(metric);
-    if (!m.success) {
-      leaveOutIssues(out, where, m.error);
-      return;
-    }
-    out.metrics.push({
-      metricIndex,
-      type: m.data.type,
-      origin: m.data.origin,
-      unit: m.data.unit,
-      value: m.data.value,
-    });
+    const row = plainMetric(element, metricIndex, where, out);
+    if (row) out.metrics.push(row);
   });
 }
 
@@ -323,22 +307,12 @@ function readIntradayMetrics(value: unknown, out: NormalizedRecord): void {
     const metric = objectAt(element, where, out);
     if (!metric) return;
     const hasPoints = metric.data_points !== undefined && metric.data_points !== null;
-    if (!hasPoints && metric.value !== undefined && metric.value !== null) {
-      const m = metricSchema.safeParse(metric);
-      if (!m.success) {
-        leaveOutIssues(out, where, m.error);
-        return;
-      }
-      out.metrics.push({
-        metricIndex,
-        type: m.data.type,
-        origin: m.data.origin,
-        unit: m.data.unit,
-        value: m.data.value,
-      });
+    if (hasPoints || metric.value === undefined || metric.value === null) {
+      readSeries(metric, metricIndex, out);
       return;
     }
-    readSeries(metric, metricIndex, out);
+    const row = plainMetric(metric, metricIndex, where, out);
+    if (row) out.metrics.push(row);
   });
 }
 

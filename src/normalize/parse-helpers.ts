@@ -91,16 +91,6 @@ export function readJsonNumber(value: unknown): ReadNumber {
 /** A value for messages: its JSON, cut to 40 characters. */
 export const shown = (value: unknown) => (JSON.stringify(value) ?? 'undefined').slice(0, 40);
 
-/** A number read by readJsonNumber. */
-export const numberLike = z.unknown().transform((value, ctx) => {
-  const read = readJsonNumber(value);
-  if (!read.ok) {
-    ctx.addIssue({ code: 'custom', message: read.reason });
-    return z.NEVER;
-  }
-  return read.value;
-});
-
 /** A number read by readJsonNumber, or null when absent or null. */
 export const optionalNumber = z.unknown().transform((value, ctx): JsonNumber | null => {
   if (value === null || value === undefined) return null;

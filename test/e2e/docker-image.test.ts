@@ -198,6 +198,7 @@ describe('the Docker image', () => {
       await db.end();
       expect(tables.rows.map((r) => r.tablename)).toEqual([
         'connection_events',
+        'legacy_record_versions',
         'legacy_records',
         'record_versions',
         'records',
