@@ -115,6 +115,8 @@ export async function reconcileOrg(options: ReconcileOrgOptions): Promise<Reconc
 
   const nowMs = platformNow();
   const forReplay: GapSpan[] = [];
+  /** The latest end of the gaps left to the pass: it covers only gaps that end before it starts. */
+  let passMustStartAfter = -Infinity;
   let restBackfills = 0;
   const decided = new Map<GapHandledBy, number[]>();
   for (const gap of await readAllOpenStreamGaps(warehouse.db, orgId)) {
@@ -126,6 +128,7 @@ export async function reconcileOrg(options: ReconcileOrgOptions): Promise<Reconc
     } else {
       filler = gapFiller(gap, streamCoverFromMs);
       if (filler === 'replay') forReplay.push(gap);
+      else passMustStartAfter = Math.max(passMustStartAfter, Date.parse(gap.to));
     }
     if (filler !== gap.handledBy) decided.set(filler, [...(decided.get(filler) ?? []), gap.id]);
   }
@@ -152,6 +155,10 @@ export async function reconcileOrg(options: ReconcileOrgOptions): Promise<Reconc
       await runDelivery({ ...common, plan: { source: 'replay', date: plan.date, targetMs: plan.targetMs } }),
     );
   }
+  // A gap's end is taken late (an estimate errs on the safe side): a pass asked for at once would start
+  // before it and could not cover it.
+  const early = passMustStartAfter - platformNow();
+  if (lookup?.ok && early > 0) await abortableSleep(Math.min(early + 10, 60_000), signal).catch(() => {});
   if (lookup?.ok && !signal.aborted)
     deliveries.push(
       await runDelivery({ ...common, plan: { source: 'stream', stream: lookup.stream, name: lookup.name } }),
