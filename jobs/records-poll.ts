@@ -52,6 +52,11 @@ export const recordsPollPayload = z.preprocess(
     runId: z.string().optional(),
     /** Queued by the records.recent tick: its completion is written to validic_sync.recent_polls. */
     recent: z.boolean().optional(),
+    /**
+     * Queued by the first sync of this primary stream, after the stream was heard: its completion is
+     * written to validic_sync.first_sync_polls (src/budget/first-sync.ts).
+     */
+    firstSync: z.string().min(1).optional(),
   }),
 );
 
@@ -66,8 +71,18 @@ export const recordsPoll = defineJob({
   payload: recordsPollPayload,
   priority: 20,
   retry: 'fetch',
+  // A first sync's poll is its own unit of work (it records what it covers), never one queued before.
   jobId: (p) =>
-    jobKey('records.poll', p.orgId, p.uid, p.resources.join(','), p.startDate, p.endDate, p.runId),
+    jobKey(
+      'records.poll',
+      p.orgId,
+      p.uid,
+      p.resources.join(','),
+      p.startDate,
+      p.endDate,
+      p.runId,
+      ...(p.firstSync ? [`first-sync:${p.firstSync}`] : []),
+    ),
   async run(ctx, payload): Promise<RecordsPollResult> {
     const { v2 } = ctx.org(payload.orgId);
     const { uid, startDate, endDate, runId } = payload;
@@ -134,8 +149,19 @@ export const recordsPoll = defineJob({
     }
     await flush();
     // A resource refused for good would refuse again: the user's poll is as done as it can be.
-    if (payload.recent && (failure === undefined || failure instanceof PermanentError))
-      await ctx.warehouse.markRecentPollDone(payload.orgId, uid, new Date());
+    if (failure === undefined || failure instanceof PermanentError) {
+      const at = new Date();
+      if (payload.recent) await ctx.warehouse.markRecentPollDone(payload.orgId, uid, at);
+      if (payload.firstSync)
+        await ctx.warehouse.markFirstSyncPolled({
+          orgId: payload.orgId,
+          streamName: payload.firstSync,
+          uid,
+          startDate,
+          endDate,
+          at,
+        });
+    }
     if (failure !== undefined) throw failure;
     if (runId) await ctx.warehouse.finishRunIfComplete(runId);
     return { ...totals, records: fetched };

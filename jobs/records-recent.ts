@@ -19,14 +19,26 @@
  * A rolling range of at most 30 days is one window per user × resource, so nothing is planned in the
  * ledger; the loader makes repeats no-ops, and records.poll's deterministic id keeps a window from being
  * queued twice while one waits.
+ *
+ * The first sync (src/budget/first-sync.ts) comes before all of that: once the stream has been heard,
+ * the tick begins it (validic_sync.first_syncs) and, until it is complete, queues the next users it has
+ * not covered, in uid order from where it left off, over its days, as far as the same gate allows; their
+ * polls carry `firstSync` (the stream's name), so records.poll records each window it completes. When
+ * the keyset has passed the last user, the tick starts over from the first (users whose poll was in
+ * flight, failed or lost), and marks the first sync complete once a users listing has been read to its
+ * end and no pollable user is left uncovered.
  */
 
 import { z } from 'zod';
+import { firstSyncRange, firstSyncWindows } from '../src/budget/first-sync.ts';
 import { budgetWarnings } from '../src/budget/plan-request-budget.ts';
+import type { OrgBudget } from '../src/budget/read-budget-plan.ts';
 import { recentPollWindows } from '../src/budget/recent-poll.ts';
+import type { CatalogJobContext } from '../src/queue/job-catalog.ts';
 import { defineJob } from '../src/queue/job-catalog.ts';
 import { jobKey } from '../src/queue/job-definition.ts';
 import { MAX_REQUEST_WINDOW_DAYS, toV2Resource } from '../src/validic/platform-limits.ts';
+import { usersFullSyncCursor } from '../src/warehouse/cursors.ts';
 import { syncUsers } from './users-sync.ts';
 
 /** The payload: what one run of this job is given. */
@@ -55,6 +67,8 @@ export interface RecordsRecentResult {
   active: number;
   enqueued: number;
   inFlight: number;
+  /** The first sync's progress, when this tick worked on it. */
+  firstSync?: { streamName: string; users: number; completed: boolean };
 }
 
 /** Warnings already logged by this process ("once"), by org and kind. */
@@ -79,7 +93,7 @@ export const recordsRecent = defineJob({
     const mode = budget.recentPoll;
     if (lastMode.get(payload.orgId) !== mode.reason) {
       // Said when it changes, not every tick; a fallback poll means the stream is down: a warning.
-      const level = mode.polling && mode.mode === 'fallback' ? 'warn' : 'info';
+      const level = mode.polling && mode.mode === 'fallback' && !mode.firstSync ? 'warn' : 'info';
       ctx.log[level](
         { orgId: payload.orgId, ...mode },
         `recent poll ${mode.polling ? 'on' : 'off'}: ${mode.reason}`,
@@ -98,9 +112,6 @@ export const recordsRecent = defineJob({
         inFlight: 0,
       };
     }
-    // An explicit lookback wins; otherwise the days the mode asks for (the outage's, in fallback).
-    const days = payload.lookbackDays ?? mode.days;
-    const windows = recentPollWindows(days, now);
     // First tick of a fresh warehouse (the users schedule may not have run yet): read the users first.
     if (budget.users.pollable === 0) {
       await syncUsers(ctx, payload.orgId);
@@ -112,6 +123,10 @@ export const recordsRecent = defineJob({
       warned.add(key);
       ctx.log.warn({ orgId: payload.orgId, budget: budget.plan.perHour }, warning.message);
     }
+    if (mode.firstSync) return firstSyncTick(ctx, payload.orgId, budget, now);
+    // An explicit lookback wins; otherwise the days the mode asks for (the outage's, in fallback).
+    const days = payload.lookbackDays ?? mode.days;
+    const windows = recentPollWindows(days, now);
     // Only now, while polling, are users read: the due ones the plan allows this tick, by keyset.
     const slice = await budget.readSlice({ tickMs: ctx.settings.tickMs });
     const resources = [...new Set(org.resources.map(toV2Resource))];
@@ -145,6 +160,87 @@ export const recordsRecent = defineJob({
     };
   },
 });
+
+/**
+ * One tick of the first sync: begin it (the stream has been heard), queue the next users it has not
+ * covered over its days, move its keyset on, and once the keyset has passed the last user, mark it complete
+ * if a complete users listing has been read and every pollable user is covered.
+ */
+async function firstSyncTick(
+  ctx: CatalogJobContext,
+  orgId: string,
+  budget: OrgBudget,
+  now: number,
+): Promise<RecordsRecentResult> {
+  const { streamName } = budget;
+  const sync =
+    budget.firstSync ??
+    (await ctx.warehouse.beginFirstSync({
+      orgId,
+      streamName,
+      ...firstSyncRange(ctx.settings.lookbackDays, now),
+      at: new Date(now),
+    }));
+  if (!budget.firstSync)
+    ctx.log.info(
+      { orgId, streamName, from: sync.from, to: sync.to },
+      'first sync begun: the stream is heard; every user is polled over these days once',
+    );
+  const windows = firstSyncWindows(sync);
+  const slice = await budget.readFirstSyncSlice({ tickMs: ctx.settings.tickMs, sync, windows });
+  const resources = [...new Set(ctx.org(orgId).resources.map(toV2Resource))];
+  await ctx.warehouse.markRecentPollsEnqueued(orgId, slice.uids, new Date(now));
+  let enqueued = 0;
+  for (const uid of slice.uids) {
+    for (const window of windows) {
+      ctx.signal.throwIfAborted();
+      const poll = { orgId, uid, resources, recent: true, firstSync: streamName, ...window };
+      if (await ctx.enqueue('records.poll', poll, { priority: FANOUT_PRIORITIES.activeRecentPoll }))
+        enqueued++;
+    }
+  }
+  let completed = false;
+  if (slice.uids.length > 0 || slice.reachedEnd)
+    await ctx.warehouse.moveFirstSyncOn(orgId, streamName, slice.reachedEnd ? null : slice.uids.at(-1)!);
+  if (slice.reachedEnd) completed = await completeIfCovered(ctx, orgId, streamName, windows, now);
+  return {
+    polling: true,
+    reason: budget.recentPoll.reason,
+    from: windows[0]?.startDate ?? null,
+    to: windows.at(-1)?.endDate ?? null,
+    users: budget.users.pollable,
+    active: budget.plan.recent.activeUsers,
+    enqueued,
+    inFlight: slice.inFlight,
+    firstSync: { streamName, users: slice.uids.length, completed },
+  };
+}
+
+/** Marks the first sync complete when a users listing has been read to its end and nobody is left. */
+async function completeIfCovered(
+  ctx: CatalogJobContext,
+  orgId: string,
+  streamName: string,
+  windows: ReturnType<typeof firstSyncWindows>,
+  now: number,
+): Promise<boolean> {
+  // Until a listing has been complete, users the platform has may not be stored (and so not polled) yet.
+  if (!(await ctx.cursors.read(orgId, usersFullSyncCursor()))) return false;
+  const { pollable, pending } = await ctx.warehouse.countFirstSyncUsers(orgId, streamName, windows);
+  if (pending > 0) return false;
+  const done = await ctx.warehouse.completeFirstSync({
+    orgId,
+    streamName,
+    at: new Date(now),
+    usersCovered: pollable,
+  });
+  if (done)
+    ctx.log.info(
+      { orgId, streamName, users: pollable, from: windows[0]?.startDate, to: windows.at(-1)?.endDate },
+      'first sync complete: every user was polled since the stream was first heard; the recent poll now follows sync.recentPoll',
+    );
+  return done;
+}
 
 declare module '../src/queue/job-catalog.ts' {
   interface Jobs {

@@ -24,7 +24,8 @@ import { bucketParams } from './request-budget.ts';
  *
  * 1. stream connects and replays (live data; reserved, not queued),
  * 2. push-triggered and reconcile fetches (users.sync, connections.recent, legacy.sync, legacy.fetch),
- * 3. the recent poll (records.recent: every user × resource over the lookback),
+ * 3. the recent poll (records.recent: every user × resource over the lookback; during the first sync,
+ *    everything this step may take, src/budget/first-sync.ts),
  * 4. backfill: whatever is left, and never less than `backfillMinShare` of the usable rate, so the
  *    kinds above can never starve it (they are clipped instead, and the plan says `overcommitted`).
  *
@@ -60,6 +61,12 @@ export interface BudgetPlanInput {
     activePeriodMs: number;
     /** Configured period of dormant users (`budget.dormantPollMinutes`). */
     dormantPeriodMs: number;
+    /**
+     * The first sync runs (src/budget/first-sync.ts): a backlog of every user, not a period, so it asks
+     * for all the recent poll may take; the scheduled audit waits for it (it would find what is about to
+     * come as drift).
+     */
+    firstSync?: boolean;
   };
 }
 
@@ -80,7 +87,7 @@ export interface BudgetPlan {
     activeUsers: number;
     dormantUsers: number;
     requestsPerUser: number;
-    /** Requests per hour the recent poll needs at the configured periods. */
+    /** Requests per hour the recent poll needs at the configured periods (during the first sync: all it may take). */
     demandPerHour: number;
     configuredActivePeriodMs: number;
     configuredDormantPeriodMs: number;
@@ -107,7 +114,8 @@ export function planRequestBudget(input: BudgetPlanInput): BudgetPlan {
   const dormantPeriod = Math.max(r.dormantPeriodMs, r.activePeriodMs);
   // Users swept per active period, counting a dormant user as the fraction of it that falls due.
   const usersPerActivePeriod = on ? r.activeUsers + (r.dormantUsers * r.activePeriodMs) / dormantPeriod : 0;
-  const demand = on ? (usersPerActivePeriod * r.requestsPerUser * HOUR_MS) / r.activePeriodMs : 0;
+  const periodic = on ? (usersPerActivePeriod * r.requestsPerUser * HOUR_MS) / r.activePeriodMs : 0;
+  const demand = on && r.firstSync ? Math.max(periodic, recentCap) : periodic;
   const recent = Math.min(demand, recentCap);
   const audit = Math.min(Math.max(0, input.auditPerHour ?? 0), Math.max(0, recentCap - recent));
   const backfill = usable - stream - pushAndReconcile - recent - audit;
@@ -268,7 +276,7 @@ export function budgetPlanInput(
   config: Config,
   org: OrganizationConfig,
   counts: BudgetCounts,
-  recentPoll?: Pick<RecentPollMode, 'polling' | 'days'>,
+  recentPoll?: Pick<RecentPollMode, 'polling' | 'days'> & Partial<Pick<RecentPollMode, 'firstSync'>>,
 ): BudgetPlanInput {
   const s = config.schedules;
   const on = s.enabled && (recentPoll?.polling ?? true);
@@ -293,6 +301,7 @@ export function budgetPlanInput(
       requestsPerUser: recentRequestsPerUser(config, org, recentPoll?.days),
       activePeriodMs: on ? s.recentPollMinutes * 60_000 : 0,
       dormantPeriodMs: config.budget.dormantPollMinutes * 60_000,
+      ...(recentPoll?.firstSync ? { firstSync: true } : {}),
     },
   };
 }

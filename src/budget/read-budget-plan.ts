@@ -4,7 +4,9 @@
  */
 import type { Kysely } from 'kysely';
 import type { Config, OrganizationConfig } from '../config/schema.ts';
+import type { DateWindow } from '../validic/platform-limits.ts';
 import type { Database } from '../warehouse/database.ts';
+import { type FirstSync, readFirstSync, readFirstSyncDue } from '../warehouse/first-sync.ts';
 import { countLegacyDeleteChecksAsked } from '../warehouse/legacy-deletes.ts';
 import { type PushBacklog, readPushBacklog } from '../warehouse/push-fetch-store.ts';
 import {
@@ -46,11 +48,20 @@ export interface OrgBudget {
   push: PushShare & { backlog: PushBacklog };
   /** Whether the recent poll runs now (stream-first: only while the stream is down) and over which days. */
   recentPoll: RecentPollMode;
+  /** The org's primary stream (`stream.name`), and its first sync (src/budget/first-sync.ts) once begun. */
+  streamName: string;
+  firstSync: FirstSync | undefined;
   /**
    * The records.recent tick's slice (pickRecentPolls below) as of the plan's `now`: the gate's figures by
    * aggregate over recent polls, then at most `allowed` due users of each kind by keyset.
    */
   readSlice(options: { tickMs: number }): Promise<RecentSlice>;
+  /** The first sync's slice of a tick (readFirstSyncSlice below), as of the plan's `now`. */
+  readFirstSyncSlice(options: {
+    tickMs: number;
+    sync: Pick<FirstSync, 'streamName' | 'nextUid'>;
+    windows: readonly DateWindow[];
+  }): Promise<FirstSyncSlice>;
 }
 
 export async function readBudgetPlan(
@@ -76,11 +87,61 @@ export async function readBudgetPlan(
     legacyDeleteChecksLastHour,
   };
   const lastHeard = await readStreamLastHeard(db, org.orgId, org.stream.name);
-  const recentPoll = recentPollMode(config, org, lastHeard, now);
+  const firstSync = await readFirstSync(db, org.orgId, org.stream.name);
+  const recentPoll = recentPollMode(config, org, lastHeard, now, Boolean(firstSync?.completedAt));
   const plan = planRequestBudget(budgetPlanInput(config, org, counts, recentPoll));
   const readSlice = (options: { tickMs: number }) =>
     readRecentSlice(db, org.orgId, activeSince, plan, { now, tickMs: options.tickMs });
-  return { plan, users, push: { ...pushShare(config, org, counts), backlog }, recentPoll, readSlice };
+  return {
+    plan,
+    users,
+    push: { ...pushShare(config, org, counts), backlog },
+    recentPoll,
+    streamName: org.stream.name,
+    firstSync,
+    readSlice,
+    readFirstSyncSlice: (options) => readFirstSyncSlice(db, org.orgId, plan, { now, ...options }),
+  };
+}
+
+/**
+ * The first sync's slice of a tick: as many users as the recent poll's gate allows (the same gate as
+ * pickRecentPolls: the recent cap over a window of ticks, and no more in flight), the next ones in uid
+ * order after the first sync's keyset that are not covered yet and have no recent poll in flight.
+ * `reachedEnd`: fewer were found than allowed, so the keyset has passed the last user (the tick then
+ * starts over from the first, for users whose poll was in flight or failed, and checks completion).
+ */
+export interface FirstSyncSlice {
+  uids: string[];
+  allowed: number;
+  inFlight: number;
+  reachedEnd: boolean;
+}
+
+export async function readFirstSyncSlice(
+  db: Kysely<Database>,
+  orgId: string,
+  plan: BudgetPlan,
+  options: {
+    now: number;
+    tickMs: number;
+    sync: Pick<FirstSync, 'streamName' | 'nextUid'>;
+    windows: readonly DateWindow[];
+  },
+): Promise<FirstSyncSlice> {
+  const { now } = options;
+  const times = recentPollTimes(plan, options.tickMs);
+  const stats = await readRecentPollStats(db, orgId, { now, ...times });
+  const { allowed } = recentPollGate(stats, plan, times, options);
+  const uids = await readFirstSyncDue(db, {
+    orgId,
+    streamName: options.sync.streamName,
+    windows: options.windows,
+    afterUid: options.sync.nextUid,
+    lostBefore: new Date(now - times.lostAfterMs),
+    limit: allowed,
+  });
+  return { uids, allowed, inFlight: stats.inFlight, reachedEnd: uids.length < allowed };
 }
 
 /** The tick's slice: the gate from aggregates, then the oldest due candidates the gate allows. */

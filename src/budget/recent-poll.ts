@@ -25,6 +25,10 @@ import {
  * "Heard from" is the newest `lastLiveAt` among the primary's connection checkpoints: a live connection
  * writes it with every commit, and at least once a minute while only pokes arrive (the checkpoint
  * heartbeat), so it is fresh whenever any connection is live, in whichever process of the fleet.
+ *
+ * Before any of that, the first sync (src/budget/first-sync.ts): from the moment the stream is first
+ * heard until every user has been polled over the lookback once since, the poll runs whatever the mode,
+ * because what was created before the stream's backlog began reaches the warehouse only by REST.
  */
 const DAY_MS = 86_400_000;
 
@@ -39,6 +43,8 @@ export interface RecentPollMode {
   reason: string;
   /** When the primary stream was last heard from (ISO), if ever. */
   streamLastHeardAt: string | null;
+  /** The poll is the first sync's: every user over the lookback once, since the stream was first heard. */
+  firstSync: boolean;
 }
 
 /** REST resources the stream's resource filter leaves out (the poll stays on for them). */
@@ -55,6 +61,8 @@ export function recentPollMode(
   org: OrganizationConfig,
   streamLastHeardMs: number | undefined,
   now: number,
+  /** Whether the first sync of the org's primary stream is complete (src/budget/first-sync.ts). */
+  firstSyncComplete: boolean,
 ): RecentPollMode {
   const lastHeard = streamLastHeardMs === undefined ? null : new Date(streamLastHeardMs).toISOString();
   const lookback = config.sync.lookbackDays;
@@ -65,6 +73,17 @@ export function recentPollMode(
       days: 0,
       reason: 'schedules.recentPollMinutes is 0',
       streamLastHeardAt: lastHeard,
+      firstSync: false,
+    };
+  if (streamLastHeardMs !== undefined && !firstSyncComplete)
+    return {
+      mode: config.sync.recentPoll,
+      polling: true,
+      days: lookback,
+      reason:
+        'the first sync: every user is polled over the lookback once since the stream was first heard (what was created before the stream began comes only this way)',
+      streamLastHeardAt: lastHeard,
+      firstSync: true,
     };
   const always = (reason: string): RecentPollMode => ({
     mode: 'always',
@@ -72,6 +91,7 @@ export function recentPollMode(
     days: lookback,
     reason,
     streamLastHeardAt: lastHeard,
+    firstSync: false,
   });
   if (config.sync.recentPoll === 'always') return always('sync.recentPoll is always');
   const leftOut = resourcesTheStreamLeavesOut(org);
@@ -85,6 +105,7 @@ export function recentPollMode(
       days: 0,
       reason: 'the stream carries freshness (heard from within budget.streamFallbackMinutes)',
       streamLastHeardAt: lastHeard,
+      firstSync: false,
     };
   // The outage's days: from the UTC day the stream was last heard to today, at most the lookback.
   const outageDays =
@@ -100,6 +121,7 @@ export function recentPollMode(
         ? 'no stream has been heard from: polling the lookback'
         : `the stream has been unheard for more than ${config.budget.streamFallbackMinutes} min: polling the outage's days`,
     streamLastHeardAt: lastHeard,
+    firstSync: false,
   };
 }
 

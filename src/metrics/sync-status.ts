@@ -3,6 +3,7 @@
  * ledger, quarantine, the queue, the streams and their reconciliation, the budget plan, the audit.
  */
 import type { Kysely } from 'kysely';
+import { type FirstSyncStatus, readFirstSyncStatus } from '../budget/first-sync.ts';
 import { type BudgetStatus, describeBudget, readBudgetPlan } from '../budget/read-budget-plan.ts';
 import type { Config } from '../config/schema.ts';
 import { deliveryDead } from '../stream/interrupted-deliveries.ts';
@@ -103,6 +104,8 @@ export interface OrgStatus {
   quarantine: QuarantineCount[];
   /** The request budget plan of a configured org (src/budget/plan-request-budget.ts). */
   budget?: BudgetStatus;
+  /** A configured org's first sync: every user covered from before its stream began (src/budget/first-sync.ts). */
+  firstSync?: FirstSyncStatus;
   /** The completeness audit: the last run, the scheduled estimate per stratum, drift per day. */
   audit: AuditStatus;
 }
@@ -243,6 +246,7 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
       try {
         const budget = await readBudgetPlan(db, options.config, orgConfig, now.getTime());
         orgs.at(-1)!.budget = describeBudget(budget, now.getTime());
+        orgs.at(-1)!.firstSync = await readFirstSyncStatus(db, orgId, budget.streamName, budget.firstSync);
       } catch (error) {
         // A warehouse not yet migrated to the recent-poll schedule still shows everything else.
         if (!/does not exist/.test((error as Error).message)) throw error;

@@ -34,6 +34,13 @@ import {
 } from '../warehouse/audits.ts';
 import { type Cursor, readCursor } from '../warehouse/cursors.ts';
 import type { Database } from '../warehouse/database.ts';
+import {
+  beginFirstSync,
+  completeFirstSync,
+  countFirstSyncUsers,
+  markFirstSyncPolled,
+  moveFirstSyncOn,
+} from '../warehouse/first-sync.ts';
 import { markLegacyDeleted } from '../warehouse/legacy-deletes.ts';
 import { applyBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
@@ -274,6 +281,12 @@ export function jobWarehouse(warehouse: Warehouse) {
     listPollableUids: onDb(listPollableUids),
     markRecentPollsEnqueued: onDb(markRecentPollsEnqueued),
     markRecentPollDone: onDb(markRecentPollDone),
+    // The first sync of the primary stream (src/budget/first-sync.ts).
+    beginFirstSync: onDb(beginFirstSync),
+    markFirstSyncPolled: onDb(markFirstSyncPolled),
+    moveFirstSyncOn: onDb(moveFirstSyncOn),
+    countFirstSyncUsers: onDb(countFirstSyncUsers),
+    completeFirstSync: onDb(completeFirstSync),
     // The backfill ledger.
     startRun: onDb(startRun),
     findUnfinishedRun: onDb(findUnfinishedRun),

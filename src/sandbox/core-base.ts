@@ -19,6 +19,8 @@ export interface CoreSettings {
   renameDayMs: number;
   /** Which date of a record start_date/end_date match: its UTC date, or the user's local date. */
   windowBy: 'utc' | 'local';
+  /** Where a stream created without start_date begins: at its creation, or at the start of that UTC day. */
+  newStreamStart: 'creation' | 'start-of-day';
 }
 
 export interface CoreBase {

@@ -62,6 +62,12 @@ export interface SandboxOptions {
    * down): `utc`, the UTC date of start_time (default), or `local`, the user's local date of it.
    */
   windowBy?: 'utc' | 'local';
+  /**
+   * Where a new stream created without `start_date` begins (the spec does not say): `creation`, at the end
+   * of the event log, only what is created from then on (default); or `start-of-day`, at the first event
+   * created on the UTC day of its creation, as if `start_date` were that day.
+   */
+  newStreamStart?: 'creation' | 'start-of-day';
 }
 
 export interface Sandbox {
@@ -123,6 +129,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       intradayIntervalMinutes: options.intradayIntervalMinutes ?? 15,
       redeliverCount: options.redeliverCount ?? 0,
       windowBy: options.windowBy ?? 'utc',
+      newStreamStart: options.newStreamStart ?? 'creation',
       checkpointRetentionMs: 7 * DAY_MS,
       eventsAvailableFromMs: Date.parse('2025-07-01T00:00:00Z'),
       renameDayMs: startOfUtcDay(anchor) - (days - 1) * DAY_MS + Math.floor(days / 2) * DAY_MS,

@@ -9,6 +9,9 @@
  *   tests) re-sent to the next member after a disconnect (at-least-once delivery).
  * - A checkpoint is kept `checkpointRetentionMs` (7 days, sandbox clock) after the last member left;
  *   later the stream restarts at the end of the log.
+ * - A stream created without `start_date` begins at its creation (the end of the log), or with the
+ *   `newStreamStart: 'start-of-day'` option at the first event created on its creation's UTC day: the
+ *   provider does not say which, and the product must be right under both.
  * - Filters: `resource_filter` lists resource names (singular or plural, `connection` for connection
  *   events); `event_type_filter` without `connection`/`connections` excludes connection events.
  */
@@ -16,7 +19,7 @@ import type { ServerResponse } from 'node:http';
 import type { CoreBase } from './core-base.ts';
 import { SseConnection } from './sse-connection.ts';
 import type { LogEvent } from './state.ts';
-import { isoMillis, isoSeconds, parseDay } from './time.ts';
+import { isoMillis, isoSeconds, parseDay, startOfUtcDay } from './time.ts';
 import { resourceFromName } from './types.ts';
 
 export const MAX_STREAMS = 5;
@@ -97,7 +100,11 @@ export class StreamHub {
     const resourceFilter = list(body.resource_filter);
     const eventTypeFilter = list(body.event_type_filter);
     const startDate = typeof body.start_date === 'string' && body.start_date !== '' ? body.start_date : null;
-    let cursor = this.core.state.log.length;
+    // Without start_date: at the end of the log (from its creation on), or at its creation day's start.
+    let cursor =
+      this.core.settings.newStreamStart === 'start-of-day'
+        ? this.core.state.logIndexAt(startOfUtcDay(this.core.clock.now()))
+        : this.core.state.log.length;
     if (startDate !== null) {
       const ms = parseDay(startDate.slice(0, 10));
       if (ms === null) return { status: 422, message: 'start_date must be YYYY-MM-DD' };

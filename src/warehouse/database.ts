@@ -388,6 +388,29 @@ export interface UsersListingsTable {
   first_listed: Generated<boolean>;
 }
 
+/** validic_sync.first_syncs (migration 0021): the first sync of each primary stream. */
+export interface FirstSyncsTable {
+  org_id: string;
+  stream_name: string;
+  started_at: TimestampDefault;
+  /** 'YYYY-MM-DD'; null: completed before first syncs were tracked. */
+  from_date: string | null;
+  to_date: string | null;
+  next_uid: string | null;
+  completed_at: Timestamp | null;
+  users_covered: number | null;
+}
+
+/** validic_sync.first_sync_polls (migration 0021): the windows of each user a first sync polled. */
+export interface FirstSyncPollsTable {
+  org_id: string;
+  stream_name: string;
+  uid: string;
+  start_date: string;
+  end_date: string;
+  polled_at: TimestampDefault;
+}
+
 /** validic_sync.legacy_delete_checks (migration 0014): legacy records a window no longer listed. */
 export interface LegacyDeleteChecksTable {
   org_id: string;
@@ -431,4 +454,6 @@ export interface Database {
   'validic_sync.audits': AuditsTable;
   'validic_sync.audit_cells': AuditCellsTable;
   'validic_sync.users_listings': UsersListingsTable;
+  'validic_sync.first_syncs': FirstSyncsTable;
+  'validic_sync.first_sync_polls': FirstSyncPollsTable;
 }

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { useBeforeAll } from '../helpers/use-before-all.ts';
-import { getJson, sendJson, startTestSandbox } from './fixtures.ts';
+import { ANCHOR, getJson, sendJson, startTestSandbox } from './fixtures.ts';
 import { openSse, type SseConnection } from './sse-client.ts';
 
 const sb = useBeforeAll(startTestSandbox, (sandbox) => sandbox.close());
@@ -199,5 +199,48 @@ describe('stream delivery', () => {
     const before = sb.truth.streams().find((x) => x.id === s.id)!.cursor;
     sb.control.addRecord({ uid: uid(), type: 'cgm' });
     expect(sb.truth.streams().find((x) => x.id === s.id)!.cursor).toBe(before);
+  });
+});
+
+describe("a new stream's start (the spec does not say where it begins)", () => {
+  const startOfDay = useBeforeAll(
+    () => startTestSandbox({ newStreamStart: 'start-of-day' }),
+    (sandbox) => sandbox.close(),
+  );
+
+  it('begins at its creation by default: only what is created from then on', async () => {
+    const s = await createStream();
+    const c = await connect(s.id);
+    const fresh = sb.control.addRecord({ uid: uid(), type: 'measurement' });
+    expect((await c.nextData<{ id: string }>()).id).toBe(fresh.id);
+  });
+
+  it("with newStreamStart 'start-of-day', at the first event created on its creation's UTC day", async () => {
+    const url = `${startOfDay.streamsUrl}/streams?token=${startOfDay.token}`;
+    const created = await sendJson(url, 'POST', { name: 'midnight' });
+    expect(created.status).toBe(201);
+    const c = await openSse(
+      `${startOfDay.streamsUrl}/streams/${created.body.id}/connect?token=${startOfDay.token}`,
+    );
+    try {
+      const midnight = `${ANCHOR.toISOString().slice(0, 10)}T00:00:00`;
+      const today = startOfDay.truth.events().filter((e) => e.created_at >= midnight);
+      expect(today.length).toBeGreaterThan(1);
+      // The day's backlog, in log order, from its first event: created before the stream, after midnight.
+      for (const expected of today.slice(0, 2)) expect(await c.nextData()).toEqual(expected.payload);
+      // An explicit start_date still wins.
+      const dated = await sendJson(url, 'POST', { name: 'dated', start_date: '2026-03-14' });
+      const d = await openSse(
+        `${startOfDay.streamsUrl}/streams/${dated.body.id}/connect?token=${startOfDay.token}`,
+      );
+      try {
+        const first = await d.nextData<{ created_at: string }>();
+        expect(first.created_at < midnight && first.created_at >= '2026-03-14').toBe(true);
+      } finally {
+        d.close();
+      }
+    } finally {
+      c.close();
+    }
   });
 });

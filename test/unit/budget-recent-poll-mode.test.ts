@@ -14,13 +14,15 @@ const MIN = 60_000;
 const configWith = (patch: Record<string, unknown> = {}, org: Record<string, unknown> = {}) =>
   configSchema.parse({ ...patch, organizations: [{ orgId: 'o', token: 't', ...org }] });
 
+/** The mode once the first sync is complete (the stream-first switch proper). */
 const mode = (
   lastHeardMs: number | undefined,
   patch?: Record<string, unknown>,
   org?: Record<string, unknown>,
+  firstSyncComplete = true,
 ) => {
   const config = configWith(patch, org);
-  return recentPollMode(config, config.organizations[0]!, lastHeardMs, NOW);
+  return recentPollMode(config, config.organizations[0]!, lastHeardMs, NOW, firstSyncComplete);
 };
 
 describe('recentPollMode', () => {
@@ -80,5 +82,46 @@ describe('recentPollMode', () => {
     const down = planRequestBudget(budgetPlanInput(config, org, counts, mode(NOW - 20 * MIN)));
     expect(down.perHour.recent).toBeGreaterThan(0);
     expect(down.recent.requestsPerUser).toBe(7);
+  });
+
+  it('polls the first sync over the lookback once the stream is heard, until it is complete, in every mode', () => {
+    const heard = mode(NOW - MIN, {}, {}, false);
+    expect(heard).toMatchObject({ mode: 'fallback', polling: true, days: 3, firstSync: true });
+    expect(heard.reason).toContain('first sync');
+    // Whatever the stream-first switch would say: heard long ago, or a blind poll.
+    expect(mode(NOW - 10 * 86_400_000, {}, {}, false)).toMatchObject({
+      polling: true,
+      days: 3,
+      firstSync: true,
+    });
+    expect(mode(NOW, { sync: { recentPoll: 'always', lookbackDays: 5 } }, {}, false)).toMatchObject({
+      mode: 'always',
+      polling: true,
+      days: 5,
+      firstSync: true,
+    });
+    // Not before the stream is heard (the fallback polls the lookback meanwhile), nor once complete.
+    expect(mode(undefined, {}, {}, false)).toMatchObject({ polling: true, firstSync: false });
+    expect(mode(NOW - MIN, {}, {}, true)).toMatchObject({ polling: false, firstSync: false });
+    // Never when the recent poll is not scheduled at all.
+    expect(mode(NOW, { schedules: { recentPollMinutes: 0 } }, {}, false)).toMatchObject({
+      mode: 'off',
+      firstSync: false,
+    });
+  });
+
+  it('gives the first sync all the recent poll may take, and the scheduled audit nothing until it is done', () => {
+    const config = configWith();
+    const org = config.organizations[0]!;
+    const counts = { activeUsers: 0, dormantUsers: 1000, pushFetchesLastHour: 0 };
+    const first = planRequestBudget(budgetPlanInput(config, org, counts, mode(NOW - MIN, {}, {}, false)));
+    expect(first.perHour.recent).toBeCloseTo(first.recentCapPerHour);
+    expect(first.perHour.audit).toBe(0);
+    expect(first.recent.stretch).toBe(1);
+    expect(first.shares.backfill).toBeCloseTo(config.budget.backfillMinShare);
+    // The same users polled on the fallback's periods (dormant: daily) ask far less.
+    const periodic = planRequestBudget(budgetPlanInput(config, org, counts, mode(undefined)));
+    expect(periodic.perHour.recent).toBeLessThan(first.perHour.recent / 2);
+    expect(periodic.perHour.audit).toBeGreaterThan(0);
   });
 });

@@ -8,6 +8,7 @@
  * failed jobs and schedules. Read-only; works on the embedded warehouse too.
  */
 import type { Command } from 'commander';
+import type { FirstSyncStatus } from '../../budget/first-sync.ts';
 import { formatPeriod } from '../../budget/plan-request-budget.ts';
 import type { BudgetStatus } from '../../budget/read-budget-plan.ts';
 import { UserFacingError } from '../../errors/index.ts';
@@ -229,6 +230,16 @@ function formatGapsAndPasses(
   return out;
 }
 
+/** The first sync (src/budget/first-sync.ts): whether every user was covered from before the stream began. */
+function formatFirstSync(f: FirstSyncStatus, lagOf: (at: string | null) => string): string {
+  const days = f.from && f.to ? ` over ${f.from}..${f.to}` : '';
+  if (f.state === 'complete')
+    return `  first sync: complete ${lagOf(f.completedAt)} ago${f.users === null ? '' : `, ${f.users} users polled${days} since the stream was first heard`}`;
+  if (f.state === 'running')
+    return `  first sync: running since ${lagOf(f.startedAt)} ago, ${f.pending} of ${f.users} users left to poll${days} (records created before the stream began come only this way)`;
+  return '  first sync: waiting for the stream to be heard (meanwhile the recent poll covers the lookback)';
+}
+
 export function formatStatus(status: SyncStatus): string[] {
   const out: string[] = [`status at ${status.at} (warehouse: ${status.warehouse})`];
   if (status.orgs.length === 0) out.push('', 'no organization configured or synced yet');
@@ -274,6 +285,7 @@ export function formatStatus(status: SyncStatus): string[] {
         ).map((l) => `  ${l}`),
       );
     out.push(...formatGapsAndPasses(org, lagOf));
+    if (org.firstSync) out.push(formatFirstSync(org.firstSync, lagOf));
     if (org.legacy.length > 0) {
       out.push('', 'legacy cursors');
       out.push(
