@@ -383,6 +383,8 @@ export interface BudgetStatus
     mode: RecentPollMode['mode'];
     /** Whether the tick queues polls now, why, and over how many days. */
     polling: boolean;
+    /** The polls are the first sync's (src/budget/first-sync.ts). */
+    firstSync: boolean;
     reason: string;
     days: number;
     /** Seconds since the org's primary stream was last heard from (null: never). */
@@ -442,6 +444,7 @@ export function describeBudget(budget: OrgBudget, now: number): BudgetStatus {
     recentPoll: {
       mode: mode.mode,
       polling: mode.polling,
+      firstSync: mode.firstSync,
       reason: mode.reason,
       days: mode.days,
       streamLastHeardSeconds:

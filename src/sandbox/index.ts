@@ -138,12 +138,13 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     apiUrl,
   };
   const core: SandboxCore = Object.assign(base, { streams: new StreamHub(base) });
+  const mix = { ...DEFAULT_MIX, ...options.mix };
   const { built } = generateData(state, {
     seed,
     users: options.users ?? 10,
     days,
     nowMs: anchor,
-    mix: { ...DEFAULT_MIX, ...options.mix },
+    mix,
     intradayIntervalMinutes: core.settings.intradayIntervalMinutes,
     baseUrl: apiUrl,
     deleteKeepsChecksum: core.faults.current.deleteKeepsChecksum,
@@ -151,7 +152,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   for (const b of built) core.offsets.set(b.user.uid, b.utcOffset);
   state.onEvent(() => core.streams.onEvent());
 
-  const feed = new LiveFeed(core, seed);
+  const feed = new LiveFeed(core, seed, mix);
   const { control, truth } = createControl(core, feed);
   const handle = createRequestHandler(core, control, truth);
   server.on('request', (req, res) => {

@@ -1,11 +1,12 @@
 /**
  * Optional live generator: new records (mostly), changes and deletions at a steady rate, drawn from
- * its own seeded PRNG so a run with the same seed produces the same sequence of kinds.
+ * its own seeded PRNG so a run with the same seed produces the same sequence of kinds. New records are
+ * of the types the sandbox's `mix` makes (every type when it makes none).
  */
 import type { SandboxCore } from './core.ts';
 import { addRecord, deleteRecord, updateRecord } from './mutations.ts';
 import { createPrng } from './prng.ts';
-import { RESOURCE_TYPES } from './types.ts';
+import { RESOURCE_TYPES, type ResourceType } from './types.ts';
 
 const TICK_MS = 100;
 
@@ -13,11 +14,14 @@ export class LiveFeed {
   private timer: NodeJS.Timeout | null = null;
   private readonly core: SandboxCore;
   private readonly prng;
+  private readonly types: readonly ResourceType[];
   produced = 0;
 
-  constructor(core: SandboxCore, seed: number) {
+  constructor(core: SandboxCore, seed: number, mix: Record<ResourceType, number>) {
     this.core = core;
     this.prng = createPrng(seed ^ 0x11fe);
+    const made = RESOURCE_TYPES.filter((type) => mix[type] > 0);
+    this.types = made.length > 0 ? made : RESOURCE_TYPES;
   }
 
   start(ratePerSecond: number): void {
@@ -49,7 +53,7 @@ export class LiveFeed {
       if (roll < 0.95) updateRecord(this.core, id);
       else deleteRecord(this.core, id);
     } else {
-      addRecord(this.core, { uid: this.prng.pick(uids), type: this.prng.pick(RESOURCE_TYPES) });
+      addRecord(this.core, { uid: this.prng.pick(uids), type: this.prng.pick(this.types) });
     }
     this.produced++;
   }

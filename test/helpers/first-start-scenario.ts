@@ -1,0 +1,183 @@
+/**
+ * The first start's scenario (test/e2e/worker-first-start*.test.ts): `validic-sync worker` (the real
+ * CLI, streams and schedules on) started on an empty warehouse against a sandbox whose users have records
+ * of the last 3 days created before the stream exists, with a live feed throughout, under one reading of
+ * where a new stream begins (`newStreamStart`).
+ *
+ * The first recent sweep is paced by the request budget (a few users a tick, as in production) and the
+ * stream is heard within seconds; the sweep used to stop right there, and the records created before the
+ * stream began, of every user it had not reached, never arrived. Checked: `status` says the first sync is
+ * complete, with every user; a simulated hour later (the worker's hourly reconciliation pass and scheduled
+ * audit have run since) the warehouse equals the sandbox's truth, no gap is open, the recent poll is off
+ * (the stream carries freshness), the scheduled audits since found no drift, and `audit --from 29d --to
+ * today --sample 100%` (the last 30 days, every cell) finds 0 drift.
+ *
+ * Accelerated ×SPEED: the schedules' minutes and the tick are divided by it and the request budget
+ * multiplied by it, so the plan is the one of real time. Not scaled: the stream's timing (the sandbox
+ * pokes in real seconds) and the scheduled audit's settle time (stream latency does not shrink with the
+ * clock). The sandbox's 3 days lie within the recent poll's lookback (3 days and the edge day): all of
+ * it is what the first sync is meant to cover, so the warehouse must equal the truth.
+ *
+ * Not asserted: the alerts themselves (Prometheus rules over /metrics), nor the scheduled audit's ticks
+ * before the first sync completed (the audit's quiet start-up is not the first sync's); they are logged.
+ */
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import type { FirstSyncStatus } from '../../src/budget/first-sync.ts';
+import type { BudgetStatus } from '../../src/budget/read-budget-plan.ts';
+import type { SandboxOptions } from '../../src/sandbox/index.ts';
+import { runCli } from './cli.ts';
+import { compareWithTruth, NO_DIFFERENCES } from './compare-with-truth.ts';
+import { useSandbox, useTempDir, useTestRedis } from './use-before-all.ts';
+import { useTestDatabase } from './use-test-database.ts';
+import { waitForStep } from './wait-for-step.ts';
+import { startWorkerChild, workerChildEnv } from './worker-fleet.ts';
+
+const SPEED = 120;
+
+interface OrgStatus {
+  orgId: string;
+  firstSync: FirstSyncStatus;
+  budget: BudgetStatus;
+  stream: { gaps: { open: number } };
+}
+
+export interface FirstStartCase {
+  users: number;
+  /** The token's limit per (simulated) hour. */
+  requestsPerHour: number;
+  newStreamStart: NonNullable<SandboxOptions['newStreamStart']>;
+  /** The org's resources (default: all seven); the sandbox's mix should make only these. */
+  resources?: string[];
+  mix?: SandboxOptions['mix'];
+}
+
+export function describeFirstStart(c: FirstStartCase): void {
+  describe(`a worker started on an empty warehouse, ${c.users} users, a new stream beginning at its ${c.newStreamStart}`, () => {
+    const sandbox = useSandbox({
+      seed: 61,
+      users: c.users,
+      days: 3,
+      newStreamStart: c.newStreamStart,
+      pokeIntervalMs: 1000,
+      ...(c.mix ? { mix: c.mix } : {}),
+    });
+    const db = useTestDatabase();
+    const redis = useTestRedis(`first-start-${c.users}-${c.newStreamStart}`);
+    const dir = useTempDir('first-start-');
+
+    it('covers every user from before the stream began: status says so, the audit finds no drift', async () => {
+      const minutes = (m: number) => m / SPEED;
+      const organizations = c.resources ? [{ resources: c.resources }] : [];
+      const configFile = await dir.writeJson('config.json', {
+        worker: { concurrency: 8 },
+        schedules: {
+          usersSyncMinutes: minutes(60),
+          recentPollMinutes: minutes(60),
+          reconcileStreamMinutes: minutes(60),
+          auditMinutes: minutes(60),
+          reconcileMinutes: minutes(1440),
+        },
+        budget: {
+          tickSeconds: 60 / SPEED,
+          dormantPollMinutes: minutes(1440),
+          streamRequestsPerConnectionHour: 12 * SPEED,
+        },
+        organizations,
+      });
+      const env = workerChildEnv(sandbox, db.url, redis, {
+        VALIDIC_SCHEDULES: 'true',
+        VALIDIC_WORKER_STREAMS: 'true',
+        VALIDIC_SYNC_CONFIG: configFile,
+        VALIDIC_REQUESTS_PER_HOUR: String(c.requestsPerHour * SPEED),
+      });
+      const status = async (): Promise<OrgStatus> => {
+        const result = await runCli(['status', '--json'], env);
+        expect(result.code, result.stderr).toBe(0);
+        return (JSON.parse(result.stdout).orgs as OrgStatus[]).find((o) => o.orgId === sandbox.orgId)!;
+      };
+
+      sandbox.control.startLiveFeed({ ratePerSecond: 5 });
+      const worker = await startWorkerChild(env);
+      try {
+        const first = await waitForStep(
+          'the first sync to complete',
+          async () => {
+            const org = await status();
+            expect(org.firstSync).toMatchObject({ state: 'complete' });
+            return org.firstSync;
+          },
+          { timeout: 150_000, interval: 1000 },
+        );
+        expect(first).toMatchObject({ users: c.users, pending: 0, streamName: 'validic-sync' });
+        const completedAt = new Date(first.completedAt!);
+
+        // An hour later: the worker's hourly reconciliation pass and scheduled audit have run since.
+        await waitForStep(
+          "an hourly reconciliation pass and audit tick after the first sync's completion",
+          async () => {
+            const { rows } = await sql<{ passes: number; audits: number }>`
+              select
+                (select count(*)::int from validic_sync.reconcile_passes
+                  where started_at > ${completedAt} and outcome = 'caught-up') as passes,
+                (select count(*)::int from validic_sync.audits
+                  where kind = 'schedule' and started_at > ${completedAt}) as audits`.execute(
+              db.warehouse.db,
+            );
+            expect(rows[0]!.passes).toBeGreaterThan(0);
+            expect(rows[0]!.audits).toBeGreaterThan(0);
+          },
+          { timeout: 120_000, interval: 1000 },
+        );
+        sandbox.control.stopLiveFeed();
+
+        await waitForStep(
+          'the warehouse to equal the truth',
+          async () => expect(await compareWithTruth(db.warehouse, sandbox)).toEqual(NO_DIFFERENCES),
+          { timeout: 60_000, interval: 500 },
+        );
+        const org = await status();
+        expect(org.firstSync).toMatchObject({ state: 'complete', users: c.users });
+        expect(org.stream.gaps.open).toBe(0);
+        expect(org.budget.recentPoll).toMatchObject({ mode: 'fallback', polling: false, firstSync: false });
+        // The scheduled audits since the first sync completed found nothing.
+        const audits = await sql<{ drift: number; cells: number }>`
+          select coalesce(sum(cells_drift), 0)::int as drift,
+            coalesce(sum(cells_complete + cells_drift), 0)::int as cells
+          from validic_sync.audits where kind = 'schedule' and started_at > ${completedAt}`.execute(
+          db.warehouse.db,
+        );
+        expect(audits.rows[0]!.drift).toBe(0);
+        expect(audits.rows[0]!.cells).toBeGreaterThan(0);
+        const early = await sql<{ audits: number; drift: number; repaired: number }>`
+          select count(*)::int as audits, coalesce(sum(cells_drift), 0)::int as drift,
+            coalesce(sum(records_repaired), 0)::int as repaired
+          from validic_sync.audits where kind = 'schedule' and started_at <= ${completedAt}`.execute(
+          db.warehouse.db,
+        );
+        console.log(
+          `first start, ${c.users} users, stream from its ${c.newStreamStart}: first sync ${first.startedAt}..${first.completedAt}; scheduled audits before it completed: ${JSON.stringify(early.rows[0])}`,
+        );
+
+        // The audit a user would run: every cell of the last 30 days, compared with the platform.
+        const auditConfig = await dir.writeJson('audit.json', {
+          audit: { settleMinutes: 0 },
+          sync: { concurrency: 8 },
+          organizations,
+        });
+        const audit = await runCli(
+          ['audit', '--from', '29d', '--to', 'today', '--sample', '100%', '--fail-on-drift'],
+          { ...env, REDIS_URL: undefined, VALIDIC_SYNC_CONFIG: auditConfig },
+          { timeoutMs: 170_000 },
+        );
+        expect(audit.code, audit.stdout + audit.stderr).toBe(0);
+        expect(audit.stdout).toMatch(/cells: complete \d+, drift 0\n/);
+        expect(audit.stdout).toMatch(/records: equal [1-9]\d*, missing 0, stale 0, extra 0; repaired 0\n/);
+      } finally {
+        sandbox.control.stopLiveFeed();
+        const stopped = await worker.stop();
+        expect(stopped.code, stopped.stderr.slice(-2000)).toBe(0);
+      }
+    }, 600_000);
+  });
+}
