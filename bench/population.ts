@@ -157,6 +157,27 @@ async function storedRecordCount(databaseUrl: string, orgId: string): Promise<nu
   }
 }
 
+/**
+ * The first sync (src/budget/first-sync.ts) marked complete: the catch-up loaded the whole history through
+ * the stream's backlog (created with `start_date` yesterday, and the sandbox holds only today), which the
+ * worker cannot know. Without this the run would spend its recent share re-polling every user over the
+ * lookback (70,000 requests at 10,000 users: longer than the simulated day), and the scheduled audit,
+ * which waits for the first sync, would never sample.
+ */
+async function markFirstSyncComplete(databaseUrl: string, orgId: string, streamName: string): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query(
+      `insert into validic_sync.first_syncs (org_id, stream_name, completed_at) values ($1, $2, now())
+        on conflict (org_id, stream_name) do update set completed_at = now()`,
+      [orgId, streamName],
+    );
+  } finally {
+    await client.end();
+  }
+}
+
 /** Stream gaps by reason: how many were recorded, how many no reconciliation pass has covered yet. */
 async function streamGaps(
   databaseUrl: string,
@@ -307,6 +328,7 @@ async function runSize(users: number, A: number, simulatedHours: number): Promis
       await sleep(2000);
     catchUpRssMb = await vmHwmMb(catchUp.pid);
     await catchUp.stop();
+    await markFirstSyncComplete(db.url, sandbox.orgId, 'validic-sync');
     analyzer = await standInAutovacuum(db.url);
     workers.length = 0;
     catchUpSeconds = (Date.now() - catchUpStarted) / 1000;

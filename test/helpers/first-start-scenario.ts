@@ -25,9 +25,10 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import type { FirstSyncStatus } from '../../src/budget/first-sync.ts';
 import type { BudgetStatus } from '../../src/budget/read-budget-plan.ts';
-import type { SandboxOptions } from '../../src/sandbox/index.ts';
+import type { Sandbox, SandboxOptions } from '../../src/sandbox/index.ts';
 import { runCli } from './cli.ts';
 import { compareWithTruth, NO_DIFFERENCES } from './compare-with-truth.ts';
+import type { TestRedis } from './redis.ts';
 import { useSandbox, useTempDir, useTestRedis } from './use-before-all.ts';
 import { useTestDatabase } from './use-test-database.ts';
 import { waitForStep } from './wait-for-step.ts';
@@ -35,11 +36,58 @@ import { startWorkerChild, workerChildEnv } from './worker-fleet.ts';
 
 const SPEED = 120;
 
-interface OrgStatus {
+/** What the first start's tests read of `status --json`. */
+export interface OrgStatus {
   orgId: string;
   firstSync: FirstSyncStatus;
   budget: BudgetStatus;
   stream: { gaps: { open: number } };
+}
+
+/** The org's part of `status --json`, run as a user would. */
+export async function readOrgStatus(env: NodeJS.ProcessEnv, orgId: string): Promise<OrgStatus> {
+  const result = await runCli(['status', '--json'], env);
+  expect(result.code, result.stderr).toBe(0);
+  return (JSON.parse(result.stdout).orgs as OrgStatus[]).find((o) => o.orgId === orgId)!;
+}
+
+/**
+ * A worker child's environment for the first start: streams and schedules on, ×SPEED (the schedules'
+ * minutes and the tick ÷ SPEED, the request budget × SPEED), the org's resources when given.
+ */
+export async function firstStartEnv(options: {
+  sandbox: Sandbox;
+  databaseUrl: string;
+  redis: TestRedis;
+  dir: { writeJson(name: string, config: unknown): Promise<string> };
+  requestsPerHour: number;
+  resources?: string[];
+  extra?: Record<string, string>;
+}): Promise<NodeJS.ProcessEnv> {
+  const minutes = (m: number) => m / SPEED;
+  const configFile = await options.dir.writeJson('config.json', {
+    worker: { concurrency: 8 },
+    schedules: {
+      usersSyncMinutes: minutes(60),
+      recentPollMinutes: minutes(60),
+      reconcileStreamMinutes: minutes(60),
+      auditMinutes: minutes(60),
+      reconcileMinutes: minutes(1440),
+    },
+    budget: {
+      tickSeconds: 60 / SPEED,
+      dormantPollMinutes: minutes(1440),
+      streamRequestsPerConnectionHour: 12 * SPEED,
+    },
+    organizations: options.resources ? [{ resources: options.resources }] : [],
+  });
+  return workerChildEnv(options.sandbox, options.databaseUrl, options.redis, {
+    VALIDIC_SCHEDULES: 'true',
+    VALIDIC_WORKER_STREAMS: 'true',
+    VALIDIC_SYNC_CONFIG: configFile,
+    VALIDIC_REQUESTS_PER_HOUR: String(options.requestsPerHour * SPEED),
+    ...options.extra,
+  });
 }
 
 export interface FirstStartCase {
@@ -67,35 +115,9 @@ export function describeFirstStart(c: FirstStartCase): void {
     const dir = useTempDir('first-start-');
 
     it('covers every user from before the stream began: status says so, the audit finds no drift', async () => {
-      const minutes = (m: number) => m / SPEED;
       const organizations = c.resources ? [{ resources: c.resources }] : [];
-      const configFile = await dir.writeJson('config.json', {
-        worker: { concurrency: 8 },
-        schedules: {
-          usersSyncMinutes: minutes(60),
-          recentPollMinutes: minutes(60),
-          reconcileStreamMinutes: minutes(60),
-          auditMinutes: minutes(60),
-          reconcileMinutes: minutes(1440),
-        },
-        budget: {
-          tickSeconds: 60 / SPEED,
-          dormantPollMinutes: minutes(1440),
-          streamRequestsPerConnectionHour: 12 * SPEED,
-        },
-        organizations,
-      });
-      const env = workerChildEnv(sandbox, db.url, redis, {
-        VALIDIC_SCHEDULES: 'true',
-        VALIDIC_WORKER_STREAMS: 'true',
-        VALIDIC_SYNC_CONFIG: configFile,
-        VALIDIC_REQUESTS_PER_HOUR: String(c.requestsPerHour * SPEED),
-      });
-      const status = async (): Promise<OrgStatus> => {
-        const result = await runCli(['status', '--json'], env);
-        expect(result.code, result.stderr).toBe(0);
-        return (JSON.parse(result.stdout).orgs as OrgStatus[]).find((o) => o.orgId === sandbox.orgId)!;
-      };
+      const env = await firstStartEnv({ sandbox, databaseUrl: db.url, redis, dir, ...c });
+      const status = () => readOrgStatus(env, sandbox.orgId);
 
       sandbox.control.startLiveFeed({ ratePerSecond: 5 });
       const worker = await startWorkerChild(env);

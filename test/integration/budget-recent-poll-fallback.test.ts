@@ -1,7 +1,8 @@
 /**
  * Stream-first planning against real PostgreSQL: the plan reads when the primary stream was last heard
- * from its connection checkpoints (any slot), turns the recent poll off while that is recent and on over
- * the outage's days once it is not; the reconciliation stream's checkpoints do not count as the primary.
+ * from its connection checkpoints (any slot), turns the recent poll off while that is recent (once the
+ * first sync is complete) and on over the outage's days once it is not; the reconciliation stream's
+ * checkpoints do not count as the primary.
  */
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
@@ -39,6 +40,11 @@ describe('the recent poll falls back on the stream being unheard', () => {
 
   it('plans no recent poll while the stream is heard, and the outage days once it is not', async () => {
     await writeProgress('validic-sync', 1, '2026-11-27T11:55:00.000Z');
+    // Heard, but the first sync (src/budget/first-sync.ts) has not covered every user yet: it polls.
+    const first = await readBudgetPlan(t.warehouse.db, config, org, NOW);
+    expect(first.recentPoll).toMatchObject({ polling: true, firstSync: true });
+    await sql`insert into validic_sync.first_syncs (org_id, stream_name, completed_at)
+      values (${ORG}, 'validic-sync', now())`.execute(t.warehouse.db);
     const healthy = await readBudgetPlan(t.warehouse.db, config, org, NOW);
     expect(healthy.recentPoll).toMatchObject({ mode: 'fallback', polling: false });
     expect(healthy.plan.perHour.recent).toBe(0);
