@@ -353,6 +353,12 @@ export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics 
     (g, org, b) => g.set({ org, mode: b.recentPoll.mode }, b.recentPoll.polling ? 1 : 0),
   );
   budgetGauge(
+    'validic_sync_first_sync_running',
+    "Whether the org's first sync runs (1): users are still being polled for what was created before its stream began",
+    ['org'],
+    (g, org, b) => g.set({ org }, b.recentPoll.firstSync ? 1 : 0),
+  );
+  budgetGauge(
     'validic_sync_stream_last_heard_seconds',
     "Seconds since the org's primary stream was last heard from (any connection, any process)",
     ['org'],
