@@ -32,8 +32,10 @@
  */
 import type { Kysely } from 'kysely';
 import { type DateWindow, formatUtcDate, planRecordWindows } from '../validic/platform-limits.ts';
+import { readCursor, usersFullSyncCursor } from '../warehouse/cursors.ts';
 import type { Database } from '../warehouse/database.ts';
 import { countFirstSyncUsers, type FirstSync } from '../warehouse/first-sync.ts';
+import type { OrgBudget } from './read-budget-plan.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -53,10 +55,13 @@ export function firstSyncWindows(sync: Pick<FirstSync, 'from' | 'to'>): DateWind
 export interface FirstSyncStatus {
   streamName: string;
   /**
-   * `waiting`: the stream has not been heard yet (the recent poll covers the lookback meanwhile, as a
-   * fallback); `running`: users are being covered; `complete`: every user was.
+   * `off`: the recent poll is not scheduled, so no first sync runs; `waiting`: not begun (it begins at
+   * the first records.recent tick after the stream is heard; meanwhile the recent poll covers the lookback
+   * as a fallback); `running`: users are being covered; `complete`: every user was.
    */
-  state: 'waiting' | 'running' | 'complete';
+  state: 'off' | 'waiting' | 'running' | 'complete';
+  /** The state in words, with what it waits for. */
+  reason: string;
   /** When the worker first heard the stream and began, and when every user had been covered (ISO). */
   startedAt: string | null;
   completedAt: string | null;
@@ -68,13 +73,16 @@ export interface FirstSyncStatus {
   pending: number | null;
 }
 
-/** The first sync as `status` shows it: its row, and while it runs how many users it has left. */
+/**
+ * The first sync as `status` shows it: its row, and while it runs how many users it has left.
+ * `budget` is the org's plan as of now (readBudgetPlan).
+ */
 export async function readFirstSyncStatus(
   db: Kysely<Database>,
   orgId: string,
-  streamName: string,
-  sync: FirstSync | undefined,
+  budget: Pick<OrgBudget, 'streamName' | 'firstSync' | 'recentPoll'>,
 ): Promise<FirstSyncStatus> {
+  const { streamName, firstSync: sync } = budget;
   const base = {
     streamName,
     startedAt: sync?.startedAt.toISOString() ?? null,
@@ -82,8 +90,39 @@ export async function readFirstSyncStatus(
     from: sync?.from ?? null,
     to: sync?.to ?? null,
   };
-  if (!sync) return { ...base, state: 'waiting', users: null, pending: null };
-  if (sync.completedAt) return { ...base, state: 'complete', users: sync.usersCovered, pending: 0 };
+  if (sync?.completedAt)
+    return {
+      ...base,
+      state: 'complete',
+      reason: 'every user was polled over its days since the stream was first heard',
+      users: sync.usersCovered,
+      pending: 0,
+    };
+  if (budget.recentPoll.mode === 'off')
+    return { ...base, state: 'off', reason: budget.recentPoll.reason, users: null, pending: null };
+  if (!sync)
+    return {
+      ...base,
+      state: 'waiting',
+      reason:
+        budget.recentPoll.streamLastHeardAt === null
+          ? 'the stream has not been heard yet (meanwhile the recent poll covers the lookback)'
+          : 'the stream is heard: the next records.recent tick begins it',
+      users: null,
+      pending: null,
+    };
   const counts = await countFirstSyncUsers(db, orgId, streamName, firstSyncWindows(sync));
-  return { ...base, state: 'running', users: counts.pollable, pending: counts.pending };
+  const listed = (await readCursor(db, orgId, usersFullSyncCursor())) !== undefined;
+  return {
+    ...base,
+    state: 'running',
+    reason:
+      counts.pending > 0
+        ? `${counts.pending} of ${counts.pollable} users left to poll`
+        : listed
+          ? 'every user polled: the next records.recent tick that passes the last user completes it'
+          : 'every user stored is polled; waiting for a users listing read to its end (users.sync)',
+    users: counts.pollable,
+    pending: counts.pending,
+  };
 }

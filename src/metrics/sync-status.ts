@@ -246,7 +246,7 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
       try {
         const budget = await readBudgetPlan(db, options.config, orgConfig, now.getTime());
         orgs.at(-1)!.budget = describeBudget(budget, now.getTime());
-        orgs.at(-1)!.firstSync = await readFirstSyncStatus(db, orgId, budget.streamName, budget.firstSync);
+        orgs.at(-1)!.firstSync = await readFirstSyncStatus(db, orgId, budget);
       } catch (error) {
         // A warehouse not yet migrated to the recent-poll schedule still shows everything else.
         if (!/does not exist/.test((error as Error).message)) throw error;

@@ -162,6 +162,9 @@ export function describeFirstStart(c: FirstStartCase): void {
         expect(org.firstSync).toMatchObject({ state: 'complete', users: c.users });
         expect(org.stream.gaps.open).toBe(0);
         expect(org.budget.recentPoll).toMatchObject({ mode: 'fallback', polling: false, firstSync: false });
+        const text = await runCli(['status'], env);
+        expect(text.stdout).toContain(`first sync: complete`);
+        expect(text.stdout).toContain(`${c.users} users polled over ${first.from}..${first.to}`);
         // The scheduled audits since the first sync completed found nothing.
         const audits = await sql<{ drift: number; cells: number }>`
           select coalesce(sum(cells_drift), 0)::int as drift,

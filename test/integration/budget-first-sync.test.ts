@@ -54,7 +54,10 @@ describe('the first sync in the warehouse', () => {
     // Never heard: the fallback polls the lookback; the first sync waits.
     let budget = await readBudgetPlan(db, config, org, NOW);
     expect(budget.recentPoll).toMatchObject({ polling: true, firstSync: false });
-    expect(await readFirstSyncStatus(db, ORG, STREAM, budget.firstSync)).toMatchObject({ state: 'waiting' });
+    expect(await readFirstSyncStatus(db, ORG, budget)).toMatchObject({
+      state: 'waiting',
+      reason: expect.stringContaining('not been heard'),
+    });
 
     // Two users were polled (and one is still in flight) before the stream was heard: neither counts.
     await markRecentPollsEnqueued(db, ORG, ['u1', 'u2'], new Date(NOW - 120_000));
@@ -123,8 +126,9 @@ describe('the first sync in the warehouse', () => {
     const resumed = await budget.readFirstSyncSlice({ tickMs: TICK_MS, sync: budget.firstSync!, windows });
     expect(resumed.uids).toEqual(['u4', 'u5', 'u6']);
     expect(await countFirstSyncUsers(db, ORG, STREAM, windows)).toEqual({ pollable: 6, pending: 4 });
-    expect(await readFirstSyncStatus(db, ORG, STREAM, budget.firstSync)).toMatchObject({
+    expect(await readFirstSyncStatus(db, ORG, budget)).toMatchObject({
       state: 'running',
+      reason: '4 of 6 users left to poll',
       users: 6,
       pending: 4,
     });
@@ -140,6 +144,20 @@ describe('the first sync in the warehouse', () => {
         at: new Date(later),
       });
     expect(await countFirstSyncUsers(db, ORG, STREAM, windows)).toEqual({ pollable: 5, pending: 0 });
+    // Nobody left, but no users listing was read to its end yet: users the platform has may be unstored.
+    expect(await readFirstSyncStatus(db, ORG, await readBudgetPlan(db, config, org, later))).toMatchObject({
+      state: 'running',
+      pending: 0,
+      reason: expect.stringContaining('waiting for a users listing read to its end'),
+    });
+    // With the recent poll not scheduled, there is no first sync.
+    const off = configSchema.parse({
+      schedules: { enabled: false },
+      organizations: [{ orgId: ORG, token: 't' }],
+    });
+    expect(
+      await readFirstSyncStatus(db, ORG, await readBudgetPlan(db, off, off.organizations[0]!, later)),
+    ).toMatchObject({ state: 'off' });
     expect(
       (
         await budget.readFirstSyncSlice({
@@ -159,9 +177,10 @@ describe('the first sync in the warehouse', () => {
     budget = await readBudgetPlan(db, config, org, later);
     expect(budget.recentPoll).toMatchObject({ mode: 'fallback', polling: false, firstSync: false });
     expect(budget.plan.perHour.audit).toBeGreaterThan(0);
-    expect(await readFirstSyncStatus(db, ORG, STREAM, budget.firstSync)).toEqual({
+    expect(await readFirstSyncStatus(db, ORG, budget)).toEqual({
       streamName: STREAM,
       state: 'complete',
+      reason: expect.any(String),
       startedAt: new Date(NOW).toISOString(),
       completedAt: new Date(later).toISOString(),
       from: '2026-11-24',

@@ -236,8 +236,8 @@ function formatFirstSync(f: FirstSyncStatus, lagOf: (at: string | null) => strin
   if (f.state === 'complete')
     return `  first sync: complete ${lagOf(f.completedAt)} ago${f.users === null ? '' : `, ${f.users} users polled${days} since the stream was first heard`}`;
   if (f.state === 'running')
-    return `  first sync: running since ${lagOf(f.startedAt)} ago, ${f.pending} of ${f.users} users left to poll${days} (records created before the stream began come only this way)`;
-  return '  first sync: waiting for the stream to be heard (meanwhile the recent poll covers the lookback)';
+    return `  first sync: running since ${lagOf(f.startedAt)} ago${days}: ${f.reason} (records created before the stream began come only this way)`;
+  return `  first sync: ${f.state}: ${f.reason}`;
 }
 
 export function formatStatus(status: SyncStatus): string[] {
