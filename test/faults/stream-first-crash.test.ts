@@ -24,23 +24,30 @@ import { inScenario, timeOfDayAnchor } from './scenario.ts';
 
 const RUNS = Number(process.env.FAULT_FIRST_CRASH_RUNS ?? 1);
 
+type NewStreamStart = 'creation' | 'start-of-day';
+
 describe('fault stream-first-crash', () => {
-  for (const otherStreams of [0, 4]) {
+  // Where a new stream's backlog starts is not documented: at its creation, or at midnight of that day.
+  for (const [otherStreams, newStreamStart] of [
+    [0, 'creation'],
+    [0, 'start-of-day'],
+    [4, 'creation'],
+  ] as const) {
     it(
-      `a primary SIGKILLed before any pass, 1,200 users, ${otherStreams} other streams: the replay delivers, no REST, ${RUNS} seeded runs`,
+      `a primary SIGKILLed before any pass, 1,200 users, ${otherStreams} other streams, new streams start at ${newStreamStart}: no REST, ${RUNS} seeded runs`,
       async () => {
-        for (let run = 0; run < RUNS; run++) await crashRun(otherStreams, run);
+        for (let run = 0; run < RUNS; run++) await crashRun(otherStreams, newStreamStart, run);
       },
       RUNS * 300_000,
     );
   }
 });
 
-async function crashRun(otherStreams: number, run: number): Promise<void> {
-  const seed = 3_100 + otherStreams * 10 + run;
+async function crashRun(otherStreams: number, newStreamStart: NewStreamStart, run: number): Promise<void> {
+  const seed = 3_100 + otherStreams * 10 + (newStreamStart === 'creation' ? 0 : 5) + run;
   const random = seededRandom(seed);
   await inScenario(
-    { seed, users: 1_200, days: 2, now: new Date(timeOfDayAnchor(run + 1)) },
+    { seed, users: 1_200, days: 2, newStreamStart, now: new Date(timeOfDayAnchor(run + 1)) },
     async ({ sandbox, db, onCleanup }) => {
       const dir = mkdtempSync(join(tmpdir(), 'validic-fault-first-crash-'));
       onCleanup(() => rmSync(dir, { recursive: true, force: true }));
@@ -61,14 +68,19 @@ async function crashRun(otherStreams: number, run: number): Promise<void> {
       }
       const first = spawnCli(['stream'], env);
       onCleanup(() => first.kill('SIGKILL'));
-      // What the stream carries starts with it (the sandbox's new streams start at their creation; what
-      // came before is the first recent poll's, not the stream's).
+      // What the stream carries: from its creation, or (the other reading) from midnight of that day; what
+      // came before is the first recent poll's, not the stream's.
       await waitForStep(
         'the primary stream created',
         () => expect(sandbox.truth.streams().length).toBeGreaterThan(otherStreams),
         { timeout: 60_000, interval: 5 },
       );
-      const fromSeq = sandbox.truth.events().length;
+      const midnight = Date.parse(`${sandbox.control.now().slice(0, 10)}T00:00:00Z`);
+      const fromSeq =
+        newStreamStart === 'creation'
+          ? sandbox.truth.events().length
+          : (sandbox.truth.events().find((e) => Date.parse(e.created_at) >= midnight)?.seq ??
+            sandbox.truth.events().length);
       sandbox.control.startLiveFeed({ ratePerSecond: 200 });
       await waitForStep(
         'the primary connected',
