@@ -4,9 +4,8 @@
  */
 import type { Kysely } from 'kysely';
 import { type BudgetStatus, describeBudget, readBudgetPlan } from '../budget/read-budget-plan.ts';
-import type { Config } from '../config/schema.ts';
+import { type Config, configSchema } from '../config/schema.ts';
 import { deliveryDead } from '../stream/interrupted-deliveries.ts';
-import { V2_RESOURCES } from '../validic/platform-limits.ts';
 import {
   type CursorEntry,
   LEGACY_LATEST_CURSOR_PREFIX,
@@ -19,7 +18,6 @@ import {
 import type { Database } from '../warehouse/database.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { countQuarantine, type QuarantineCount } from '../warehouse/quarantine.ts';
-import { countPollableUsers } from '../warehouse/recent-polls.ts';
 import {
   type ReconcilePassRow,
   type ReconcileTotals,
@@ -32,7 +30,7 @@ import {
 } from '../warehouse/stream-bookkeeping.ts';
 import { listKnownOrgIds, listShownRuns, readOrgDataSummary } from '../warehouse/summaries.ts';
 import { type LedgerSummary, summarizeLedger } from '../warehouse/window-ledger.ts';
-import { type AuditStatus, auditPopulation, readAuditStatus } from './audit-status.ts';
+import { type AuditStatus, readAuditStatus } from './audit-status.ts';
 
 /**
  * What `validic-sync status` reports, read from the warehouse (cursors, records, backfill runs,
@@ -231,11 +229,7 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
         db,
         orgId,
         now,
-        auditPopulation(
-          options.config,
-          options.config?.organizations.find((o) => o.orgId === orgId)?.resources ?? V2_RESOURCES,
-          (await countPollableUsers(db, orgId, now)).pollable,
-        ),
+        (options.config ?? configSchema.parse({})).audit.estimateDays,
       ),
     });
     const orgConfig = options.config?.organizations.find((o) => o.orgId === orgId);

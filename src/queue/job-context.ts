@@ -25,9 +25,10 @@ import type { V2Client } from '../validic/v2-client.ts';
 import {
   auditCoverageStart,
   auditedCellKeys,
+  cellSyncCovered,
   currentVersions,
   liveRecordIds,
-  nextUsersInRotation,
+  pollableUidsAtRanks,
   readAudit,
   recordAuditCell,
   startAudit,
@@ -295,7 +296,8 @@ export function jobWarehouse(warehouse: Warehouse) {
     recordAuditCell: onDb(recordAuditCell),
     currentVersions: onDb(currentVersions),
     liveRecordIds: onDb(liveRecordIds),
-    nextUsersInRotation: onDb(nextUsersInRotation),
+    pollableUidsAtRanks: onDb(pollableUidsAtRanks),
+    cellSyncCovered: onDb(cellSyncCovered),
     // What the primary stream delivered, and which events a reconciliation finds the warehouse lacks.
     readPrimaryStreamSpan: onDb(readPrimaryStreamSpan),
     absentConnectionEvents: onDb(absentConnectionEvents),

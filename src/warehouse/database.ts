@@ -344,6 +344,9 @@ export interface AuditsTable {
   sample: number;
   seed: string;
   population: number;
+  /** Migration 0040: a tick's stratum populations (null for a command run). */
+  population_recent: number | null;
+  population_history: number | null;
   planned: number;
   repair: boolean;
   started_at: Generated<Timestamp>;
@@ -351,6 +354,7 @@ export interface AuditsTable {
   cells_complete: Generated<number>;
   cells_drift: Generated<number>;
   cells_failed: Generated<number>;
+  cells_unsynced: Generated<number>;
   records_equal: Generated<number>;
   records_missing: Generated<number>;
   records_stale: Generated<number>;

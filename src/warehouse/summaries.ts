@@ -5,7 +5,6 @@
  */
 import { type Kysely, type Selectable, sql } from 'kysely';
 import type { Database, RunsTable } from './database.ts';
-import { isPollable } from './recent-polls.ts';
 
 /** Every organization the warehouse holds cursors, users or runs of. */
 export async function listKnownOrgIds(db: Kysely<Database>): Promise<string[]> {
@@ -55,13 +54,11 @@ export async function listShownRuns(
     .execute();
 }
 
-/** Pollable users per organization, of every organization with users or audit runs. */
-export async function countPollableUsersByOrg(db: Kysely<Database>): Promise<Map<string, number>> {
-  const found = await sql<{ org_id: string; pollable: number }>`
-    select o.org_id, (select count(*)::int from validic.users u
-                      where u.org_id = o.org_id and ${isPollable('u')}) as pollable
-    from (select org_id from validic.users union select org_id from validic_sync.audits) o`.execute(db);
-  return new Map(found.rows.map((r) => [r.org_id, r.pollable]));
+/** Every organization with users or audit runs (the report's audit sections). */
+export async function listAuditOrgIds(db: Kysely<Database>): Promise<string[]> {
+  const found = await sql<{ org_id: string }>`
+    select org_id from validic.users union select org_id from validic_sync.audits`.execute(db);
+  return found.rows.map((r) => r.org_id);
 }
 
 /** The whole warehouse in aggregates, for the HTML report. */
