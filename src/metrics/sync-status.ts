@@ -75,7 +75,9 @@ export interface OrgStatus {
   orgId: string;
   users: { count: number; lastFullSync: string | null };
   records: {
+    /** Exact up to 100,000 records; above it the planner's estimate (`countIsEstimate`). */
     count: number;
+    countIsEstimate: boolean;
     newestCreatedAt: string | null;
     newestIngestedAt: string | null;
     /** now − newest platform created_at, seconds. */
@@ -208,6 +210,7 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
       users: { count: data.users, lastFullSync: lastFullSync?.at ?? null },
       records: {
         count: data.records,
+        countIsEstimate: data.recordsIsEstimate,
         newestCreatedAt: iso(data.newestCreatedAt),
         newestIngestedAt: iso(data.newestIngestedAt),
         lagSeconds: ageSeconds(data.newestCreatedAt),

@@ -252,6 +252,16 @@ export interface RunsTable {
   summary: Json | null;
 }
 
+/** validic_sync.backfill_progress (migration 0041): a run's ledger in sums, per writing backend's shard. */
+export interface BackfillProgressTable {
+  run_id: string;
+  shard: number;
+  windows: number;
+  done: number;
+  records: number;
+  requests: number;
+}
+
 export interface BackfillWindowsTable {
   run_id: string;
   window_key: string;
@@ -426,6 +436,7 @@ export interface Database {
   'validic.record_versions': RecordVersionsTable;
   'validic_sync.checkpoints': CheckpointsTable;
   'validic_sync.runs': RunsTable;
+  'validic_sync.backfill_progress': BackfillProgressTable;
   'validic_sync.backfill_windows': BackfillWindowsTable;
   'validic_sync.quarantine': QuarantineTable;
   'validic_sync.recent_polls': RecentPollsTable;

@@ -222,14 +222,19 @@ export async function listWindows(db: Db, runId: string): Promise<LedgerWindow[]
   return rows.map(toWindow);
 }
 
+/**
+ * A run's ledger in sums: read from `validic_sync.backfill_progress` (migration 0041: at most 16 rows per
+ * run, kept by triggers on the windows in the same transaction), so it costs the same at a thousand
+ * windows as at a million.
+ */
 export async function summarizeLedger(db: Db, runId: string): Promise<LedgerSummary> {
   const row = await db
-    .selectFrom('validic_sync.backfill_windows')
+    .selectFrom('validic_sync.backfill_progress')
     .select([
-      sql<number>`count(*)::int`.as('windows'),
-      sql<number>`count(*) filter (where status = 'done')::int`.as('done'),
-      sql<number>`coalesce(sum(records), 0)::int`.as('records'),
-      sql<number>`coalesce(sum(requests), 0)::int`.as('requests'),
+      sql<number>`coalesce(sum(windows), 0)::float8`.as('windows'),
+      sql<number>`coalesce(sum(done), 0)::float8`.as('done'),
+      sql<number>`coalesce(sum(records), 0)::float8`.as('records'),
+      sql<number>`coalesce(sum(requests), 0)::float8`.as('requests'),
     ])
     .where('run_id', '=', runId)
     .executeTakeFirstOrThrow();

@@ -245,7 +245,11 @@ export function formatStatus(status: SyncStatus): string[] {
             String(org.users.count),
             org.users.lastFullSync ? `full sync ${lagOf(org.users.lastFullSync)} ago` : 'never fully synced',
           ],
-          ['records', String(org.records.count), ''],
+          [
+            'records',
+            org.records.countIsEstimate ? `about ${org.records.count}` : String(org.records.count),
+            org.records.countIsEstimate ? "the planner's estimate (over 100,000: not counted one by one)" : '',
+          ],
           ['lag (newest created_at)', ago(org.records.lagSeconds), org.records.newestCreatedAt ?? '—'],
           ['since last ingest', ago(org.records.sinceIngestSeconds), org.records.newestIngestedAt ?? '—'],
           [
