@@ -115,7 +115,12 @@ async function seedWindows(from: number, to: number) {
 }
 
 async function analyze() {
-  for (const table of ['validic.users', 'validic.records', 'validic_sync.recent_polls', 'validic_sync.backfill_windows'])
+  for (const table of [
+    'validic.users',
+    'validic.records',
+    'validic_sync.recent_polls',
+    'validic_sync.backfill_windows',
+  ])
     await sql.raw(`vacuum analyze ${table}`).execute(warehouse.db);
 }
 /** Median seconds of `runs` runs after one discarded. */
@@ -159,7 +164,12 @@ async function slowestStatusQueries(config: Parameters<typeof collectSyncStatus>
   const best = new Map<string, number>();
   for (let i = 0; i < 3; i++) {
     durations = [];
-    await collectSyncStatus({ warehouse: { ...warehouse, db: logged }, orgIds: [ORG], config, now: new Date(now) });
+    await collectSyncStatus({
+      warehouse: { ...warehouse, db: logged },
+      orgIds: [ORG],
+      config,
+      now: new Date(now),
+    });
     for (const d of durations) {
       const key = d.sql.replace(/\s+/g, ' ').trim().slice(0, 70);
       best.set(key, Math.min(best.get(key) ?? Number.POSITIVE_INFINITY, d.ms));
@@ -268,7 +278,12 @@ try {
   // The plans: status's own reads at 3 M, then the whole-population read the tick did before (the
   // limit), then every query of the plan and of the tick's slice as they run now.
   captured = [];
-  await collectSyncStatus({ warehouse: { ...warehouse, db: logged }, orgIds: [ORG], config: heard, now: new Date(now) });
+  await collectSyncStatus({
+    warehouse: { ...warehouse, db: logged },
+    orgIds: [ORG],
+    config: heard,
+    now: new Date(now),
+  });
   const statusQueries = [...captured];
   for (const [i, q] of statusQueries.entries()) {
     if (!/validic\.records|backfill_windows|validic_sync\.runs/.test(q.sql)) continue;

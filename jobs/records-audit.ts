@@ -133,6 +133,7 @@ export const recordsAudit = defineJob({
       strata: planned.strata ?? null,
       planned: planned.cells.length,
       repair: payload.repair,
+      holder: ctx.runHolder,
     });
     let enqueued = 0;
     const per = ctx.settings.audit.cellsPerJob;

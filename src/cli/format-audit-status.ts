@@ -29,7 +29,7 @@ export function formatAuditStatus(audit: AuditStatus, lagOf: (at: string | null)
   if (run) {
     const { cells, records } = run.totals;
     out.push(
-      `  last run ${run.id} (${run.kind}, ${run.rangeFrom}..${run.rangeTo}): ${run.endedAt ? 'done' : 'running or interrupted'}, ${lagOf(run.startedAt)} ago; cells ${cells.complete} complete, ${cells.drift} drift, ${cells.failed} failed${cells.unsynced ? `, ${cells.unsynced} not yet synced` : ''} of ${run.planned}${run.estimate ? `; ${describe(run.estimate)}` : ''}`,
+      `  last run ${run.id} (${run.kind}, ${run.rangeFrom}..${run.rangeTo}): ${run.state}, ${lagOf(run.startedAt)} ago; cells ${cells.complete} complete, ${cells.drift} drift, ${cells.failed} failed${cells.unsynced ? `, ${cells.unsynced} not yet synced` : ''} of ${run.planned}${run.estimate ? `; ${describe(run.estimate)}` : ''}`,
       `    records: equal ${records.equal}, missing ${records.missing}, stale ${records.stale}, extra ${records.extra}, repaired ${records.repaired}`,
     );
   } else out.push('  no audit run yet');

@@ -16,6 +16,7 @@ import {
   stratumSample,
 } from '../warehouse/audits.ts';
 import type { Database } from '../warehouse/database.ts';
+import { heartbeatStopped } from '../warehouse/run-heartbeats.ts';
 
 /**
  * The completeness audit as `status`, `status --json` (`orgs[].audit`), `/metrics` and the HTML report
@@ -26,7 +27,13 @@ import type { Database } from '../warehouse/database.ts';
  * and how: src/audit/README.md.
  */
 export interface AuditStatus {
-  lastRun: (AuditRunRow & { estimate: CompletenessEstimate | null }) | null;
+  /**
+   * The newest run, with its state: done; running; or interrupted (its command stopped before the last
+   * cell, or its holder's heartbeat stopped over a minute ago: src/warehouse/run-heartbeats.ts).
+   */
+  lastRun:
+    | (AuditRunRow & { estimate: CompletenessEstimate | null; state: 'done' | 'running' | 'interrupted' })
+    | null;
   /**
    * The scheduled audit's estimate of the share of complete cells, per stratum (recent: the last 30
    * days; history: older windows), over the cells it audited in the last `sinceDays` days (each cell by
@@ -68,6 +75,7 @@ export async function readAuditStatus(
     lastRun: last
       ? {
           ...last,
+          state: auditRunState(last, now),
           // A tick draws per stratum, not uniformly: its estimate is the strata's, below.
           estimate:
             last.kind === 'command'
@@ -90,6 +98,15 @@ export async function readAuditStatus(
     allTime: await auditTotalsSince(db, orgId),
     driftPerDay: await auditDriftPerDay(db, orgId, new Date(now.getTime() - 7 * DAY_MS)),
   };
+}
+
+/** A run's state as status shows it: an unfinished run whose holder stopped beating is interrupted. */
+function auditRunState(run: AuditRunRow, now: Date): 'done' | 'running' | 'interrupted' {
+  if (run.interrupted) return 'interrupted';
+  if (run.endedAt) return 'done';
+  return heartbeatStopped({ heartbeatAt: run.heartbeatAt, startedAt: run.startedAt }, now)
+    ? 'interrupted'
+    : 'running';
 }
 
 /**

@@ -18,6 +18,7 @@ import {
 import type { Database } from '../warehouse/database.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { countQuarantine, type QuarantineCount } from '../warehouse/quarantine.ts';
+import { heartbeatStopped } from '../warehouse/run-heartbeats.ts';
 import {
   type ReconcilePassRow,
   type ReconcileTotals,
@@ -59,9 +60,16 @@ export interface FailedJobInfo {
 export interface RunStatus extends LedgerSummary {
   id: string;
   command: string;
+  /**
+   * running, done, failed, or interrupted: its command ended before it was done, or (a row still marked
+   * running) its holder's heartbeat stopped over a minute ago: the process died (src/warehouse/run-heartbeats.ts).
+   */
   status: string;
   startedAt: string;
   finishedAt: string | null;
+  /** Who runs it: worker (the fleet) or command <host> pid <pid>; null for runs from before heartbeats. */
+  holder: string | null;
+  heartbeatAt: string | null;
   args: unknown;
 }
 
@@ -186,12 +194,17 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
     const runs = await listShownRuns(db, orgId, new Date(now.getTime() - 7 * 86_400_000));
     const runStatuses: RunStatus[] = [];
     for (const run of runs) {
+      const lost =
+        run.status === 'running' &&
+        heartbeatStopped({ heartbeatAt: run.heartbeat_at, startedAt: run.started_at }, now);
       runStatuses.push({
         id: run.id,
         command: run.command,
-        status: run.status,
+        status: lost ? 'interrupted' : run.status,
         startedAt: iso(run.started_at)!,
         finishedAt: iso(run.finished_at),
+        holder: run.holder,
+        heartbeatAt: iso(run.heartbeat_at),
         args: run.args,
         ...(await summarizeLedger(db, run.id)),
       });

@@ -57,6 +57,7 @@ import type { PassTrigger } from '../warehouse/stream-bookkeeping.ts';
 import { absentConnectionEvents, readPrimaryStreamSpan } from '../warehouse/stream-bookkeeping.ts';
 import { analyzeNewTables, createPartitionsAhead, emptyRawBefore } from '../warehouse/warehouse-upkeep.ts';
 import {
+  claimRun,
   findUnfinishedRun,
   finishRun,
   finishRunIfComplete,
@@ -139,6 +140,11 @@ export interface JobContext<Payloads extends PayloadSchemas = any> {
   readBudgetPlan(orgId: string, now: number): Promise<OrgBudget>;
   /** The most push may spend per hour (read-budget-plan.ts, `readPushCap`): what push.drain gates on. */
   readPushCap(orgId: string): Promise<number>;
+  /**
+   * Who holds the runs this process starts (src/warehouse/run-heartbeats.ts): the worker fleet, or this
+   * command's process; it renews their heartbeat while it lives.
+   */
+  runHolder: string;
 }
 
 /** What running a job needs of the process: a context per execution (built by worker/runtime.ts) and its log. */
@@ -277,6 +283,7 @@ export function jobWarehouse(warehouse: Warehouse) {
     markRecentPollDone: onDb(markRecentPollDone),
     // The backfill ledger.
     startRun: onDb(startRun),
+    claimRun: onDb(claimRun),
     findUnfinishedRun: onDb(findUnfinishedRun),
     finishRun: onDb(finishRun),
     planWindows: onDb(planWindows),

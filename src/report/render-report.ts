@@ -132,7 +132,7 @@ function auditSection(orgId: string, audit: AuditStatus): string {
       ? ` Estimate: ${formatShare(run.estimate.estimate)} of cells complete (95 % interval ${formatShare(run.estimate.lower)} to ${formatShare(run.estimate.upper, 'up')}; ${run.estimate.sampled} of ${run.estimate.population} cells audited).`
       : '';
     out.push(
-      `<p>Last run ${e(run.id)} (${e(run.kind)}, ${e(run.rangeFrom)} to ${e(run.rangeTo)}), started ${e(run.startedAt)}, ${run.endedAt ? `ended ${e(run.endedAt)}` : 'running or interrupted'}: cells ${e(cells.complete)} complete, ${e(cells.drift)} drift, ${e(cells.failed)} failed${cells.unsynced ? `, ${e(cells.unsynced)} not yet synced` : ''} of ${e(run.planned)} planned; records ${e(records.equal)} equal, ${e(records.missing)} missing, ${e(records.stale)} stale, ${e(records.extra)} extra, ${e(records.repaired)} repaired.${e(estimate)}</p>`,
+      `<p>Last run ${e(run.id)} (${e(run.kind)}, ${e(run.rangeFrom)} to ${e(run.rangeTo)}), started ${e(run.startedAt)}, ${run.state === 'done' ? `ended ${e(run.endedAt)}` : run.state === 'interrupted' ? `interrupted${run.endedAt ? ` at ${e(run.endedAt)}` : ' (its process stopped)'}` : 'running'}: cells ${e(cells.complete)} complete, ${e(cells.drift)} drift, ${e(cells.failed)} failed${cells.unsynced ? `, ${e(cells.unsynced)} not yet synced` : ''} of ${e(run.planned)} planned; records ${e(records.equal)} equal, ${e(records.missing)} missing, ${e(records.stale)} stale, ${e(records.extra)} extra, ${e(records.repaired)} repaired.${e(estimate)}</p>`,
     );
   } else out.push('<p>No audit run yet.</p>');
   out.push(

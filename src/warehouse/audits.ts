@@ -44,6 +44,8 @@ export interface NewAudit {
   strata?: { recent: number; history: number } | null;
   planned: number;
   repair: boolean;
+  /** Who runs it (run-heartbeats.ts). */
+  holder?: string;
 }
 
 export async function startAudit(db: Kysely<Database>, audit: NewAudit): Promise<number> {
@@ -61,6 +63,8 @@ export async function startAudit(db: Kysely<Database>, audit: NewAudit): Promise
       population_history: audit.strata?.history ?? null,
       planned: audit.planned,
       repair: audit.repair,
+      holder: audit.holder ?? null,
+      heartbeat_at: sql`now()`,
       // A run that drew no cell (no users yet) is over as it starts.
       ...(audit.planned === 0 ? { ended_at: new Date() } : {}),
     })
@@ -252,8 +256,12 @@ export async function cellSyncCovered(
 }
 
 /** A run as stored: its design (NewAudit, less the org) and what its cells found so far. */
-export interface AuditRunRow extends Omit<NewAudit, 'orgId' | 'strata'> {
+export interface AuditRunRow extends Omit<NewAudit, 'orgId' | 'strata' | 'holder'> {
   strata: { recent: number; history: number } | null;
+  holder: string | null;
+  heartbeatAt: string | null;
+  /** Ended before its last cell (its command stopped). */
+  interrupted: boolean;
   id: number;
   startedAt: string;
   endedAt: string | null;
@@ -310,6 +318,9 @@ function toRun(row: Record<string, unknown>): AuditRunRow {
     repair: Boolean(row.repair),
     startedAt: iso(row.started_at)!,
     endedAt: iso(row.ended_at),
+    holder: row.holder == null ? null : String(row.holder),
+    heartbeatAt: iso(row.heartbeat_at),
+    interrupted: Boolean(row.interrupted),
     totals: totalsOf(row),
   };
 }

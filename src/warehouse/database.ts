@@ -246,10 +246,13 @@ export interface RunsTable {
   org_id: string;
   command: string;
   args: Json;
-  status: 'running' | 'done' | 'failed';
+  status: 'running' | 'done' | 'failed' | 'interrupted';
   started_at: TimestampDefault;
   finished_at: Timestamp | null;
   summary: Json | null;
+  /** Migration 0042: who runs it (run-heartbeats.ts), and its last heartbeat. */
+  holder: string | null;
+  heartbeat_at: Timestamp | null;
 }
 
 /** validic_sync.backfill_progress (migration 0041): a run's ledger in sums, per writing backend's shard. */
@@ -365,6 +368,10 @@ export interface AuditsTable {
   cells_drift: Generated<number>;
   cells_failed: Generated<number>;
   cells_unsynced: Generated<number>;
+  /** Migration 0042: who runs it, its last heartbeat, whether it ended before its last cell. */
+  holder: string | null;
+  heartbeat_at: Timestamp | null;
+  interrupted: Generated<boolean>;
   records_equal: Generated<number>;
   records_missing: Generated<number>;
   records_stale: Generated<number>;

@@ -107,7 +107,10 @@ export async function recordsEstimate(db: Kysely<Database>, orgId: string): Prom
   return Math.round(rows[0]?.estimate ?? 0);
 }
 
-/** An organization's runs worth showing: running ones, and failed ones started after `failedSince`; newest first, 20 at most. */
+/**
+ * An organization's runs worth showing: running ones, and failed or interrupted ones started after
+ * `failedSince`; newest first, 20 at most.
+ */
 export async function listShownRuns(
   db: Kysely<Database>,
   orgId: string,
@@ -120,7 +123,7 @@ export async function listShownRuns(
     .where((eb) =>
       eb.or([
         eb('status', '=', 'running'),
-        eb.and([eb('status', '=', 'failed'), eb('started_at', '>', failedSince)]),
+        eb.and([eb('status', 'in', ['failed', 'interrupted']), eb('started_at', '>', failedSince)]),
       ]),
     )
     .orderBy('started_at', 'desc')

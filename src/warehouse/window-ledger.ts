@@ -16,7 +16,7 @@ export interface RunRow {
   orgId: string;
   command: string;
   args: unknown;
-  status: 'running' | 'done' | 'failed';
+  status: 'running' | 'done' | 'failed' | 'interrupted';
   startedAt: Date;
   finishedAt: Date | null;
   summary: unknown;
@@ -93,9 +93,10 @@ function toRun(r: {
   };
 }
 
+/** A new run, held by `holder` (run-heartbeats.ts), its heartbeat starting now. */
 export async function startRun(
   db: Db,
-  input: { orgId: string; command: string; args: unknown; id?: string },
+  input: { orgId: string; command: string; args: unknown; id?: string; holder?: string },
 ): Promise<RunRow> {
   const row = await db
     .insertInto('validic_sync.runs')
@@ -105,10 +106,22 @@ export async function startRun(
       command: input.command,
       args: JSON.stringify(input.args ?? {}),
       status: 'running',
+      holder: input.holder ?? null,
+      heartbeat_at: sql`now()`,
     })
     .returningAll()
     .executeTakeFirstOrThrow();
   return toRun(row);
+}
+
+/** A resumed run (interrupted, failed or still running) is running again, held by `holder` from now. */
+export async function claimRun(db: Db, runId: string, holder: string): Promise<void> {
+  await db
+    .updateTable('validic_sync.runs')
+    .set({ status: 'running', holder, heartbeat_at: sql`now()`, finished_at: null })
+    .where('id', '=', runId)
+    .where('status', '<>', 'done')
+    .execute();
 }
 
 export async function finishRun(

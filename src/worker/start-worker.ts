@@ -36,6 +36,7 @@ import { readCursor, reconcileLastCursor } from '../warehouse/cursors.ts';
 import { onTransactionRetry } from '../warehouse/loader/load-transaction.ts';
 import { pingWarehouse } from '../warehouse/open-warehouse.ts';
 import { countQuarantineByKind } from '../warehouse/quarantine.ts';
+import { WORKER_RUN_HOLDER } from '../warehouse/run-heartbeats.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
 import { applySchedules, planSchedules } from './schedules.ts';
 import {
@@ -102,7 +103,7 @@ export async function startWorker(
     ]);
   }
   const catalog = options.catalog ?? (jobCatalog as Record<string, JobDefinition>);
-  const runtime = options.runtime ?? (await openRuntime(config, log));
+  const runtime = options.runtime ?? (await openRuntime(config, log, { runHolder: WORKER_RUN_HOLDER }));
   const redis = runtime.redis;
   if (!redis) {
     await runtime.close();

@@ -29,6 +29,10 @@ function audit(overrides: Partial<AuditStatus> = {}): AuditStatus {
       repair: true,
       startedAt: '2026-11-20T10:00:00.000Z',
       endedAt: '2026-11-20T10:05:00.000Z',
+      holder: 'command host pid 1',
+      heartbeatAt: '2026-11-20T10:05:00.000Z',
+      interrupted: false,
+      state: 'done',
       totals: totals(4, 9),
       estimate: estimateCompleteness(196, 200, 3000),
     },
@@ -131,7 +135,7 @@ describe('the completeness audit section', () => {
         history: null,
         notYetSynced: { recent: 0, history: 0 },
       },
-      lastRun: { ...audit().lastRun!, kind: 'schedule', endedAt: null, estimate: null },
+      lastRun: { ...audit().lastRun!, kind: 'schedule', endedAt: null, state: 'interrupted', estimate: null },
       driftPerDay: [],
     });
     const html = section(
@@ -147,7 +151,7 @@ describe('the completeness audit section', () => {
     expect(html).toContain('cells audited in the last 3 days');
     expect(html).toContain('<tr><td>history (older)</td><td>no synced cell audited yet</td>');
     expect(html).toContain('(schedule, 2026-10-22 to 2026-11-20)');
-    expect(html).toContain('running or interrupted');
+    expect(html).toContain('interrupted (its process stopped)');
     expect(html).not.toContain('Estimate:');
     expect(html).toContain('No cell audited in the last 7 days.');
     expect(html).toContain('<p><b>org-b</b></p>');
