@@ -161,6 +161,19 @@ describe('the completeness audit section', () => {
     expect(html).toContain('--org org-b');
   });
 
+  it('a first start, before any sync covered the cells drawn: no estimate, no warning, the cells not yet synced', () => {
+    const first = audit({
+      completeness: { sinceDays: 7, recent: null, history: null, notYetSynced: { recent: 12, history: 0 } },
+      lastRun: { ...audit().lastRun!, kind: 'schedule', totals: totals(0, 0), state: 'done', estimate: null },
+    });
+    const html = section(renderReport(data({ audits: [{ orgId: 'org-a', audit: first }] })));
+    expect(html).toContain(
+      '<tr><td>recent (last 30 days)</td><td>no synced cell audited yet</td><td></td><td>0</td><td>12</td>',
+    );
+    expect(html).not.toContain('class="warn"');
+    expect(html).not.toContain('--sample 100%');
+  });
+
   it('prints an interval that contains the computed one (the upper bound rounded up)', () => {
     const recent = { ...estimateCompleteness(196, 200, 3000)!, lower: 0.98129, upper: 0.99341 };
     const html = section(
