@@ -4,10 +4,11 @@
  * - a command's plan (`from`/`to`): a simple random sample of `sample` of the range's cells (users ×
  *   resources × ≤ 30-day windows), recorded as a run of `validic_sync.audits`, fanned out in jobs of
  *   `audit.cellsPerJob` cells;
- * - a scheduled tick (no range): the next users of the rotation, one cell each, as many as the budget
- *   plan's audit share allows per `schedules.auditMinutes`, fanned out alike;
+ * - a scheduled tick (no range): a simple random sample within each stratum (recent, history), as many
+ *   cells as the budget plan's audit share allows per `schedules.auditMinutes`, fanned out alike;
  * - a run's cells (`auditId` and `cells`): each fetched, compared and repaired (src/audit/audit-cell.ts),
- *   and recorded with its outcome; a retried job skips the cells it recorded before.
+ *   and recorded with its outcome; a tick's cell no sync has covered yet is recorded `unsynced` without a
+ *   request; a retried job skips the cells it recorded before.
  */
 
 import { z } from 'zod';
@@ -15,15 +16,15 @@ import { auditCell } from '../src/audit/audit-cell.ts';
 import {
   auditStrata,
   drawCommandCells,
-  drawScheduledCells,
+  drawTickCells,
   populationSize,
   seededUniform,
+  stratumPopulations,
 } from '../src/audit/sample-cells.ts';
 import { type CatalogJobContext, defineJob } from '../src/queue/job-catalog.ts';
 import { isoDate, jobKey } from '../src/queue/job-definition.ts';
 import { EDGE_DAYS, planDateWindows, toV2Resource, V2_RESOURCES } from '../src/validic/platform-limits.ts';
-import type { AuditCell, AuditTotals } from '../src/warehouse/audits.ts';
-import { auditRotationCursor } from '../src/warehouse/cursors.ts';
+import type { AuditCell, AuditedCell, AuditTotals } from '../src/warehouse/audits.ts';
 
 /** One cell of the completeness audit (src/audit/sample-cells.ts). */
 const auditCellPayload = z.object({
@@ -97,7 +98,14 @@ export const recordsAudit = defineJob({
     const resources = orderedResources(ctx.org(payload.orgId).resources);
     const seed = payload.seed ?? Math.random().toString(36).slice(2, 10);
     const uniform = seededUniform(seed);
-    let planned: { cells: AuditCell[]; population: number; from: string; to: string; sample: number };
+    let planned: {
+      cells: AuditCell[];
+      population: number;
+      strata?: { recent: number; history: number };
+      from: string;
+      to: string;
+      sample: number;
+    };
     if (payload.from && payload.to) {
       const users = await ctx.warehouse.listPollableUids(payload.orgId, payload.uids);
       const windows = planDateWindows(payload.from, payload.to);
@@ -122,8 +130,10 @@ export const recordsAudit = defineJob({
       sample: planned.sample,
       seed,
       population: planned.population,
+      strata: planned.strata ?? null,
       planned: planned.cells.length,
       repair: payload.repair,
+      holder: ctx.runHolder,
     });
     let enqueued = 0;
     const per = ctx.settings.audit.cellsPerJob;
@@ -152,23 +162,31 @@ function orderedResources(configured: readonly string[]): string[] {
 }
 
 /**
- * A tick's cells: the audit's planned requests for `schedules.auditMinutes`, one cell per user of the
- * rotation; the rotation's cursor moves past them.
+ * A tick's cells: the audit's planned requests for `schedules.auditMinutes`, a simple random sample within
+ * each stratum (src/audit/sample-cells.ts, `drawTickCells`), the users drawn by rank and read by rank.
  */
 async function planTick(
   ctx: CatalogJobContext,
   orgId: string,
   resources: string[],
   uniform: ReturnType<typeof seededUniform>,
-): Promise<{ cells: AuditCell[]; population: number; from: string; to: string } | { idle: string }> {
+): Promise<
+  | {
+      cells: AuditCell[];
+      population: number;
+      strata: { recent: number; history: number };
+      from: string;
+      to: string;
+    }
+  | { idle: string }
+> {
   const now = Date.now();
   const settings = ctx.settings.audit;
   const budget = await ctx.readBudgetPlan(orgId, now);
   const count = Math.floor((budget.plan.perHour.audit * settings.tickMinutes) / 60);
   if (count < 1) return { idle: 'the budget plan leaves the audit no request this tick' };
-  const after = await ctx.cursors.read(orgId, auditRotationCursor());
-  const users = await ctx.warehouse.nextUsersInRotation(orgId, after?.afterUid, count);
-  if (users.length === 0) return { idle: 'no users to audit' };
+  const users = budget.users.pollable;
+  if (users === 0) return { idle: 'no users to audit' };
   // What the warehouse is meant to hold: back to its earliest org-wide backfill, else what the recent
   // poll reaches (its lookback and the edge day), which is what a stream-only warehouse holds too.
   const today = new Date(now).toISOString().slice(0, 10);
@@ -176,15 +194,21 @@ async function planTick(
     (await ctx.warehouse.auditCoverageStart(orgId)) ??
     new Date(now - (ctx.settings.lookbackDays + EDGE_DAYS) * 86_400_000).toISOString().slice(0, 10);
   const strata = auditStrata(today, settings.lookbackDays, coverageFrom);
-  const cells = drawScheduledCells(users, resources, strata, settings.recentShare, uniform);
-  await ctx.warehouse.applyBatch(
-    { orgId, arrivedVia: 'audit', items: [] },
-    { cursors: [auditRotationCursor().write({ afterUid: users.at(-1)! })] },
+  const drawn = drawTickCells(users, resources, strata, count, settings.recentShare, uniform);
+  const uids = await ctx.warehouse.pollableUidsAtRanks(
+    orgId,
+    drawn.map((c) => c.userRank),
   );
-  const windows = 1 + strata.history.length;
+  const cells: AuditCell[] = [];
+  for (const { userRank, ...cell } of drawn) {
+    const uid = uids.get(userRank);
+    // A rank past the end: users were removed since the plan counted them.
+    if (uid !== undefined) cells.push({ uid, ...cell });
+  }
   return {
     cells,
-    population: populationSize(budget.users.pollable, resources.length, windows),
+    population: populationSize(users, resources.length, 1 + strata.history.length),
+    strata: stratumPopulations(users, resources.length, strata.history.length),
     from: strata.history.at(-1)?.startDate ?? strata.recent.startDate,
     to: strata.recent.endDate,
   };
@@ -202,7 +226,7 @@ async function auditCells(
   const warehouse = ctx.warehouse;
   const done = ctx.attempt > 1 ? await warehouse.auditedCellKeys(auditId) : new Set<string>();
   const totals: AuditTotals = {
-    cells: { complete: 0, drift: 0, failed: 0 },
+    cells: { complete: 0, drift: 0, failed: 0, unsynced: 0 },
     records: { equal: 0, missing: 0, stale: 0, extra: 0, repaired: 0 },
   };
   const deps = {
@@ -223,7 +247,11 @@ async function auditCells(
     if (done.has(cellId(cell))) continue;
     ctx.signal.throwIfAborted();
     const settledBefore = new Date(Date.now() - ctx.settings.audit.settleMs);
-    const result = await auditCell(deps, cell, { repair, settledBefore });
+    // A tick judges only what some sync has covered: a cell still to be synced is not drift.
+    const result =
+      cell.stratum !== 'all' && !(await warehouse.cellSyncCovered(orgId, cell))
+        ? unsyncedCell(cell)
+        : await auditCell(deps, cell, { repair, settledBefore });
     await warehouse.recordAuditCell(auditId, orgId, result);
     audited++;
     totals.cells[result.outcome] += 1;
@@ -241,6 +269,21 @@ async function auditCells(
       );
   }
   return { auditId, cells: audited, enqueued: 0, totals };
+}
+
+/** A tick's cell whose days no sync has covered yet: recorded, not fetched, not judged. */
+function unsyncedCell(cell: AuditCell): AuditedCell {
+  return {
+    ...cell,
+    outcome: 'unsynced',
+    platformRecords: 0,
+    equal: 0,
+    missing: 0,
+    stale: 0,
+    extra: 0,
+    repaired: 0,
+    driftIds: [],
+  };
 }
 
 declare module '../src/queue/job-catalog.ts' {

@@ -93,7 +93,11 @@ export const recordsBackfill = defineJob({
     if (previous && payload.restart)
       await store.finishRun(previous.id, 'failed', { supersededBy: 'restart' });
     const resumed = previous !== undefined && !payload.restart;
-    const run = resumed ? previous : await store.startRun({ orgId, command: 'backfill', args });
+    // The run is this process's (or the worker fleet's) from now: its heartbeat says it is alive.
+    if (resumed) await store.claimRun(previous.id, ctx.runHolder);
+    const run = resumed
+      ? previous
+      : await store.startRun({ orgId, command: 'backfill', args, holder: ctx.runHolder });
 
     // A complete listing first: it also marks the users gone from the platform removed.
     if (payload.listUsers) await syncUsers(ctx, orgId);

@@ -75,27 +75,38 @@ function firstInteger(from: number, to: number, holds: (n: number) => boolean): 
 
 /**
  * P(X ≤ x) for X hypergeometric: `n` draws without replacement from `N` items of which `K` are successes.
- * The pmf over its support by the ratio p(i+1)/p(i) = (K−i)(n−i) / ((i+1)(N−K−n+i+1)), in logs,
- * normalised by its own sum: no factorials.
+ * The pmf by the ratio p(i+1)/p(i) = (K−i)(n−i) / ((i+1)(N−K−n+i+1)), in logs relative to the mode,
+ * walked outward from the mode in both directions until a term falls below e^−60 of the mode's (the rest
+ * of the tail is below 1e−24 of the total), and normalised by its own sum: no factorials, and a few
+ * standard deviations of terms rather than the whole support (an interval's bisection calls this some 40
+ * times, over samples of thousands of cells).
  */
 export function cdf(x: number, N: number, K: number, n: number): number {
   const min = Math.max(0, n + K - N);
   const max = Math.min(n, K);
   if (x < min) return 0;
   if (x >= max) return 1;
-  let log = 0;
-  const logs = [0];
-  for (let i = min; i < max; i++) {
-    log += Math.log(((K - i) * (n - i)) / ((i + 1) * (N - K - n + i + 1)));
-    logs.push(log);
-  }
-  const peak = logs.reduce((a, b) => Math.max(a, b), Number.NEGATIVE_INFINITY);
+  const mode = Math.min(max, Math.max(min, Math.floor(((n + 1) * (K + 1)) / (N + 2))));
+  const FLOOR = -60;
   let below = 0;
-  let total = 0;
-  for (const [offset, value] of logs.entries()) {
-    const p = Math.exp(value - peak);
+  let total = 1; // the mode's own term, e^0
+  if (mode <= x) below = 1;
+  let log = 0;
+  for (let i = mode; i < max; i++) {
+    log += Math.log(((K - i) * (n - i)) / ((i + 1) * (N - K - n + i + 1)));
+    if (log < FLOOR) break;
+    const p = Math.exp(log);
     total += p;
-    if (min + offset <= x) below += p;
+    if (i + 1 <= x) below += p;
+  }
+  log = 0;
+  for (let i = mode; i > min; i--) {
+    // p(i−1)/p(i) = i(N−K−n+i) / ((K−i+1)(n−i+1))
+    log += Math.log((i * (N - K - n + i)) / ((K - i + 1) * (n - i + 1)));
+    if (log < FLOOR) break;
+    const p = Math.exp(log);
+    total += p;
+    if (i - 1 <= x) below += p;
   }
   return below / total;
 }

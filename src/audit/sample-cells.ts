@@ -4,9 +4,10 @@
  * - A command run draws a simple random sample without replacement of `share` of the population
  *   (users × resources × ≤ 30-day windows of the range): any subset of that size is equally likely, so
  *   completeness-interval.ts's exact interval applies.
- * - A scheduled tick takes the next users of a rotation (every user reached in turn) and gives each one
- *   cell: its recent window (the last 30 days) with probability `recentShare`, else one of its history
- *   windows chosen uniformly; the resource is chosen uniformly.
+ * - A scheduled tick draws a simple random sample without replacement within each stratum: `recentShare`
+ *   of its cells from the recent stratum (users × resources, each in the last 30 days), the rest from the
+ *   history stratum (users × resources × the 30-day windows of the grid before it). Users are named by
+ *   their rank in uid order; the job reads the uids of the ranks drawn.
  *
  * Random choices come from a seeded generator (pure-rand's xoroshiro128+): the same seed draws the same
  * cells, so a run can be repeated exactly.
@@ -74,52 +75,109 @@ export function drawCommandCells(
 const DAY_MS = 86_400_000;
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
-/**
- * A scheduled tick's strata as of `today` (UTC, YYYY-MM-DD): the recent window (the last 30 days,
- * today included) and the history windows before it, back over `lookbackDays` (whole windows only).
- * `coverageFrom`: the first day the warehouse is meant to hold (its earliest backfill); windows are cut to
- * start there and those wholly before it are left out, so the audit never counts as drift (nor loads)
- * history nobody asked for.
- */
-export function auditStrata(
-  today: string,
-  lookbackDays: number,
-  coverageFrom?: string,
-): { recent: DateWindow; history: DateWindow[] } {
-  const end = Date.parse(`${today}T00:00:00Z`);
-  const span = MAX_REQUEST_WINDOW_DAYS;
-  const window = (lastDayMs: number): DateWindow => ({
-    startDate: isoDay(lastDayMs - (span - 1) * DAY_MS),
-    endDate: isoDay(lastDayMs),
-  });
-  const history: DateWindow[] = [];
-  const windows = Math.max(0, Math.floor(lookbackDays / span) - 1);
-  for (let j = 1; j <= windows; j++) history.push(window(end - j * span * DAY_MS));
-  const recent = window(end);
-  if (coverageFrom === undefined) return { recent, history };
-  // ISO dates compare as text.
-  const cut = (w: DateWindow): DateWindow =>
-    w.startDate < coverageFrom && w.endDate >= coverageFrom ? { ...w, startDate: coverageFrom } : w;
-  return { recent: cut(recent), history: history.filter((w) => w.endDate >= coverageFrom).map(cut) };
+/** The scheduled audit's two strata as of a day: the recent window and the history windows before it. */
+export interface AuditStrata {
+  /** The last 30 days, today included (cut at the first day the warehouse is meant to hold). */
+  recent: DateWindow;
+  /** The grid's 30-day windows before the recent one, newest first. */
+  history: DateWindow[];
 }
 
 /**
- * A scheduled tick's cells: one per user of `users` (the next of the rotation), in the recent window
- * with probability `recentShare` (always when there is no history window), else in a history window.
+ * A scheduled tick's strata as of `today` (UTC, YYYY-MM-DD).
+ *
+ * - recent: the last 30 days, today included. Its cell is a user × resource: the days move with today,
+ *   the cell does not.
+ * - history: the windows of a fixed grid of 30 days (each starts a multiple of 30 days after 1970-01-01)
+ *   that start within `lookbackDays` of today and before the recent window, the newest one cut to end the
+ *   day before the recent window. A history cell (user × resource × grid window) names the same days from
+ *   one day to the next, so cells audited on different days are the same cell or different ones, never
+ *   overlapping halves of each other.
+ *
+ * `coverageFrom`: the first day the warehouse is meant to hold (its earliest org-wide backfill); windows
+ * are cut to start there and those wholly before it are left out, so the audit never counts as drift (nor
+ * loads) history nobody asked for.
  */
-export function drawScheduledCells(
-  users: readonly string[],
+export function auditStrata(today: string, lookbackDays: number, coverageFrom?: string): AuditStrata {
+  const span = MAX_REQUEST_WINDOW_DAYS;
+  const todayDay = Math.floor(Date.parse(`${today}T00:00:00Z`) / DAY_MS);
+  const recentStart = todayDay - (span - 1);
+  const lookbackStart = todayDay - lookbackDays + 1;
+  const coverageDay =
+    coverageFrom === undefined ? undefined : Math.floor(Date.parse(`${coverageFrom}T00:00:00Z`) / DAY_MS);
+  const cut = (startDay: number, endDay: number): DateWindow | undefined => {
+    const start = coverageDay === undefined ? startDay : Math.max(startDay, coverageDay);
+    return start > endDay
+      ? undefined
+      : { startDate: isoDay(start * DAY_MS), endDate: isoDay(endDay * DAY_MS) };
+  };
+  const recent = cut(recentStart, todayDay) ?? {
+    startDate: isoDay(recentStart * DAY_MS),
+    endDate: isoDay(todayDay * DAY_MS),
+  };
+  const history: DateWindow[] = [];
+  // The newest grid start before the recent window, then back while within the lookback.
+  for (let start = Math.floor((recentStart - 1) / span) * span; start >= lookbackStart; start -= span) {
+    const window = cut(start, Math.min(start + span - 1, recentStart - 1));
+    if (window) history.push(window);
+  }
+  return { recent, history };
+}
+
+/** Cells in each stratum of a tick: users × resources, and users × resources × history windows. */
+export function stratumPopulations(
+  users: number,
+  resources: number,
+  historyWindows: number,
+): { recent: number; history: number } {
+  return { recent: users * resources, history: users * resources * historyWindows };
+}
+
+/** A cell a tick drew, its user named by rank (0-based, uid byte order) among the pollable users. */
+export interface RankedCell {
+  userRank: number;
+  resource: string;
+  startDate: string;
+  endDate: string;
+  stratum: 'recent' | 'history';
+}
+
+/**
+ * A scheduled tick's cells: `count` cells, `recentShare` of them (rounded; all when there is no history
+ * window) drawn from the recent stratum and the rest from the history stratum, each a simple random sample
+ * without replacement of its stratum (Floyd's draw over the cell numbers), so every cell of a stratum is
+ * equally likely and so is every set of cells of the same size. A stratum smaller than its share gives
+ * all its cells. Cells are numbered resource-minor: recent `rank × R + resource`, history
+ * `(window × users + rank) × R + resource`.
+ */
+export function drawTickCells(
+  users: number,
   resources: readonly string[],
-  strata: { recent: DateWindow; history: readonly DateWindow[] },
+  strata: AuditStrata,
+  count: number,
   recentShare: number,
   uniform: UniformInt,
-): AuditCell[] {
-  if (resources.length === 0) return [];
-  const scale = 1_000_000;
-  return users.map((uid) => {
-    const resource = resources[uniform(0, resources.length - 1)]!;
-    const recent = strata.history.length === 0 || uniform(0, scale - 1) < recentShare * scale;
-    const window = recent ? strata.recent : strata.history[uniform(0, strata.history.length - 1)]!;
-    return { uid, resource, ...window, stratum: recent ? 'recent' : 'history' };
-  });
+): RankedCell[] {
+  const R = resources.length;
+  if (users <= 0 || R === 0 || count <= 0) return [];
+  const sizes = stratumPopulations(users, R, strata.history.length);
+  const recentCount = strata.history.length === 0 ? count : Math.round(count * recentShare);
+  const cells: RankedCell[] = [];
+  for (const index of drawDistinct(sizes.recent, recentCount, uniform))
+    cells.push({
+      userRank: Math.floor(index / R),
+      resource: resources[index % R]!,
+      ...strata.recent,
+      stratum: 'recent',
+    });
+  for (const index of drawDistinct(sizes.history, count - recentCount, uniform)) {
+    const rest = Math.floor(index / R);
+    cells.push({
+      userRank: rest % users,
+      resource: resources[index % R]!,
+      ...strata.history[Math.floor(rest / users)]!,
+      stratum: 'history',
+    });
+  }
+  return cells;
 }

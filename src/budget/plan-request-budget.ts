@@ -413,7 +413,7 @@ export function sizingTable(requestsPerHour = DEFAULT_REQUESTS_PER_HOUR): string
       Math.floor(newUsersPerDay).toLocaleString('en-US'),
       formatPeriod(year),
       formatPeriod(sweep.recent.activePeriodMs),
-      // One cell per user per rotation step: the audit reaches every user once in users ÷ cells per hour.
+      // Cells are drawn at random: a given user is audited on average once in users ÷ cells per hour.
       healthy.perHour.audit > 0 ? formatPeriod((users / healthy.perHour.audit) * HOUR_MS) : 'never',
     ];
   });
@@ -424,7 +424,7 @@ export function sizingTable(requestsPerHour = DEFAULT_REQUESTS_PER_HOUR): string
     'new users a day, a year of history each',
     'a year of history for every user',
     'one recent-poll sweep of every user (stream down, or `always`)',
-    'the completeness audit reaches every user (one cell each)',
+    'the completeness audit audits a given user, on average, every',
   ];
   return [
     `| ${header.join(' | ')} |`,

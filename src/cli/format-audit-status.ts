@@ -11,18 +11,25 @@ const describe = (e: CompletenessEstimate | null) =>
     ? `${formatShare(e.estimate)} of cells complete (95 % interval ${formatShare(e.lower)} to ${formatShare(e.upper, 'up')}; ${e.sampled} of ${e.population} cells audited)`
     : 'no cell audited yet';
 
+/** A stratum's estimate, and the cells drawn that no sync had covered yet (not judged). */
+const describeStratum = (e: CompletenessEstimate | null, notYetSynced: number) => {
+  const unsynced = `${notYetSynced} cell${notYetSynced === 1 ? '' : 's'} drawn not yet synced (not judged)`;
+  if (!e) return notYetSynced > 0 ? `no synced cell audited yet; ${unsynced}` : describe(e);
+  return notYetSynced > 0 ? `${describe(e)}; ${unsynced}` : describe(e);
+};
+
 export function formatAuditStatus(audit: AuditStatus, lagOf: (at: string | null) => string): string[] {
   const out = ['', 'completeness audit (warehouse compared with the platform, cell by cell)'];
   const c = audit.completeness;
   out.push(
-    `  last ${c.sinceDays} days, recent 30 days: ${describe(c.recent)}`,
-    `  last ${c.sinceDays} days, older history: ${describe(c.history)}`,
+    `  last ${c.sinceDays} days, recent 30 days: ${describeStratum(c.recent, c.notYetSynced.recent)}`,
+    `  last ${c.sinceDays} days, older history: ${describeStratum(c.history, c.notYetSynced.history)}`,
   );
   const run = audit.lastRun;
   if (run) {
     const { cells, records } = run.totals;
     out.push(
-      `  last run ${run.id} (${run.kind}, ${run.rangeFrom}..${run.rangeTo}): ${run.endedAt ? 'done' : 'running or interrupted'}, ${lagOf(run.startedAt)} ago; cells ${cells.complete} complete, ${cells.drift} drift, ${cells.failed} failed of ${run.planned}${run.estimate ? `; ${describe(run.estimate)}` : ''}`,
+      `  last run ${run.id} (${run.kind}, ${run.rangeFrom}..${run.rangeTo}): ${run.state}, ${lagOf(run.startedAt)} ago; cells ${cells.complete} complete, ${cells.drift} drift, ${cells.failed} failed${cells.unsynced ? `, ${cells.unsynced} not yet synced` : ''} of ${run.planned}${run.estimate ? `; ${describe(run.estimate)}` : ''}`,
       `    records: equal ${records.equal}, missing ${records.missing}, stale ${records.stale}, extra ${records.extra}, repaired ${records.repaired}`,
     );
   } else out.push('  no audit run yet');
@@ -33,10 +40,11 @@ export function formatAuditStatus(audit: AuditStatus, lagOf: (at: string | null)
   if (audit.driftPerDay.length > 0)
     out.push(
       ...table(
-        ['day', 'cells', 'drift', 'missing', 'stale', 'extra', 'repaired'],
+        ['day', 'cells', 'not yet synced', 'drift', 'missing', 'stale', 'extra', 'repaired'],
         audit.driftPerDay.map((d) => [
           d.day,
           String(d.cells),
+          String(d.unsynced),
           String(d.drift),
           String(d.missing),
           String(d.stale),

@@ -5,7 +5,7 @@
 import type { Kysely } from 'kysely';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { type CompletenessEstimate, estimateCompleteness } from '../audit/completeness-interval.ts';
-import { auditStrata } from '../audit/sample-cells.ts';
+import { estimateStratum } from '../audit/stratum-estimate.ts';
 import {
   type AuditDriftDay,
   type AuditRunRow,
@@ -16,24 +16,39 @@ import {
   stratumSample,
 } from '../warehouse/audits.ts';
 import type { Database } from '../warehouse/database.ts';
+import { heartbeatStopped } from '../warehouse/run-heartbeats.ts';
 
 /**
  * The completeness audit as `status`, `status --json` (`orgs[].audit`), `/metrics` and the HTML report
  * show it: the last run with its estimate, the scheduled audit's estimate per stratum over the last
  * `audit.estimateDays`, what the runs found over the last day, week and all time, and the drift found
  * per day. Reads the run rows and, for the estimate and the days, the cells of the span (indexed by
- * org, stratum and time). Why and how: src/audit/README.md.
+ * org, stratum and time): what the audit's own rate put there, whatever the size of the warehouse. Why
+ * and how: src/audit/README.md.
  */
 export interface AuditStatus {
-  lastRun: (AuditRunRow & { estimate: CompletenessEstimate | null }) | null;
+  /**
+   * The newest run, with its state: done; running; or interrupted (its command stopped before the last
+   * cell, or its holder's heartbeat stopped over a minute ago: src/warehouse/run-heartbeats.ts).
+   */
+  lastRun:
+    | (AuditRunRow & { estimate: CompletenessEstimate | null; state: 'done' | 'running' | 'interrupted' })
+    | null;
   /**
    * The scheduled audit's estimate of the share of complete cells, per stratum (recent: the last 30
-   * days; history: older windows), over the cells it audited in the last `sinceDays` days.
+   * days; history: older windows), over the cells it audited in the last `sinceDays` days (each cell by
+   * its first judged audit: src/audit/stratum-estimate.ts), scaled to the newest tick's stratum
+   * populations. Null when no cell of the stratum was judged.
    */
   completeness: {
     sinceDays: number;
     recent: CompletenessEstimate | null;
     history: CompletenessEstimate | null;
+    /**
+     * Cells drawn in the span that no sync had covered yet, per stratum (not judged: a cell still to be
+     * synced is not drift). Many on a first start; they turn into judged cells as the sync goes on.
+     */
+    notYetSynced: { recent: number; history: number };
   };
   last24h: AuditTotals;
   last7d: AuditTotals;
@@ -42,36 +57,25 @@ export interface AuditStatus {
   driftPerDay: AuditDriftDay[];
 }
 
-export interface AuditPopulation {
-  /** Users the audit draws from (pollable). */
-  users: number;
-  /** Resources per user. */
-  resources: number;
-  /** History windows per user and resource (sample-cells.ts, auditStrata). */
-  historyWindows: number;
-  /** `audit.estimateDays`. */
-  estimateDays: number;
-}
-
 const DAY_MS = 86_400_000;
 
 export async function readAuditStatus(
   db: Kysely<Database>,
   orgId: string,
   now: Date,
-  population: AuditPopulation,
+  estimateDays: number,
 ): Promise<AuditStatus> {
   const last = await readLastAudit(db, orgId);
-  const since = new Date(now.getTime() - population.estimateDays * DAY_MS);
-  const perUser = population.users * population.resources;
-  const estimate = async (stratum: 'recent' | 'history', cells: number) => {
-    const sample = await stratumSample(db, orgId, stratum, since);
-    return estimateCompleteness(sample.complete, sample.sampled, cells);
-  };
+  const lastTick = last?.kind === 'schedule' ? last : await readLastAudit(db, orgId, 'schedule');
+  const since = new Date(now.getTime() - estimateDays * DAY_MS);
+  const recent = await stratumSample(db, orgId, 'recent', since);
+  const history = await stratumSample(db, orgId, 'history', since);
+  const strata = lastTick?.strata ?? { recent: 0, history: 0 };
   return {
     lastRun: last
       ? {
           ...last,
+          state: auditRunState(last, now),
           // A tick draws per stratum, not uniformly: its estimate is the strata's, below.
           estimate:
             last.kind === 'command'
@@ -84,9 +88,10 @@ export async function readAuditStatus(
         }
       : null,
     completeness: {
-      sinceDays: population.estimateDays,
-      recent: await estimate('recent', perUser),
-      history: await estimate('history', perUser * population.historyWindows),
+      sinceDays: estimateDays,
+      recent: estimateStratum(recent, strata.recent),
+      history: estimateStratum(history, strata.history),
+      notYetSynced: { recent: recent.unsynced, history: history.unsynced },
     },
     last24h: await auditTotalsSince(db, orgId, new Date(now.getTime() - DAY_MS)),
     last7d: await auditTotalsSince(db, orgId, new Date(now.getTime() - 7 * DAY_MS)),
@@ -95,18 +100,13 @@ export async function readAuditStatus(
   };
 }
 
-/** The audit's population as the scheduled audit draws it: the org's resources and lookback. */
-export function auditPopulation(
-  config: { audit: { lookbackDays: number; estimateDays: number } } | undefined,
-  resources: readonly string[],
-  users: number,
-): AuditPopulation {
-  return {
-    users,
-    resources: new Set(resources).size,
-    historyWindows: auditStrata('2026-01-01', config?.audit.lookbackDays ?? 365).history.length,
-    estimateDays: config?.audit.estimateDays ?? 7,
-  };
+/** A run's state as status shows it: an unfinished run whose holder stopped beating is interrupted. */
+function auditRunState(run: AuditRunRow, now: Date): 'done' | 'running' | 'interrupted' {
+  if (run.interrupted) return 'interrupted';
+  if (run.endedAt) return 'done';
+  return heartbeatStopped({ heartbeatAt: run.heartbeatAt, startedAt: run.startedAt }, now)
+    ? 'interrupted'
+    : 'running';
 }
 
 /**
@@ -115,7 +115,8 @@ export function auditPopulation(
  * for every replica: one replica of a fleet exports them (`fleetReporter`), so a sum over replicas does
  * not multiply them.
  *
- * - `validic_sync_audit_cells_total{org,outcome}`: cells audited (complete, drift, failed), all runs.
+ * - `validic_sync_audit_cells_total{org,outcome}`: cells audited (complete, drift, failed), all runs, and
+ *   a tick's cells drawn before any sync covered their days (unsynced: not fetched, not judged).
  * - `validic_sync_audit_records_total{org,outcome}`: records compared (equal, missing, stale, extra) and
  *   repaired.
  * - `validic_sync_audit_completeness_ratio{org,stratum,bound}`: the scheduled audit's estimate of the
@@ -142,7 +143,7 @@ export function registerAuditMetrics(
   };
   new Counter({
     name: 'validic_sync_audit_cells_total',
-    help: 'Cells (user × resource × ≤ 30-day window) the completeness audit compared with the platform, per org and outcome (complete, drift, failed)',
+    help: 'Cells (user × resource × ≤ 30-day window) the completeness audit compared with the platform, per org and outcome (complete, drift, failed; unsynced: drawn by a tick before any sync covered its days, not judged)',
     labelNames: ['org', 'outcome'],
     registers: [registry],
     async collect() {

@@ -5,9 +5,8 @@
 import type { Kysely } from 'kysely';
 import { type FirstSyncStatus, readFirstSyncStatus } from '../budget/first-sync.ts';
 import { type BudgetStatus, describeBudget, readBudgetPlan } from '../budget/read-budget-plan.ts';
-import type { Config } from '../config/schema.ts';
+import { type Config, configSchema } from '../config/schema.ts';
 import { deliveryDead } from '../stream/interrupted-deliveries.ts';
-import { V2_RESOURCES } from '../validic/platform-limits.ts';
 import {
   type CursorEntry,
   LEGACY_LATEST_CURSOR_PREFIX,
@@ -20,7 +19,7 @@ import {
 import type { Database } from '../warehouse/database.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import { countQuarantine, type QuarantineCount } from '../warehouse/quarantine.ts';
-import { countPollableUsers } from '../warehouse/recent-polls.ts';
+import { heartbeatStopped } from '../warehouse/run-heartbeats.ts';
 import {
   type ReconcilePassRow,
   type ReconcileTotals,
@@ -33,7 +32,7 @@ import {
 } from '../warehouse/stream-bookkeeping.ts';
 import { listKnownOrgIds, listShownRuns, readOrgDataSummary } from '../warehouse/summaries.ts';
 import { type LedgerSummary, summarizeLedger } from '../warehouse/window-ledger.ts';
-import { type AuditStatus, auditPopulation, readAuditStatus } from './audit-status.ts';
+import { type AuditStatus, readAuditStatus } from './audit-status.ts';
 
 /**
  * What `validic-sync status` reports, read from the warehouse (cursors, records, backfill runs,
@@ -62,9 +61,16 @@ export interface FailedJobInfo {
 export interface RunStatus extends LedgerSummary {
   id: string;
   command: string;
+  /**
+   * running, done, failed, or interrupted: its command ended before it was done, or (a row still marked
+   * running) its holder's heartbeat stopped over a minute ago: the process died (src/warehouse/run-heartbeats.ts).
+   */
   status: string;
   startedAt: string;
   finishedAt: string | null;
+  /** Who runs it: worker (the fleet) or command <host> pid <pid>; null for runs from before heartbeats. */
+  holder: string | null;
+  heartbeatAt: string | null;
   args: unknown;
 }
 
@@ -78,7 +84,9 @@ export interface OrgStatus {
   orgId: string;
   users: { count: number; lastFullSync: string | null };
   records: {
+    /** Exact up to 100,000 records; above it the planner's estimate (`countIsEstimate`). */
     count: number;
+    countIsEstimate: boolean;
     newestCreatedAt: string | null;
     newestIngestedAt: string | null;
     /** now − newest platform created_at, seconds. */
@@ -189,12 +197,17 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
     const runs = await listShownRuns(db, orgId, new Date(now.getTime() - 7 * 86_400_000));
     const runStatuses: RunStatus[] = [];
     for (const run of runs) {
+      const lost =
+        run.status === 'running' &&
+        heartbeatStopped({ heartbeatAt: run.heartbeat_at, startedAt: run.started_at }, now);
       runStatuses.push({
         id: run.id,
         command: run.command,
-        status: run.status,
+        status: lost ? 'interrupted' : run.status,
         startedAt: iso(run.started_at)!,
         finishedAt: iso(run.finished_at),
+        holder: run.holder,
+        heartbeatAt: iso(run.heartbeat_at),
         args: run.args,
         ...(await summarizeLedger(db, run.id)),
       });
@@ -213,6 +226,7 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
       users: { count: data.users, lastFullSync: lastFullSync?.at ?? null },
       records: {
         count: data.records,
+        countIsEstimate: data.recordsIsEstimate,
         newestCreatedAt: iso(data.newestCreatedAt),
         newestIngestedAt: iso(data.newestIngestedAt),
         lagSeconds: ageSeconds(data.newestCreatedAt),
@@ -234,11 +248,7 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
         db,
         orgId,
         now,
-        auditPopulation(
-          options.config,
-          options.config?.organizations.find((o) => o.orgId === orgId)?.resources ?? V2_RESOURCES,
-          (await countPollableUsers(db, orgId, now)).pollable,
-        ),
+        (options.config ?? configSchema.parse({})).audit.estimateDays,
       ),
     });
     const orgConfig = options.config?.organizations.find((o) => o.orgId === orgId);

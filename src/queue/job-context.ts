@@ -25,9 +25,10 @@ import type { V2Client } from '../validic/v2-client.ts';
 import {
   auditCoverageStart,
   auditedCellKeys,
+  cellSyncCovered,
   currentVersions,
   liveRecordIds,
-  nextUsersInRotation,
+  pollableUidsAtRanks,
   readAudit,
   recordAuditCell,
   startAudit,
@@ -63,6 +64,7 @@ import type { PassTrigger } from '../warehouse/stream-bookkeeping.ts';
 import { absentConnectionEvents, readPrimaryStreamSpan } from '../warehouse/stream-bookkeeping.ts';
 import { analyzeNewTables, createPartitionsAhead, emptyRawBefore } from '../warehouse/warehouse-upkeep.ts';
 import {
+  claimRun,
   findUnfinishedRun,
   finishRun,
   finishRunIfComplete,
@@ -145,6 +147,11 @@ export interface JobContext<Payloads extends PayloadSchemas = any> {
   readBudgetPlan(orgId: string, now: number): Promise<OrgBudget>;
   /** The most push may spend per hour (read-budget-plan.ts, `readPushCap`): what push.drain gates on. */
   readPushCap(orgId: string): Promise<number>;
+  /**
+   * Who holds the runs this process starts (src/warehouse/run-heartbeats.ts): the worker fleet, or this
+   * command's process; it renews their heartbeat while it lives.
+   */
+  runHolder: string;
 }
 
 /** What running a job needs of the process: a context per execution (built by worker/runtime.ts) and its log. */
@@ -289,6 +296,7 @@ export function jobWarehouse(warehouse: Warehouse) {
     completeFirstSync: onDb(completeFirstSync),
     // The backfill ledger.
     startRun: onDb(startRun),
+    claimRun: onDb(claimRun),
     findUnfinishedRun: onDb(findUnfinishedRun),
     finishRun: onDb(finishRun),
     planWindows: onDb(planWindows),
@@ -308,7 +316,8 @@ export function jobWarehouse(warehouse: Warehouse) {
     recordAuditCell: onDb(recordAuditCell),
     currentVersions: onDb(currentVersions),
     liveRecordIds: onDb(liveRecordIds),
-    nextUsersInRotation: onDb(nextUsersInRotation),
+    pollableUidsAtRanks: onDb(pollableUidsAtRanks),
+    cellSyncCovered: onDb(cellSyncCovered),
     // What the primary stream delivered, and which events a reconciliation finds the warehouse lacks.
     readPrimaryStreamSpan: onDb(readPrimaryStreamSpan),
     absentConnectionEvents: onDb(absentConnectionEvents),

@@ -88,16 +88,17 @@ function table(headers: string[], rows: unknown[][]): string {
 /** The recent stratum's upper bound under which the ValidicSyncAuditDrift alert fires (alerts.yml). */
 const AUDIT_ALERT_BELOW = 0.999;
 
-function estimateRow(label: string, c: CompletenessEstimate | null): unknown[] {
+function estimateRow(label: string, c: CompletenessEstimate | null, notYetSynced: number): unknown[] {
   return c
     ? [
         label,
         formatShare(c.estimate),
         `${formatShare(c.lower)} to ${formatShare(c.upper, 'up')}`,
         `${c.sampled} (${c.complete} complete)`,
+        notYetSynced,
         c.population,
       ]
-    : [label, 'no cell audited yet', '', 0, ''];
+    : [label, 'no synced cell audited yet', '', 0, notYetSynced, ''];
 }
 
 function auditSection(orgId: string, audit: AuditStatus): string {
@@ -106,8 +107,18 @@ function auditSection(orgId: string, audit: AuditStatus): string {
     `<div class="audit"><p><b>${e(orgId)}</b></p>`,
     `<p>Scheduled audit, cells audited in the last ${e(c.sinceDays)} days (share of cells complete, 95 % interval):</p>`,
     table(
-      ['stratum', 'complete', '95 % interval', 'cells audited', 'cells in population'],
-      [estimateRow('recent (last 30 days)', c.recent), estimateRow('history (older)', c.history)],
+      [
+        'stratum',
+        'complete',
+        '95 % interval',
+        'cells audited',
+        'drawn, not yet synced',
+        'synced cells in population',
+      ],
+      [
+        estimateRow('recent (last 30 days)', c.recent, c.notYetSynced.recent),
+        estimateRow('history (older)', c.history, c.notYetSynced.history),
+      ],
     ),
   ];
   if (c.recent && c.recent.upper < AUDIT_ALERT_BELOW)
@@ -121,7 +132,7 @@ function auditSection(orgId: string, audit: AuditStatus): string {
       ? ` Estimate: ${formatShare(run.estimate.estimate)} of cells complete (95 % interval ${formatShare(run.estimate.lower)} to ${formatShare(run.estimate.upper, 'up')}; ${run.estimate.sampled} of ${run.estimate.population} cells audited).`
       : '';
     out.push(
-      `<p>Last run ${e(run.id)} (${e(run.kind)}, ${e(run.rangeFrom)} to ${e(run.rangeTo)}), started ${e(run.startedAt)}, ${run.endedAt ? `ended ${e(run.endedAt)}` : 'running or interrupted'}: cells ${e(cells.complete)} complete, ${e(cells.drift)} drift, ${e(cells.failed)} failed of ${e(run.planned)} planned; records ${e(records.equal)} equal, ${e(records.missing)} missing, ${e(records.stale)} stale, ${e(records.extra)} extra, ${e(records.repaired)} repaired.${e(estimate)}</p>`,
+      `<p>Last run ${e(run.id)} (${e(run.kind)}, ${e(run.rangeFrom)} to ${e(run.rangeTo)}), started ${e(run.startedAt)}, ${run.state === 'done' ? `ended ${e(run.endedAt)}` : run.state === 'interrupted' ? `interrupted${run.endedAt ? ` at ${e(run.endedAt)}` : ' (its process stopped)'}` : 'running'}: cells ${e(cells.complete)} complete, ${e(cells.drift)} drift, ${e(cells.failed)} failed${cells.unsynced ? `, ${e(cells.unsynced)} not yet synced` : ''} of ${e(run.planned)} planned; records ${e(records.equal)} equal, ${e(records.missing)} missing, ${e(records.stale)} stale, ${e(records.extra)} extra, ${e(records.repaired)} repaired.${e(estimate)}</p>`,
     );
   } else out.push('<p>No audit run yet.</p>');
   out.push(
@@ -129,8 +140,17 @@ function auditSection(orgId: string, audit: AuditStatus): string {
     audit.driftPerDay.length === 0
       ? '<p>No cell audited in the last 7 days.</p>'
       : table(
-          ['day', 'cells', 'drift', 'missing', 'stale', 'extra', 'repaired'],
-          audit.driftPerDay.map((d) => [d.day, d.cells, d.drift, d.missing, d.stale, d.extra, d.repaired]),
+          ['day', 'cells', 'not yet synced', 'drift', 'missing', 'stale', 'extra', 'repaired'],
+          audit.driftPerDay.map((d) => [
+            d.day,
+            d.cells,
+            d.unsynced,
+            d.drift,
+            d.missing,
+            d.stale,
+            d.extra,
+            d.repaired,
+          ]),
         ),
     '</div>',
   );

@@ -1,10 +1,9 @@
 /** What the HTML report shows, read from the warehouse in a handful of aggregate queries. */
 import type { Kysely } from 'kysely';
-import type { Config } from '../config/schema.ts';
-import { type AuditStatus, auditPopulation, readAuditStatus } from '../metrics/audit-status.ts';
-import { V2_RESOURCES } from '../validic/platform-limits.ts';
+import { type Config, configSchema } from '../config/schema.ts';
+import { type AuditStatus, readAuditStatus } from '../metrics/audit-status.ts';
 import type { Database } from '../warehouse/database.ts';
-import { countPollableUsersByOrg, readWarehouseSummary } from '../warehouse/summaries.ts';
+import { listAuditOrgIds, readWarehouseSummary } from '../warehouse/summaries.ts';
 
 export interface ReportData {
   generatedAt: string;
@@ -76,22 +75,14 @@ async function readAudits(
   now: Date,
   config: Config | undefined,
 ): Promise<ReportData['audits']> {
-  const pollable = await countPollableUsersByOrg(db);
   const orgIds = [
-    ...new Set([...(config?.organizations ?? []).map((o) => o.orgId), ...pollable.keys()]),
+    ...new Set([...(config?.organizations ?? []).map((o) => o.orgId), ...(await listAuditOrgIds(db))]),
   ].sort();
   const audits: ReportData['audits'] = [];
-  for (const orgId of orgIds) {
-    const resources = config?.organizations.find((o) => o.orgId === orgId)?.resources ?? V2_RESOURCES;
+  for (const orgId of orgIds)
     audits.push({
       orgId,
-      audit: await readAuditStatus(
-        db,
-        orgId,
-        now,
-        auditPopulation(config, resources, pollable.get(orgId) ?? 0),
-      ),
+      audit: await readAuditStatus(db, orgId, now, (config ?? configSchema.parse({})).audit.estimateDays),
     });
-  }
   return audits;
 }

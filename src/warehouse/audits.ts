@@ -2,7 +2,8 @@
  * The completeness audit's tables (migration 0018) and the reads a cell's comparison needs. An audit run
  * (`validic_sync.audits`) keeps running totals, updated in the statement that records each cell, so
  * `status` and `/metrics` sum a few run rows instead of every cell. Every read here is on an index:
- * records by (org_id, id) and (org_id, uid, start_time), cells by (org_id, stratum, audited_at).
+ * records by (org_id, id) and (org_id, uid, start_time), cells by (org_id, stratum, audited_at), the
+ * ledger's done windows by (org_id, uid, resource, start_date), recent polls by (org_id, uid).
  * Why and how: src/audit/README.md.
  */
 import { type Kysely, sql } from 'kysely';
@@ -39,8 +40,12 @@ export interface NewAudit {
   sample: number;
   seed: string;
   population: number;
+  /** A tick's stratum populations (null for a command run). */
+  strata?: { recent: number; history: number } | null;
   planned: number;
   repair: boolean;
+  /** Who runs it (run-heartbeats.ts). */
+  holder?: string;
 }
 
 export async function startAudit(db: Kysely<Database>, audit: NewAudit): Promise<number> {
@@ -54,8 +59,12 @@ export async function startAudit(db: Kysely<Database>, audit: NewAudit): Promise
       sample: audit.sample,
       seed: audit.seed,
       population: audit.population,
+      population_recent: audit.strata?.recent ?? null,
+      population_history: audit.strata?.history ?? null,
       planned: audit.planned,
       repair: audit.repair,
+      holder: audit.holder ?? null,
+      heartbeat_at: sql`now()`,
       // A run that drew no cell (no users yet) is over as it starts.
       ...(audit.planned === 0 ? { ended_at: new Date() } : {}),
     })
@@ -64,9 +73,12 @@ export async function startAudit(db: Kysely<Database>, audit: NewAudit): Promise
   return Number(row.id);
 }
 
-/** One audited cell's findings. */
+/**
+ * One audited cell's findings. `unsynced`: a tick's cell whose days no sync had covered yet (not fetched,
+ * not judged: see cellSyncCovered).
+ */
 export interface AuditedCell extends AuditCell {
-  outcome: 'complete' | 'drift' | 'failed';
+  outcome: 'complete' | 'drift' | 'failed' | 'unsynced';
   platformRecords: number;
   equal: number;
   missing: number;
@@ -121,13 +133,15 @@ export async function recordAuditCell(
       cells_complete = cells_complete + ${is('complete')},
       cells_drift = cells_drift + ${is('drift')},
       cells_failed = cells_failed + ${is('failed')},
+      cells_unsynced = cells_unsynced + ${is('unsynced')},
       records_equal = records_equal + ${cell.equal},
       records_missing = records_missing + ${cell.missing},
       records_stale = records_stale + ${cell.stale},
       records_extra = records_extra + ${cell.extra},
       records_repaired = records_repaired + ${cell.repaired},
       ended_at = case
-        when cells_complete + cells_drift + cells_failed + 1 >= planned then now() else ended_at end
+        when cells_complete + cells_drift + cells_failed + cells_unsynced + 1 >= planned then now()
+        else ended_at end
     where a.id = ${auditId} and exists (select 1 from inserted)`.execute(db);
 }
 
@@ -188,32 +202,66 @@ export async function liveRecordIds(
 }
 
 /**
- * The next `limit` pollable users after `afterUid` in uid order (byte order, users_pollable_idx), going
- * round to the first when the end is reached: the scheduled audit's rotation.
+ * The pollable users at `ranks` (0-based, uid byte order, users_pollable_idx): the users a tick drew by
+ * rank. One pass over the pollable users' index, returning only the ranks asked for; a rank past the end
+ * (users removed since they were counted) has no entry.
  */
-export async function nextUsersInRotation(
+export async function pollableUidsAtRanks(
   db: Kysely<Database>,
   orgId: string,
-  afterUid: string | undefined,
-  limit: number,
-): Promise<string[]> {
-  const read = async (after: string | undefined, n: number) => {
-    const { rows } = await sql<{ uid: string }>`
-      select uid from validic.users u
-      where org_id = ${orgId} and ${isPollable('u')}
-        ${after === undefined ? sql`` : sql`and uid collate "C" > ${after}`}
-      order by uid collate "C" limit ${n}`.execute(db);
-    return rows.map((r) => r.uid);
-  };
-  if (limit <= 0) return [];
-  const first = await read(afterUid, limit);
-  if (first.length === limit || afterUid === undefined) return first;
-  const wrapped = await read(undefined, limit - first.length);
-  return [...first, ...wrapped.filter((uid) => !first.includes(uid))];
+  ranks: readonly number[],
+): Promise<Map<number, string>> {
+  if (ranks.length === 0) return new Map();
+  const { rows } = await sql<{ rank: number; uid: string }>`
+    select rank::int as rank, uid from (
+      select uid, row_number() over (order by uid collate "C") - 1 as rank
+      from validic.users u where org_id = ${orgId} and ${isPollable('u')}
+    ) ranked
+    where rank = any(${[...new Set(ranks)]}::bigint[])`.execute(db);
+  return new Map(rows.map((r) => [Number(r.rank), r.uid]));
+}
+
+/**
+ * Whether some sync has covered a scheduled cell's days, so that what the warehouse lacks there is drift
+ * and not work still to do (src/audit/README.md, "Only what some sync has covered"):
+ *
+ * - recent: the recent poll has polled the user (every resource, its lookback up to the poll), or a
+ *   backfill has loaded days of the cell's window for this user and resource; later days are the stream's.
+ * - history: every day of the window lies in a done backfill window of this user and resource.
+ */
+export async function cellSyncCovered(
+  db: Kysely<Database>,
+  orgId: string,
+  cell: AuditCell,
+): Promise<boolean> {
+  if (cell.stratum === 'recent') {
+    const { rows } = await sql<{ covered: boolean }>`
+      select exists (select 1 from validic_sync.recent_polls
+                     where org_id = ${orgId} and uid = ${cell.uid} and polled_at is not null)
+          or exists (select 1 from validic_sync.backfill_windows
+                     where org_id = ${orgId} and uid = ${cell.uid} and resource = ${cell.resource}
+                       and status = 'done' and start_date <= ${cell.endDate}::date
+                       and end_date >= ${cell.startDate}::date) as covered`.execute(db);
+    return rows[0]?.covered === true;
+  }
+  const { rows } = await sql<{ covered: boolean }>`
+    select not exists (
+      select 1 from generate_series(${cell.startDate}::date, ${cell.endDate}::date, interval '1 day') d(day)
+      where not exists (select 1 from validic_sync.backfill_windows
+                        where org_id = ${orgId} and uid = ${cell.uid} and resource = ${cell.resource}
+                          and status = 'done' and start_date <= d.day and end_date >= d.day)) as covered`.execute(
+    db,
+  );
+  return rows[0]?.covered === true;
 }
 
 /** A run as stored: its design (NewAudit, less the org) and what its cells found so far. */
-export interface AuditRunRow extends Omit<NewAudit, 'orgId'> {
+export interface AuditRunRow extends Omit<NewAudit, 'orgId' | 'strata' | 'holder'> {
+  strata: { recent: number; history: number } | null;
+  holder: string | null;
+  heartbeatAt: string | null;
+  /** Ended before its last cell (its command stopped). */
+  interrupted: boolean;
   id: number;
   startedAt: string;
   endedAt: string | null;
@@ -221,7 +269,8 @@ export interface AuditRunRow extends Omit<NewAudit, 'orgId'> {
 }
 
 export interface AuditTotals {
-  cells: { complete: number; drift: number; failed: number };
+  /** unsynced: a tick's cells whose days no sync had covered yet (not judged). */
+  cells: { complete: number; drift: number; failed: number; unsynced: number };
   records: { equal: number; missing: number; stale: number; extra: number; repaired: number };
 }
 
@@ -230,6 +279,7 @@ const totalsOf = (r: Record<string, unknown>): AuditTotals => ({
     complete: Number(r.cells_complete ?? 0),
     drift: Number(r.cells_drift ?? 0),
     failed: Number(r.cells_failed ?? 0),
+    unsynced: Number(r.cells_unsynced ?? 0),
   },
   records: {
     equal: Number(r.records_equal ?? 0),
@@ -260,24 +310,30 @@ function toRun(row: Record<string, unknown>): AuditRunRow {
     sample: Number(row.sample),
     seed: String(row.seed),
     population: Number(row.population),
+    strata:
+      row.population_recent == null
+        ? null
+        : { recent: Number(row.population_recent), history: Number(row.population_history ?? 0) },
     planned: Number(row.planned),
     repair: Boolean(row.repair),
     startedAt: iso(row.started_at)!,
     endedAt: iso(row.ended_at),
+    holder: row.holder == null ? null : String(row.holder),
+    heartbeatAt: iso(row.heartbeat_at),
+    interrupted: Boolean(row.interrupted),
     totals: totalsOf(row),
   };
 }
 
-/** The org's newest audit run, if any. */
-export async function readLastAudit(db: Kysely<Database>, orgId: string): Promise<AuditRunRow | undefined> {
-  const row = await db
-    .selectFrom('validic_sync.audits')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .orderBy('started_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
+/** The org's newest audit run (of `kind`, when given), if any. */
+export async function readLastAudit(
+  db: Kysely<Database>,
+  orgId: string,
+  kind?: AuditKind,
+): Promise<AuditRunRow | undefined> {
+  let query = db.selectFrom('validic_sync.audits').selectAll().where('org_id', '=', orgId);
+  if (kind) query = query.where('kind', '=', kind);
+  const row = await query.orderBy('started_at', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
   return row ? toRun(row) : undefined;
 }
 
@@ -289,7 +345,7 @@ export async function auditTotalsSince(
 ): Promise<AuditTotals> {
   const { rows } = await sql<Record<string, unknown>>`
     select sum(cells_complete) cells_complete, sum(cells_drift) cells_drift, sum(cells_failed) cells_failed,
-      sum(records_equal) records_equal, sum(records_missing) records_missing, sum(records_stale) records_stale,
+      sum(cells_unsynced) cells_unsynced, sum(records_equal) records_equal, sum(records_missing) records_missing, sum(records_stale) records_stale,
       sum(records_extra) records_extra, sum(records_repaired) records_repaired
     from validic_sync.audits
     where org_id = ${orgId} ${since ? sql`and started_at >= ${since}` : sql``}`.execute(db);
@@ -300,7 +356,7 @@ export async function auditTotalsSince(
 export async function auditTotalsByOrg(db: Kysely<Database>): Promise<Map<string, AuditTotals>> {
   const { rows } = await sql<Record<string, unknown>>`
     select org_id, sum(cells_complete) cells_complete, sum(cells_drift) cells_drift, sum(cells_failed) cells_failed,
-      sum(records_equal) records_equal, sum(records_missing) records_missing, sum(records_stale) records_stale,
+      sum(cells_unsynced) cells_unsynced, sum(records_equal) records_equal, sum(records_missing) records_missing, sum(records_stale) records_stale,
       sum(records_extra) records_extra, sum(records_repaired) records_repaired
     from validic_sync.audits group by org_id`.execute(db);
   return new Map(rows.map((r) => [String(r.org_id), totalsOf(r)]));
@@ -309,7 +365,9 @@ export async function auditTotalsByOrg(db: Kysely<Database>): Promise<Map<string
 export interface AuditDriftDay {
   /** UTC day the cells were audited. */
   day: string;
+  /** Cells fetched and compared (or failed); a tick's cells not yet synced are `unsynced`. */
   cells: number;
+  unsynced: number;
   drift: number;
   missing: number;
   stale: number;
@@ -324,7 +382,8 @@ export async function auditDriftPerDay(
   since: Date,
 ): Promise<AuditDriftDay[]> {
   const { rows } = await sql<Record<string, unknown>>`
-    select to_char(audited_at at time zone 'UTC', 'YYYY-MM-DD') as day, count(*) cells,
+    select to_char(audited_at at time zone 'UTC', 'YYYY-MM-DD') as day,
+      count(*) filter (where outcome <> 'unsynced') cells, count(*) filter (where outcome = 'unsynced') unsynced,
       count(*) filter (where outcome = 'drift') drift, sum(missing) missing, sum(stale) stale,
       sum(extra) extra, sum(repaired) repaired
     from validic_sync.audit_cells
@@ -333,6 +392,7 @@ export async function auditDriftPerDay(
   return rows.map((r) => ({
     day: String(r.day),
     cells: Number(r.cells),
+    unsynced: Number(r.unsynced),
     drift: Number(r.drift),
     missing: Number(r.missing),
     stale: Number(r.stale),
@@ -341,24 +401,43 @@ export async function auditDriftPerDay(
   }));
 }
 
+/** A stratum's cells over a span, as its estimate takes them (src/audit/stratum-estimate.ts). */
+export interface StratumSample {
+  /** Distinct cells judged (found synced at least once). */
+  sampled: number;
+  /** Of those, the cells whose first judged audit found them complete. */
+  complete: number;
+  /** Distinct cells drawn that no audit of the span found synced. */
+  unsynced: number;
+}
+
 /**
- * The scheduled cells of a stratum audited since `since` (failed ones left out): how many, how many
- * complete. A cell audited twice in the span counts once, by its latest outcome.
+ * The scheduled cells of a stratum audited since `since`, as the estimate takes them
+ * (src/audit/stratum-estimate.ts, `summarizeStratum`, the same definition): distinct cells of the
+ * stratum's unit (recent: uid × resource; history: uid × resource × window), each judged by its first
+ * audit that found it synced; failed audits left out; cells no audit found synced counted apart.
  */
 export async function stratumSample(
   db: Kysely<Database>,
   orgId: string,
   stratum: Exclude<AuditStratum, 'all'>,
   since: Date,
-): Promise<{ sampled: number; complete: number }> {
-  const { rows } = await sql<{ sampled: number; complete: number }>`
-    select count(*) sampled, count(*) filter (where outcome = 'complete') complete from (
-      select distinct on (uid, resource, start_date) outcome
+): Promise<StratumSample> {
+  const { rows } = await sql<{ sampled: number; complete: number; unsynced: number }>`
+    select count(*) filter (where judged is not null) sampled,
+      count(*) filter (where judged = 'complete') complete,
+      count(*) filter (where judged is null) unsynced
+    from (
+      select (array_agg(outcome order by audited_at, audit_id) filter (where outcome <> 'unsynced'))[1] judged
       from validic_sync.audit_cells
       where org_id = ${orgId} and stratum = ${stratum} and audited_at >= ${since} and outcome <> 'failed'
-      order by uid, resource, start_date, audited_at desc
-    ) latest`.execute(db);
-  return { sampled: Number(rows[0]?.sampled ?? 0), complete: Number(rows[0]?.complete ?? 0) };
+      group by uid, resource${stratum === 'recent' ? sql`` : sql`, start_date`}
+    ) cells`.execute(db);
+  return {
+    sampled: Number(rows[0]?.sampled ?? 0),
+    complete: Number(rows[0]?.complete ?? 0),
+    unsynced: Number(rows[0]?.unsynced ?? 0),
+  };
 }
 
 /** A run's cells with drift (at most `limit`), for the command's report. */

@@ -146,12 +146,6 @@ export const legacyLatestCursor = defineCursor(
 );
 
 /**
- * `audit:rotation`: the last user the scheduled completeness audit reached (uid, byte order); the next
- * tick goes on after it, round to the first user at the end (src/audit/README.md, "Which cells").
- */
-export const auditRotationCursor = defineCursor(() => 'audit:rotation', z.object({ afterUid: z.string() }));
-
-/**
  * `stream:checkpoint:<stream name>:<slot>`: one connection's stream checkpoint (StreamPosition, plus
  * the stream id and slot it was written by). Every connection (slot 0..2) of a stream has its own,
  * because each connection sees its own disconnects: a shared cursor would let a live connection erase

@@ -246,10 +246,23 @@ export interface RunsTable {
   org_id: string;
   command: string;
   args: Json;
-  status: 'running' | 'done' | 'failed';
+  status: 'running' | 'done' | 'failed' | 'interrupted';
   started_at: TimestampDefault;
   finished_at: Timestamp | null;
   summary: Json | null;
+  /** Migration 0042: who runs it (run-heartbeats.ts), and its last heartbeat. */
+  holder: string | null;
+  heartbeat_at: Timestamp | null;
+}
+
+/** validic_sync.backfill_progress (migration 0041): a run's ledger in sums, per writing backend's shard. */
+export interface BackfillProgressTable {
+  run_id: string;
+  shard: number;
+  windows: number;
+  done: number;
+  records: number;
+  requests: number;
 }
 
 export interface BackfillWindowsTable {
@@ -344,6 +357,9 @@ export interface AuditsTable {
   sample: number;
   seed: string;
   population: number;
+  /** Migration 0040: a tick's stratum populations (null for a command run). */
+  population_recent: number | null;
+  population_history: number | null;
   planned: number;
   repair: boolean;
   started_at: Generated<Timestamp>;
@@ -351,6 +367,11 @@ export interface AuditsTable {
   cells_complete: Generated<number>;
   cells_drift: Generated<number>;
   cells_failed: Generated<number>;
+  cells_unsynced: Generated<number>;
+  /** Migration 0042: who runs it, its last heartbeat, whether it ended before its last cell. */
+  holder: string | null;
+  heartbeat_at: Timestamp | null;
+  interrupted: Generated<boolean>;
   records_equal: Generated<number>;
   records_missing: Generated<number>;
   records_stale: Generated<number>;
@@ -445,6 +466,7 @@ export interface Database {
   'validic.record_versions': RecordVersionsTable;
   'validic_sync.checkpoints': CheckpointsTable;
   'validic_sync.runs': RunsTable;
+  'validic_sync.backfill_progress': BackfillProgressTable;
   'validic_sync.backfill_windows': BackfillWindowsTable;
   'validic_sync.quarantine': QuarantineTable;
   'validic_sync.recent_polls': RecentPollsTable;

@@ -1,40 +1,116 @@
 /**
  * What `status` and the HTML report read of the warehouse, each by aggregate (no row per record or
  * user leaves the database): which organizations it knows, an organization's users, records and
- * runs, and the whole warehouse's totals, days, sources, freshness and quarantine.
+ * runs, and the whole warehouse's totals, days, sources, freshness and quarantine. `status`'s reads
+ * cost the same whatever the number of records (src/metrics/README.md): a count stops at
+ * EXACT_COUNT_LIMIT and gives way to the planner's statistics; the newest times are the last entries of
+ * indexes.
  */
 import { type Kysely, type Selectable, sql } from 'kysely';
 import type { Database, RunsTable } from './database.ts';
-import { isPollable } from './recent-polls.ts';
 
-/** Every organization the warehouse holds cursors, users or runs of. */
+/**
+ * Every organization the warehouse holds cursors, users or runs of. The users' organizations are read by
+ * skipping from one org_id to the next along the users' primary key (a recursive loose index scan): one
+ * index probe per organization, not a read of every user.
+ */
 export async function listKnownOrgIds(db: Kysely<Database>): Promise<string[]> {
   const found = await sql<{ org_id: string }>`
-    select org_id from validic_sync.checkpoints union select org_id from validic.users
+    with recursive user_orgs(org_id) as (
+      select min(org_id) from validic.users
+      union all
+      select (select min(u.org_id) from validic.users u where u.org_id > o.org_id)
+      from user_orgs o where o.org_id is not null
+    )
+    select org_id from validic_sync.checkpoints
+    union select org_id from user_orgs where org_id is not null
     union select org_id from validic_sync.runs`.execute(db);
   return found.rows.map((r) => r.org_id);
 }
 
-/** An organization's users and records: counts, newest `created_at` and newest `ingested_at`. */
-export async function readOrgDataSummary(
-  db: Kysely<Database>,
-  orgId: string,
-): Promise<{ users: number; records: number; newestCreatedAt: Date | null; newestIngestedAt: Date | null }> {
+/**
+ * Records counted exactly up to this many; above it `status` gives the planner's estimate (and says so).
+ * Counting stops here, so the count costs the same at a hundred million records as at a hundred thousand.
+ */
+export const EXACT_COUNT_LIMIT = 100_000;
+
+export interface OrgDataSummary {
+  users: number;
+  /** Exact up to EXACT_COUNT_LIMIT; above it the planner's estimate (`recordsIsEstimate`). */
+  records: number;
+  recordsIsEstimate: boolean;
+  newestCreatedAt: Date | null;
+  newestIngestedAt: Date | null;
+}
+
+/**
+ * An organization's users and records: counts, newest `created_at` and newest `ingested_at`. The records
+ * are counted up to EXACT_COUNT_LIMIT (an index-only walk that stops there); past it, the count is the
+ * planner's (recordsEstimate). The newest times are each the last entry of an index per month's partition
+ * (records_created_idx, records_ingested_idx).
+ */
+export async function readOrgDataSummary(db: Kysely<Database>, orgId: string): Promise<OrgDataSummary> {
   const users = await sql<{ n: number }>`
     select count(*)::int as n from validic.users where org_id = ${orgId}`.execute(db);
-  const records = await sql<{ n: number; created: Date | null; ingested: Date | null }>`
-    select count(*)::int as n, max(created_at) as created, max(ingested_at) as ingested
-    from validic.records where org_id = ${orgId}`.execute(db);
-  const r = records.rows[0];
+  const bounded = await sql<{ n: number }>`
+    select count(*)::int as n from (
+      select 1 from validic.records where org_id = ${orgId} limit ${EXACT_COUNT_LIMIT + 1}
+    ) r`.execute(db);
+  const newest = await sql<{ created: Date | null; ingested: Date | null }>`
+    select (select max(created_at) from validic.records where org_id = ${orgId}) as created,
+      (select max(ingested_at) from validic.records where org_id = ${orgId}) as ingested`.execute(db);
+  const counted = bounded.rows[0]?.n ?? 0;
+  const overLimit = counted > EXACT_COUNT_LIMIT;
   return {
     users: users.rows[0]?.n ?? 0,
-    records: r?.n ?? 0,
-    newestCreatedAt: r?.created ?? null,
-    newestIngestedAt: r?.ingested ?? null,
+    records: overLimit ? Math.max(EXACT_COUNT_LIMIT + 1, await recordsEstimate(db, orgId)) : counted,
+    recordsIsEstimate: overLimit,
+    newestCreatedAt: newest.rows[0]?.created ?? null,
+    newestIngestedAt: newest.rows[0]?.ingested ?? null,
   };
 }
 
-/** An organization's runs worth showing: running ones, and failed ones started after `failedSince`; newest first, 20 at most. */
+/**
+ * The planner's estimate of an organization's records: each month's partition's row count
+ * (`pg_class.reltuples`, kept by autovacuum and ANALYZE) times the organization's share of its `org_id`
+ * values (`pg_stats`: the most common values' frequencies, else an even share of the rest). A partition
+ * never analyzed, or whose statistics this login may not read (row-level security), counts whole when
+ * the warehouse holds one organization and not at all otherwise: an estimate, and `status` says so.
+ */
+export async function recordsEstimate(db: Kysely<Database>, orgId: string): Promise<number> {
+  const { rows } = await sql<{ estimate: number | null }>`
+    with recursive user_orgs(org_id) as (
+      select min(org_id) from validic.users
+      union all
+      select (select min(u.org_id) from validic.users u where u.org_id > o.org_id)
+      from user_orgs o where o.org_id is not null
+    )
+    select sum(greatest(c.reltuples, 0) * coalesce(
+      case
+        when ${orgId} = any(s.vals) then s.freqs[array_position(s.vals, ${orgId})]
+        when s.distinct_values is not null then
+          greatest(0, 1 - coalesce((select sum(f) from unnest(s.freqs) f), 0) - s.null_frac)
+            / greatest(1, s.distinct_values - coalesce(cardinality(s.freqs), 0))
+      end,
+      case when (select count(*) from user_orgs where org_id is not null) <= 1 then 1 else 0 end))::float8 as estimate
+    from pg_partition_tree('validic.records'::regclass) t
+    join pg_class c on c.oid = t.relid
+    join pg_namespace n on n.oid = c.relnamespace
+    left join lateral (
+      select st.most_common_vals::text::text[] as vals, st.most_common_freqs as freqs, st.null_frac,
+        case when st.n_distinct < 0 then -st.n_distinct * greatest(c.reltuples, 0) else st.n_distinct end
+          as distinct_values
+      from pg_stats st
+      where st.schemaname = n.nspname and st.tablename = c.relname and st.attname = 'org_id'
+    ) s on true
+    where t.isleaf`.execute(db);
+  return Math.round(rows[0]?.estimate ?? 0);
+}
+
+/**
+ * An organization's runs worth showing: running ones, and failed or interrupted ones started after
+ * `failedSince`; newest first, 20 at most.
+ */
 export async function listShownRuns(
   db: Kysely<Database>,
   orgId: string,
@@ -47,7 +123,7 @@ export async function listShownRuns(
     .where((eb) =>
       eb.or([
         eb('status', '=', 'running'),
-        eb.and([eb('status', '=', 'failed'), eb('started_at', '>', failedSince)]),
+        eb.and([eb('status', 'in', ['failed', 'interrupted']), eb('started_at', '>', failedSince)]),
       ]),
     )
     .orderBy('started_at', 'desc')
@@ -55,13 +131,18 @@ export async function listShownRuns(
     .execute();
 }
 
-/** Pollable users per organization, of every organization with users or audit runs. */
-export async function countPollableUsersByOrg(db: Kysely<Database>): Promise<Map<string, number>> {
-  const found = await sql<{ org_id: string; pollable: number }>`
-    select o.org_id, (select count(*)::int from validic.users u
-                      where u.org_id = o.org_id and ${isPollable('u')}) as pollable
-    from (select org_id from validic.users union select org_id from validic_sync.audits) o`.execute(db);
-  return new Map(found.rows.map((r) => [r.org_id, r.pollable]));
+/** Every organization with users or audit runs (the report's audit sections); users by skip scan, as above. */
+export async function listAuditOrgIds(db: Kysely<Database>): Promise<string[]> {
+  const found = await sql<{ org_id: string }>`
+    with recursive user_orgs(org_id) as (
+      select min(org_id) from validic.users
+      union all
+      select (select min(u.org_id) from validic.users u where u.org_id > o.org_id)
+      from user_orgs o where o.org_id is not null
+    )
+    select org_id from user_orgs where org_id is not null
+    union select org_id from validic_sync.audits`.execute(db);
+  return found.rows.map((r) => r.org_id);
 }
 
 /** The whole warehouse in aggregates, for the HTML report. */

@@ -16,7 +16,7 @@ export interface RunRow {
   orgId: string;
   command: string;
   args: unknown;
-  status: 'running' | 'done' | 'failed';
+  status: 'running' | 'done' | 'failed' | 'interrupted';
   startedAt: Date;
   finishedAt: Date | null;
   summary: unknown;
@@ -93,9 +93,10 @@ function toRun(r: {
   };
 }
 
+/** A new run, held by `holder` (run-heartbeats.ts), its heartbeat starting now. */
 export async function startRun(
   db: Db,
-  input: { orgId: string; command: string; args: unknown; id?: string },
+  input: { orgId: string; command: string; args: unknown; id?: string; holder?: string },
 ): Promise<RunRow> {
   const row = await db
     .insertInto('validic_sync.runs')
@@ -105,10 +106,22 @@ export async function startRun(
       command: input.command,
       args: JSON.stringify(input.args ?? {}),
       status: 'running',
+      holder: input.holder ?? null,
+      heartbeat_at: sql`now()`,
     })
     .returningAll()
     .executeTakeFirstOrThrow();
   return toRun(row);
+}
+
+/** A resumed run (interrupted, failed or still running) is running again, held by `holder` from now. */
+export async function claimRun(db: Db, runId: string, holder: string): Promise<void> {
+  await db
+    .updateTable('validic_sync.runs')
+    .set({ status: 'running', holder, heartbeat_at: sql`now()`, finished_at: null })
+    .where('id', '=', runId)
+    .where('status', '<>', 'done')
+    .execute();
 }
 
 export async function finishRun(
@@ -222,14 +235,19 @@ export async function listWindows(db: Db, runId: string): Promise<LedgerWindow[]
   return rows.map(toWindow);
 }
 
+/**
+ * A run's ledger in sums: read from `validic_sync.backfill_progress` (migration 0041: at most 16 rows per
+ * run, kept by triggers on the windows in the same transaction), so it costs the same at a thousand
+ * windows as at a million.
+ */
 export async function summarizeLedger(db: Db, runId: string): Promise<LedgerSummary> {
   const row = await db
-    .selectFrom('validic_sync.backfill_windows')
+    .selectFrom('validic_sync.backfill_progress')
     .select([
-      sql<number>`count(*)::int`.as('windows'),
-      sql<number>`count(*) filter (where status = 'done')::int`.as('done'),
-      sql<number>`coalesce(sum(records), 0)::int`.as('records'),
-      sql<number>`coalesce(sum(requests), 0)::int`.as('requests'),
+      sql<number>`coalesce(sum(windows), 0)::float8`.as('windows'),
+      sql<number>`coalesce(sum(done), 0)::float8`.as('done'),
+      sql<number>`coalesce(sum(records), 0)::float8`.as('records'),
+      sql<number>`coalesce(sum(requests), 0)::float8`.as('requests'),
     ])
     .where('run_id', '=', runId)
     .executeTakeFirstOrThrow();

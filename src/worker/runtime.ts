@@ -20,6 +20,13 @@ import { createStreamsClient, type StreamsClient } from '../validic/streams-clie
 import { createV2Client, type V2Client } from '../validic/v2-client.ts';
 import { migrateToLatest } from '../warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../warehouse/open-warehouse.ts';
+import {
+  commandRunHolder,
+  heartbeatRuns,
+  RUN_HEARTBEAT_MS,
+  releaseRuns,
+  WORKER_RUN_HOLDER,
+} from '../warehouse/run-heartbeats.ts';
 
 /**
  * A process's assembled parts: validated config, logger, warehouse (migrated), optional Redis, and the
@@ -41,6 +48,11 @@ export interface Runtime {
 export interface OpenRuntimeOptions {
   /** Use Redis (for the shared request budget) when REDIS_URL is set; default true. */
   useRedis?: boolean;
+  /**
+   * Who holds the runs this runtime's jobs start (src/warehouse/run-heartbeats.ts): `WORKER_RUN_HOLDER`
+   * for the worker; default this command's process, whose runs not done by close() are interrupted.
+   */
+  runHolder?: string;
   /** An already open warehouse (tests, demo); otherwise opened from config. */
   warehouse?: Warehouse;
 }
@@ -95,6 +107,14 @@ export async function openRuntime(
     return found;
   };
   const cursors = jobCursors(warehouse.db);
+  // The runs this process holds stay alive while it does (run-heartbeats.ts).
+  const runHolder = options.runHolder ?? commandRunHolder();
+  const beat = () =>
+    heartbeatRuns(warehouse.db, runHolder).catch((error: unknown) =>
+      log.debug({ err: error }, 'could not renew the heartbeat of this process’s runs'),
+    );
+  const heartbeat = setInterval(beat, RUN_HEARTBEAT_MS);
+  heartbeat.unref();
   return {
     config,
     log,
@@ -114,8 +134,16 @@ export async function openRuntime(
       settings,
       readBudgetPlan: (orgId, now) => readBudgetPlan(warehouse.db, config, org(orgId).config, now),
       readPushCap: (orgId) => readPushCap(warehouse.db, config, org(orgId).config),
+      runHolder,
     }),
     async close() {
+      clearInterval(heartbeat);
+      // A command's runs end with it: what is not done is interrupted (the same command resumes it). The
+      // worker fleet's runs live on in the queue, for the other replicas or the next start.
+      if (runHolder !== WORKER_RUN_HOLDER)
+        await releaseRuns(warehouse.db, runHolder).catch((error: unknown) =>
+          log.warn({ err: error }, 'could not mark this command’s unfinished runs interrupted'),
+        );
       await Promise.all([...clients.values()].map((c) => c.close()));
       redis?.disconnect();
       if (!options.warehouse) await warehouse.close();

@@ -15,7 +15,7 @@ import { describeBudget, readBudgetPlan } from '../budget/read-budget-plan.ts';
 import type { Config } from '../config/schema.ts';
 import { ConfigError, UserFacingError } from '../errors/index.ts';
 import type { Logger } from '../log/logger.ts';
-import { auditPopulation, readAuditStatus } from '../metrics/audit-status.ts';
+import { readAuditStatus } from '../metrics/audit-status.ts';
 import { readReconciliationStatus, readStreamGapsStatus } from '../metrics/sync-status.ts';
 import { createWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics.ts';
 import { pushConfigured } from '../push/push-admission.ts';
@@ -36,7 +36,7 @@ import { readCursor, reconcileLastCursor } from '../warehouse/cursors.ts';
 import { onTransactionRetry } from '../warehouse/loader/load-transaction.ts';
 import { pingWarehouse } from '../warehouse/open-warehouse.ts';
 import { countQuarantineByKind } from '../warehouse/quarantine.ts';
-import { countPollableUsers } from '../warehouse/recent-polls.ts';
+import { WORKER_RUN_HOLDER } from '../warehouse/run-heartbeats.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
 import { applySchedules, planSchedules } from './schedules.ts';
 import {
@@ -103,7 +103,7 @@ export async function startWorker(
     ]);
   }
   const catalog = options.catalog ?? (jobCatalog as Record<string, JobDefinition>);
-  const runtime = options.runtime ?? (await openRuntime(config, log));
+  const runtime = options.runtime ?? (await openRuntime(config, log, { runHolder: WORKER_RUN_HOLDER }));
   const redis = runtime.redis;
   if (!redis) {
     await runtime.close();
@@ -165,13 +165,7 @@ export async function startWorker(
     audit: async () =>
       Promise.all(
         config.organizations.map(async (o) => {
-          const users = await countPollableUsers(db, o.orgId, new Date());
-          const status = await readAuditStatus(
-            db,
-            o.orgId,
-            new Date(),
-            auditPopulation(config, o.resources, users.pollable),
-          );
+          const status = await readAuditStatus(db, o.orgId, new Date(), config.audit.estimateDays);
           return { orgId: o.orgId, ...status };
         }),
       ),

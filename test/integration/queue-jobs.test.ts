@@ -63,6 +63,7 @@ function fakeRuntime(): Pick<Runtime, 'jobContext' | 'log'> {
           throw new Error('no orgs in this test');
         },
         settings: undefined as never,
+        runHolder: 'test',
         readBudgetPlan: () => {
           throw new Error('no orgs in this test');
         },

@@ -8,7 +8,7 @@ import {
   auditStrata,
   drawCommandCells,
   drawDistinct,
-  drawScheduledCells,
+  drawTickCells,
   seededUniform,
 } from '../../src/audit/sample-cells.ts';
 import type { DateWindow } from '../../src/validic/platform-limits.ts';
@@ -209,8 +209,8 @@ describe('auditStrata', () => {
     const { recent, history } = auditStrata('2026-11-27', 365, '2026-09-15');
     expect(recent).toEqual({ startDate: '2026-10-29', endDate: '2026-11-27' });
     expect(history).toEqual([
-      { startDate: '2026-09-29', endDate: '2026-10-28' },
-      { startDate: '2026-09-15', endDate: '2026-09-28' },
+      { startDate: '2026-10-04', endDate: '2026-10-28' },
+      { startDate: '2026-09-15', endDate: '2026-10-03' },
     ]);
     // Coverage inside the recent window (a stream-only warehouse: the recent poll's lookback).
     expect(auditStrata('2026-11-27', 365, '2026-11-23')).toEqual({
@@ -219,104 +219,125 @@ describe('auditStrata', () => {
     });
   });
 
-  it('2026-11-27 over 365 days: the recent window 2026-10-29..2026-11-27 and 11 history windows before it', () => {
+  it('2026-11-27 over 365 days: the last 30 days, then the 30-day grid windows before them', () => {
     const { recent, history } = auditStrata('2026-11-27', 365);
     expect(recent).toEqual({ startDate: '2026-10-29', endDate: '2026-11-27' });
     expect(daysInclusive(recent)).toBe(30);
+    // The newest grid window is cut to end the day before the recent window; the others are whole.
+    expect(history[0]).toEqual({ startDate: '2026-10-04', endDate: '2026-10-28' });
     expect(history).toHaveLength(11);
-    expect(history[0]).toEqual({ startDate: '2026-09-29', endDate: '2026-10-28' });
     let next = recent;
-    for (const w of history) {
-      expect(daysInclusive(w)).toBe(30);
+    for (const [i, w] of history.entries()) {
+      if (i > 0) expect(daysInclusive(w)).toBe(30);
+      // On the grid: a multiple of 30 days after 1970-01-01.
+      expect((dayMs(w.startDate) / DAY_MS) % 30).toBe(0);
       // Contiguous, going back: each ends the day before the later one starts.
       expect(w.endDate).toBe(dayBefore(next.startDate));
       next = w;
     }
-    // 12 windows of 30 days: 360 days back from today, within the 365-day lookback.
-    expect(history.at(-1)!.startDate).toBe(
-      new Date(dayMs('2026-11-27') - 359 * DAY_MS).toISOString().slice(0, 10),
-    );
+    // Every window starts within the lookback.
+    expect(dayMs(history.at(-1)!.startDate)).toBeGreaterThanOrEqual(dayMs('2026-11-27') - 364 * DAY_MS);
   });
 
-  it('counts whole windows only, the recent one included', () => {
-    expect(auditStrata('2026-11-27', 59).history).toHaveLength(0);
-    expect(auditStrata('2026-11-27', 60).history).toHaveLength(1);
-    expect(auditStrata('2026-11-27', 89).history).toHaveLength(1);
-    expect(auditStrata('2026-11-27', 90).history).toHaveLength(2);
-    expect(auditStrata('2026-11-27', 0)).toEqual({
-      recent: { startDate: '2026-10-29', endDate: '2026-11-27' },
-      history: [],
-    });
+  it('a history window names the same days from one day to the next (its start does not move)', () => {
+    const day1 = auditStrata('2026-11-27', 365, '2025-06-01');
+    const day2 = auditStrata('2026-11-28', 365, '2025-06-01');
+    expect(day2.recent).toEqual({ startDate: '2026-10-30', endDate: '2026-11-28' });
+    expect(day2.history.map((w) => w.startDate)).toEqual(day1.history.map((w) => w.startDate));
+    // Only the newest window's end follows the recent window.
+    expect(day2.history[0]).toEqual({ startDate: '2026-10-04', endDate: '2026-10-29' });
+    expect(day2.history.slice(1)).toEqual(day1.history.slice(1));
+  });
+
+  it('counts windows starting within the lookback only', () => {
+    expect(auditStrata('2026-11-27', 30).history).toHaveLength(0);
+    expect(auditStrata('2026-11-27', 54).history).toHaveLength(0);
+    expect(auditStrata('2026-11-27', 55).history).toEqual([
+      { startDate: '2026-10-04', endDate: '2026-10-28' },
+    ]);
+    expect(auditStrata('2026-11-27', 85).history).toHaveLength(2);
   });
 
   it('crosses a leap day and a year boundary in whole UTC days', () => {
     const { recent, history } = auditStrata('2028-03-10', 120);
     expect(recent).toEqual({ startDate: '2028-02-10', endDate: '2028-03-10' });
     expect(history).toEqual([
-      { startDate: '2028-01-11', endDate: '2028-02-09' },
-      { startDate: '2027-12-12', endDate: '2028-01-10' },
-      { startDate: '2027-11-12', endDate: '2027-12-11' },
+      { startDate: '2028-01-27', endDate: '2028-02-09' },
+      { startDate: '2027-12-28', endDate: '2028-01-26' },
+      { startDate: '2027-11-28', endDate: '2027-12-27' },
     ]);
   });
 });
 
-describe('drawScheduledCells', () => {
+describe('drawTickCells', () => {
   const strata = auditStrata('2026-11-27', 365);
-  const users = Array.from({ length: 200 }, (_, i) => `user-${i}`);
   const resources = ['fitness', 'measurements', 'sleep', 'nutrition'];
+  const W = strata.history.length;
 
-  it('gives one cell per user, in the users’ order, with a resource of the list', () => {
-    const cells = drawScheduledCells(users, resources, strata, 0.5, seededUniform('tick'));
-    expect(cells.map((c) => c.uid)).toEqual(users);
-    for (const c of cells) expect(resources).toContain(c.resource);
-    // Uniform over 4 resources: 50 each on average over 200 users; every resource is chosen.
-    expect(new Set(cells.map((c) => c.resource)).size).toBe(4);
-  });
-
-  it('recentShare 1: every cell in the recent window', () => {
-    const cells = drawScheduledCells(users, resources, strata, 1, seededUniform('tick'));
-    for (const c of cells) {
-      expect(c.stratum).toBe('recent');
-      expect({ startDate: c.startDate, endDate: c.endDate }).toEqual(strata.recent);
-    }
-  });
-
-  it('recentShare 0: every cell in a history window, the windows chosen across the history', () => {
-    const cells = drawScheduledCells(users, resources, strata, 0, seededUniform('tick'));
-    for (const c of cells) {
-      expect(c.stratum).toBe('history');
+  it('draws recentShare of the cells from the recent stratum and the rest from history, each without repeats', () => {
+    const cells = drawTickCells(200, resources, strata, 100, 0.5, seededUniform('tick'));
+    expect(cells).toHaveLength(100);
+    const recent = cells.filter((c) => c.stratum === 'recent');
+    const history = cells.filter((c) => c.stratum === 'history');
+    expect(recent).toHaveLength(50);
+    expect(history).toHaveLength(50);
+    for (const c of recent) expect({ startDate: c.startDate, endDate: c.endDate }).toEqual(strata.recent);
+    for (const c of history)
       expect(strata.history).toContainEqual({ startDate: c.startDate, endDate: c.endDate });
-    }
-    // 200 cells over 11 windows: every window is chosen (each missed with probability (10/11)^200).
-    expect(new Set(cells.map((c) => c.startDate)).size).toBe(strata.history.length);
-  });
-
-  it('no history window: every cell recent, whatever recentShare', () => {
-    const noHistory = auditStrata('2026-11-27', 30);
-    expect(noHistory.history).toEqual([]);
-    const cells = drawScheduledCells(users, resources, noHistory, 0, seededUniform('tick'));
-    expect(cells).toHaveLength(users.length);
     for (const c of cells) {
-      expect(c.stratum).toBe('recent');
-      expect({ startDate: c.startDate, endDate: c.endDate }).toEqual(noHistory.recent);
+      expect(resources).toContain(c.resource);
+      expect(Number.isInteger(c.userRank) && c.userRank >= 0 && c.userRank < 200).toBe(true);
     }
+    const keys = (list: typeof cells) =>
+      new Set(list.map((c) => `${c.userRank}|${c.resource}|${c.startDate}`));
+    expect(keys(recent).size).toBe(50);
+    expect(keys(history).size).toBe(50);
   });
 
-  it('about recentShare of the cells are recent', () => {
-    const many = Array.from({ length: 4000 }, (_, i) => `u${i}`);
-    const cells = drawScheduledCells(many, resources, strata, 0.3, seededUniform('share'));
-    const recent = cells.filter((c) => c.stratum === 'recent').length;
-    // Binomial(4000, 0.3): mean 1200, sd ≈ 29.
-    expect(Math.abs(recent - 1200)).toBeLessThan(150);
+  it('no history window: every cell recent; a stratum smaller than its share gives all its cells', () => {
+    const noHistory = auditStrata('2026-11-27', 30);
+    const cells = drawTickCells(3, resources, noHistory, 40, 0, seededUniform('tick'));
+    // 3 users × 4 resources: the whole recent stratum, once each.
+    expect(cells).toHaveLength(12);
+    expect(cells.every((c) => c.stratum === 'recent')).toBe(true);
+    expect(new Set(cells.map((c) => `${c.userRank}|${c.resource}`)).size).toBe(12);
   });
 
-  it('no resources: no cells; no users: no cells', () => {
-    expect(drawScheduledCells(users, [], strata, 0.5, seededUniform('x'))).toEqual([]);
-    expect(drawScheduledCells([], resources, strata, 0.5, seededUniform('x'))).toEqual([]);
+  it('reaches every cell of a stratum about equally often: users, resources and windows alike', () => {
+    // 10 users × 4 resources × W windows; 2,000 ticks of 10 history cells each.
+    const users = 10;
+    const counts = new Map<string, number>();
+    const uniform = seededUniform('even');
+    for (let i = 0; i < 2000; i++)
+      for (const c of drawTickCells(users, resources, strata, 10, 0, uniform))
+        counts.set(
+          `${c.userRank}|${c.resource}|${c.startDate}`,
+          (counts.get(`${c.userRank}|${c.resource}|${c.startDate}`) ?? 0) + 1,
+        );
+    const cells = users * resources.length * W;
+    expect(counts.size).toBe(cells);
+    // Each cell is drawn 20,000 / cells times on average (binomial, sd ≈ 6.2 at 440 cells).
+    const mean = 20_000 / cells;
+    for (const n of counts.values()) expect(Math.abs(n - mean)).toBeLessThan(6 * Math.sqrt(mean));
+  });
+
+  it('draws users by rank uniformly, not a stretch of the uid order', () => {
+    // 100,000 users, 94 cells: the ranks spread over the whole order (a stretch would sit in one place).
+    const cells = drawTickCells(100_000, resources, strata, 94, 0.5, seededUniform('spread'));
+    const ranks = cells.map((c) => c.userRank).sort((a, b) => a - b);
+    expect(ranks[0]!).toBeLessThan(10_000);
+    expect(ranks.at(-1)!).toBeGreaterThan(90_000);
+    expect(new Set(ranks.map((r) => Math.floor(r / 10_000))).size).toBeGreaterThanOrEqual(8);
+  });
+
+  it('no users, resources or cells asked: nothing', () => {
+    expect(drawTickCells(0, resources, strata, 10, 0.5, seededUniform('x'))).toEqual([]);
+    expect(drawTickCells(10, [], strata, 10, 0.5, seededUniform('x'))).toEqual([]);
+    expect(drawTickCells(10, resources, strata, 0, 0.5, seededUniform('x'))).toEqual([]);
   });
 
   it('draws the same cells for the same seed', () => {
-    const a = drawScheduledCells(users, resources, strata, 0.5, seededUniform('again'));
-    expect(drawScheduledCells(users, resources, strata, 0.5, seededUniform('again'))).toEqual(a);
+    const a = drawTickCells(500, resources, strata, 40, 0.5, seededUniform('again'));
+    expect(drawTickCells(500, resources, strata, 40, 0.5, seededUniform('again'))).toEqual(a);
   });
 });

@@ -9,7 +9,7 @@ const hostile = `<script>alert("x")</script>'; drop table users; -- $(rm -rf /) 
 const hostileOrg = `org"><img src=x onerror=alert(1)>`;
 
 const totals = (drift: number, missing: number): AuditTotals => ({
-  cells: { complete: 196, drift, failed: 1 },
+  cells: { complete: 196, drift, failed: 1, unsynced: 0 },
   records: { equal: 1200, missing, stale: 2, extra: 1, repaired: missing + 2 },
 });
 
@@ -24,10 +24,15 @@ function audit(overrides: Partial<AuditStatus> = {}): AuditStatus {
       sample: 0.05,
       seed: 'abc',
       population: 3000,
+      strata: null,
       planned: 201,
       repair: true,
       startedAt: '2026-11-20T10:00:00.000Z',
       endedAt: '2026-11-20T10:05:00.000Z',
+      holder: 'command host pid 1',
+      heartbeatAt: '2026-11-20T10:05:00.000Z',
+      interrupted: false,
+      state: 'done',
       totals: totals(4, 9),
       estimate: estimateCompleteness(196, 200, 3000),
     },
@@ -35,13 +40,14 @@ function audit(overrides: Partial<AuditStatus> = {}): AuditStatus {
       sinceDays: 7,
       recent: estimateCompleteness(196, 200, 3000),
       history: estimateCompleteness(300, 300, 36000),
+      notYetSynced: { recent: 0, history: 5 },
     },
     last24h: totals(1, 2),
     last7d: totals(4, 9),
     allTime: totals(4, 9),
     driftPerDay: [
-      { day: '2026-11-20', cells: 150, drift: 3, missing: 7, stale: 2, extra: 1, repaired: 9 },
-      { day: '2026-11-19', cells: 51, drift: 1, missing: 2, stale: 0, extra: 0, repaired: 2 },
+      { day: '2026-11-20', cells: 150, unsynced: 0, drift: 3, missing: 7, stale: 2, extra: 1, repaired: 9 },
+      { day: '2026-11-19', cells: 51, unsynced: 4, drift: 1, missing: 2, stale: 0, extra: 0, repaired: 2 },
     ],
     ...overrides,
   };
@@ -100,10 +106,10 @@ describe('the completeness audit section', () => {
     expect(html).toContain('cells audited in the last 7 days');
     // recent: 196 of 200 complete, interval 95.06 % to 99.4 %; history: 300 of 300, 98.78 % to 100 %.
     expect(html).toContain(
-      '<tr><td>recent (last 30 days)</td><td>98 %</td><td>95.06 % to 99.4 %</td><td>200 (196 complete)</td><td>3000</td></tr>',
+      '<tr><td>recent (last 30 days)</td><td>98 %</td><td>95.06 % to 99.4 %</td><td>200 (196 complete)</td><td>0</td><td>3000</td></tr>',
     );
     expect(html).toContain(
-      '<tr><td>history (older)</td><td>100 %</td><td>98.78 % to 100 %</td><td>300 (300 complete)</td><td>36000</td></tr>',
+      '<tr><td>history (older)</td><td>100 %</td><td>98.78 % to 100 %</td><td>300 (300 complete)</td><td>5</td><td>36000</td></tr>',
     );
     // Under 99.9 % for sure: what to run.
     expect(html).toContain('validic-sync audit --from 30d --to today --sample 100% --org org-a');
@@ -114,17 +120,22 @@ describe('the completeness audit section', () => {
       'Estimate: 98 % of cells complete (95 % interval 95.06 % to 99.4 %; 200 of 3000 cells audited).',
     );
     expect(html).toContain(
-      '<thead><tr><th>day</th><th>cells</th><th>drift</th><th>missing</th><th>stale</th><th>extra</th><th>repaired</th></tr></thead>',
+      '<thead><tr><th>day</th><th>cells</th><th>not yet synced</th><th>drift</th><th>missing</th><th>stale</th><th>extra</th><th>repaired</th></tr></thead>',
     );
     expect(html).toContain(
-      '<tr><td>2026-11-20</td><td>150</td><td>3</td><td>7</td><td>2</td><td>1</td><td>9</td></tr>',
+      '<tr><td>2026-11-20</td><td>150</td><td>0</td><td>3</td><td>7</td><td>2</td><td>1</td><td>9</td></tr>',
     );
   });
 
   it('says what is not there yet, and gives no advice when the audit finds no drift', () => {
     const clean = audit({
-      completeness: { sinceDays: 3, recent: estimateCompleteness(300, 300, 3000), history: null },
-      lastRun: { ...audit().lastRun!, kind: 'schedule', endedAt: null, estimate: null },
+      completeness: {
+        sinceDays: 3,
+        recent: estimateCompleteness(300, 300, 3000),
+        history: null,
+        notYetSynced: { recent: 0, history: 0 },
+      },
+      lastRun: { ...audit().lastRun!, kind: 'schedule', endedAt: null, state: 'interrupted', estimate: null },
       driftPerDay: [],
     });
     const html = section(
@@ -138,9 +149,9 @@ describe('the completeness audit section', () => {
       ),
     );
     expect(html).toContain('cells audited in the last 3 days');
-    expect(html).toContain('<tr><td>history (older)</td><td>no cell audited yet</td>');
+    expect(html).toContain('<tr><td>history (older)</td><td>no synced cell audited yet</td>');
     expect(html).toContain('(schedule, 2026-10-22 to 2026-11-20)');
-    expect(html).toContain('running or interrupted');
+    expect(html).toContain('interrupted (its process stopped)');
     expect(html).not.toContain('Estimate:');
     expect(html).toContain('No cell audited in the last 7 days.');
     expect(html).toContain('<p><b>org-b</b></p>');
@@ -150,13 +161,36 @@ describe('the completeness audit section', () => {
     expect(html).toContain('--org org-b');
   });
 
+  it('a first start, before any sync covered the cells drawn: no estimate, no warning, the cells not yet synced', () => {
+    const first = audit({
+      completeness: { sinceDays: 7, recent: null, history: null, notYetSynced: { recent: 12, history: 0 } },
+      lastRun: { ...audit().lastRun!, kind: 'schedule', totals: totals(0, 0), state: 'done', estimate: null },
+    });
+    const html = section(renderReport(data({ audits: [{ orgId: 'org-a', audit: first }] })));
+    expect(html).toContain(
+      '<tr><td>recent (last 30 days)</td><td>no synced cell audited yet</td><td></td><td>0</td><td>12</td>',
+    );
+    expect(html).not.toContain('class="warn"');
+    expect(html).not.toContain('--sample 100%');
+  });
+
   it('prints an interval that contains the computed one (the upper bound rounded up)', () => {
     const recent = { ...estimateCompleteness(196, 200, 3000)!, lower: 0.98129, upper: 0.99341 };
     const html = section(
       renderReport(
         data({
           audits: [
-            { orgId: 'org-a', audit: audit({ completeness: { sinceDays: 7, recent, history: null } }) },
+            {
+              orgId: 'org-a',
+              audit: audit({
+                completeness: {
+                  sinceDays: 7,
+                  recent,
+                  history: null,
+                  notYetSynced: { recent: 0, history: 0 },
+                },
+              }),
+            },
           ],
         }),
       ),
@@ -181,7 +215,16 @@ describe('the completeness audit section', () => {
                 endedAt: hostile,
               },
               driftPerDay: [
-                { day: hostile, cells: 1, drift: 1, missing: 1, stale: 0, extra: 0, repaired: 1 },
+                {
+                  day: hostile,
+                  cells: 1,
+                  unsynced: 0,
+                  drift: 1,
+                  missing: 1,
+                  stale: 0,
+                  extra: 0,
+                  repaired: 1,
+                },
               ],
             }),
           },

@@ -256,7 +256,13 @@ export function formatStatus(status: SyncStatus): string[] {
             String(org.users.count),
             org.users.lastFullSync ? `full sync ${lagOf(org.users.lastFullSync)} ago` : 'never fully synced',
           ],
-          ['records', String(org.records.count), ''],
+          [
+            'records',
+            org.records.countIsEstimate ? `about ${org.records.count}` : String(org.records.count),
+            org.records.countIsEstimate
+              ? "the planner's estimate (over 100,000: not counted one by one)"
+              : '',
+          ],
           ['lag (newest created_at)', ago(org.records.lagSeconds), org.records.newestCreatedAt ?? '—'],
           ['since last ingest', ago(org.records.sinceIngestSeconds), org.records.newestIngestedAt ?? '—'],
           [
@@ -306,7 +312,7 @@ export function formatStatus(status: SyncStatus): string[] {
     }
     if (org.budget) out.push('', ...formatBudget(org.budget));
     out.push(...formatAuditStatus(org.audit, lagOf));
-    out.push('', 'backfill runs (running, and failed in the last 7 days)');
+    out.push('', 'backfill runs (running, and failed or interrupted in the last 7 days)');
     if (org.runs.length === 0) out.push('  none');
     else
       out.push(
