@@ -6,6 +6,7 @@ import type { Dispatcher } from 'undici';
 import type { Logger } from '../log/logger.ts';
 import type { BackoffOptions } from '../time/backoff-delay.ts';
 import type { Clock } from '../time/clock.ts';
+import type { PlatformClock } from '../time/platform-clock.ts';
 
 /**
  * The HTTP client's public shapes: its options (each with its default), the per-request options, the
@@ -61,6 +62,8 @@ export interface HttpClientOptions {
   /** Budgets looked up by a request's `budgetKey` (normally the API token; the registry hashes it). */
   budgets?: BudgetRegistry;
   clock?: Clock;
+  /** Told the `Date` header of every answer, with the request's send and receive times. */
+  platformClock?: PlatformClock;
   logger?: Logger;
   onRequest?: (event: RequestEvent) => void;
   userAgent?: string;
@@ -119,16 +122,35 @@ export interface HttpClient {
 }
 
 /**
- * What a request budget is, apart from how it is built (request-budget.ts) and stored
- * (src/budget/request-budget.ts).
+ * What a request budget is, apart from how it is built and stored (src/budget/request-budget.ts): a
+ * token bucket whose rate follows what the platform grants (lowered on 429s, raised on success).
  */
 export interface RequestBudget {
   /** Hashed key of the bucket (safe to log). */
   readonly key: string;
-  /** Resolves when a request may be sent; rejects when `signal` aborts while waiting. */
-  take(signal?: AbortSignal): Promise<void>;
+  /**
+   * Resolves with a ticket when a request may be sent; rejects when `signal` aborts while waiting. The
+   * ticket goes back with the answer's 429, if one comes.
+   */
+  take(signal?: AbortSignal): Promise<BudgetTicket>;
+  /**
+   * Resolves once no `Retry-After` holds the bucket (without taking a token): the retry of a request
+   * answered 429 waits here and spends no second token.
+   */
+  ready(signal?: AbortSignal): Promise<void>;
+  /** The answer to the request sent with `ticket` was a 429: lower the granted rate, honour `Retry-After`. */
+  rateLimited(ticket: BudgetTicket, retryAfterMs: number | undefined): Promise<void>;
+  /** An answer that was not a 429 came back: the granted rate climbs back. */
+  succeeded(): void;
   /** Whole tokens available now (for metrics). */
   remaining(): Promise<number>;
+  /** Requests per hour granted now (the configured usable rate until a 429 lowers it). */
+  grantedPerHour(): Promise<number>;
+}
+
+/** What a granted token carries back with its answer: the decrease epoch it was taken in. */
+export interface BudgetTicket {
+  epoch: number;
 }
 
 /** Hands out one budget per API token (the HTTP client looks budgets up by a request's `budgetKey`). */

@@ -10,6 +10,7 @@ import {
   errorCodeOf,
   hasErrorCode,
   NetworkError,
+  RateLimitedError,
   RedirectRefusedError,
   ResponseBodyError,
   SyncError,
@@ -21,7 +22,9 @@ import { redactUrl } from '../redact/redact-secrets.ts';
 import { secretValuesOf } from '../redact/url-secret-values.ts';
 import { USER_AGENT } from '../runtime/version.ts';
 import { abortReason, type Clock, systemClock } from '../time/clock.ts';
+import type { PlatformClock } from '../time/platform-clock.ts';
 import type {
+  BudgetTicket,
   EventStreamOptions,
   EventStreamResponse,
   HttpClient,
@@ -81,6 +84,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   const exchange = createExchange({
     dispatcher,
     clock,
+    platformClock: options.platformClock,
     headersTimeout,
     maxRedirects: options.maxRedirects ?? 5,
     report,
@@ -120,12 +124,13 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
         ...opts.headers,
       };
       let exchanged: ExchangeResult;
+      const budget = budgetFor(opts.budgetKey);
       try {
         exchanged = await exchange('GET', startUrl, {
           body: undefined,
           headers,
           signal: opts.signal,
-          budget: budgetFor(opts.budgetKey),
+          budget,
           attempt: 1,
           bodyTimeout: opts.bodyTimeoutMs ?? 0,
         });
@@ -133,9 +138,10 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
         if (opts.signal?.aborted) throw abortReason(opts.signal);
         throw asHttpFailure(err, 'GET', startUrl);
       }
-      const { res, url, startedAt } = exchanged;
+      const { res, url, startedAt, ticket } = exchanged;
       const durationMs = clock.now() - startedAt;
       report({ method: 'GET', host: url.host, status: res.statusCode, durationMs, attempt: 1 }, url);
+      if (res.statusCode !== 429 && res.statusCode < 500) budget?.succeeded();
       if (res.statusCode >= 200 && res.statusCode < 300) {
         return {
           status: res.statusCode,
@@ -146,7 +152,16 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
           },
         };
       }
-      throw await errorFromResponse('GET', redactUrl(url), res, clock.now(), secretValuesOf(startUrl), true);
+      const error = await errorFromResponse(
+        'GET',
+        redactUrl(url),
+        res,
+        clock.now(),
+        secretValuesOf(startUrl),
+        true,
+      );
+      await reportRateLimited(budget, ticket, error, log);
+      throw error;
     },
     async close(): Promise<void> {
       await ownAgent?.close();
@@ -194,6 +209,12 @@ export interface ExchangeInit {
   headers: Record<string, string>;
   signal: AbortSignal | undefined;
   budget: RequestBudget | undefined;
+  /**
+   * The token of an attempt answered 429, which this retry sends on again instead of taking another (a
+   * request spends one token however many 429s it meets); the first hop then only waits out a
+   * `Retry-After` that holds the budget.
+   */
+  reuse?: BudgetTicket | undefined;
   attempt: number;
   bodyTimeout: number;
 }
@@ -202,6 +223,26 @@ export interface ExchangeResult {
   res: Dispatcher.ResponseData;
   url: URL;
   startedAt: number;
+  /** The budget token the answering hop was sent with (its epoch goes back with a 429). */
+  ticket: BudgetTicket | undefined;
+}
+
+/**
+ * Tells the budget that a request was answered 429 (lowering the fleet's rate, holding it for a
+ * `Retry-After`). A budget that cannot be told (Redis away) must not hide the 429 itself: logged only.
+ */
+export async function reportRateLimited(
+  budget: RequestBudget | undefined,
+  ticket: BudgetTicket | undefined,
+  error: unknown,
+  log: Logger,
+): Promise<void> {
+  if (!budget || !ticket || !(error instanceof RateLimitedError)) return;
+  try {
+    await budget.rateLimited(ticket, error.retryAfterMs);
+  } catch (err) {
+    log.warn({ err, budget: budget.key }, 'could not lower the request budget after a 429');
+  }
 }
 
 export type Exchange = (method: string, startUrl: URL, init: ExchangeInit) => Promise<ExchangeResult>;
@@ -209,6 +250,7 @@ export type Exchange = (method: string, startUrl: URL, init: ExchangeInit) => Pr
 export function createExchange(deps: {
   dispatcher: Dispatcher;
   clock: Clock;
+  platformClock?: PlatformClock | undefined;
   headersTimeout: number;
   maxRedirects: number;
   report: ReportRequest;
@@ -216,8 +258,12 @@ export function createExchange(deps: {
   const { dispatcher, clock, report } = deps;
   return async function exchange(method, startUrl, init) {
     let url = startUrl;
+    let ticket: BudgetTicket | undefined;
     for (let hop = 0; ; hop++) {
-      await init.budget?.take(init.signal);
+      if (hop === 0 && init.reuse) {
+        ticket = init.reuse;
+        await init.budget?.ready(init.signal);
+      } else ticket = await init.budget?.take(init.signal);
       const startedAt = clock.now();
       let res: Dispatcher.ResponseData;
       try {
@@ -237,7 +283,8 @@ export function createExchange(deps: {
         report({ method, host: url.host, status: 0, durationMs, attempt: init.attempt, error }, url);
         throw err;
       }
-      if (res.statusCode < 300 || res.statusCode >= 400) return { res, url, startedAt };
+      deps.platformClock?.observeDateHeader(res.headers.date, startedAt, clock.now());
+      if (res.statusCode < 300 || res.statusCode >= 400) return { res, url, startedAt, ticket };
       // 3xx: follow only same-origin GET redirects (see header comment).
       const durationMs = clock.now() - startedAt;
       report({ method, host: url.host, status: res.statusCode, durationMs, attempt: init.attempt }, url);
@@ -293,6 +340,11 @@ export interface JsonRequestDeps {
   budgetFor(key: string | undefined): RequestBudget | undefined;
 }
 
+/** One attempt's exchange settings, and the token it was answered 429 on (set by the attempt). */
+interface AttemptInit extends ExchangeInit {
+  ticket?: BudgetTicket | undefined;
+}
+
 export type JsonRequest = <T>(
   method: string,
   input: string | URL,
@@ -308,11 +360,13 @@ export function createJsonRequest(deps: JsonRequestDeps): JsonRequest {
   async function attemptOnce<T>(
     method: string,
     startUrl: URL,
-    init: Parameters<Exchange>[2],
+    init: AttemptInit,
     emptyIsValid: boolean,
   ): Promise<T> {
-    const { res, url, startedAt } = await deps.exchange(method, startUrl, init);
+    const { res, url, startedAt, ticket } = await deps.exchange(method, startUrl, init);
     const { attempt } = init;
+    if (res.statusCode === 429) init.ticket = ticket;
+    else if (res.statusCode < 500) init.budget?.succeeded();
     const redacted = redactUrl(url);
     const status = res.statusCode;
     const done = (error?: string) =>
@@ -329,7 +383,9 @@ export function createJsonRequest(deps: JsonRequestDeps): JsonRequest {
       );
     if (status < 200 || status >= 300) {
       done();
-      throw await errorFromResponse(method, redacted, res, clock.now(), secretValuesOf(startUrl));
+      const error = await errorFromResponse(method, redacted, res, clock.now(), secretValuesOf(startUrl));
+      await reportRateLimited(init.budget, ticket, error, deps.log);
+      throw error;
     }
     let text: string;
     try {
@@ -378,19 +434,23 @@ export function createJsonRequest(deps: JsonRequestDeps): JsonRequest {
     const budget = deps.budgetFor(opts.budgetKey);
     const idempotent = opts.idempotent ?? method !== 'POST';
     let lastError: unknown;
+    // The token of the last attempt answered 429: the next attempt is sent on it (see ExchangeInit.reuse).
+    let refused: BudgetTicket | undefined;
     for (let attempt = 1; attempt <= deps.maxAttempts; attempt++) {
+      const init: AttemptInit = {
+        body: payload,
+        headers,
+        signal: opts.signal,
+        budget,
+        reuse: refused,
+        attempt,
+        bodyTimeout: deps.bodyTimeout,
+      };
       try {
-        const init = {
-          body: payload,
-          headers,
-          signal: opts.signal,
-          budget,
-          attempt,
-          bodyTimeout: deps.bodyTimeout,
-        };
         return await attemptOnce<T>(method, startUrl, init, emptyIsValid);
       } catch (err) {
         if (opts.signal?.aborted) throw abortReason(opts.signal);
+        refused = init.ticket;
         const failure = classifyFailure(err);
         lastError = asHttpFailure(err, method, startUrl);
         if (!idempotent && failure.kind !== 'rate-limited' && !isNotSentError(err)) throw lastError;
