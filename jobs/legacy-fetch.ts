@@ -100,7 +100,7 @@ export const legacyFetchJobId = (p: LegacyFetchPayload) =>
         );
 
 async function* onePage(list: SummaryPage['items']): AsyncGenerator<SummaryPage> {
-  if (list.length > 0) yield { items: list, rejected: [], summary: {}, request: {} };
+  if (list.length > 0) yield { items: list, rejected: [], summary: {}, request: {}, pass: 0 };
 }
 
 /** Consecutive ranges of at most `span` covering [start, end]. */

@@ -24,7 +24,12 @@
 
 import { z } from 'zod';
 import { collectListedIds } from '../src/legacy/confirm-legacy-deletes.ts';
-import { type InstantWindow, nextLegacyCursor, planLegacyWindows } from '../src/legacy/legacy-windows.ts';
+import {
+  type InstantWindow,
+  nextLegacyCursor,
+  planLegacyWindows,
+  platformNowForWindows,
+} from '../src/legacy/legacy-windows.ts';
 import type { LegacyPagesResult } from '../src/legacy/load-legacy-pages.ts';
 import { defineJob } from '../src/queue/job-catalog.ts';
 import { isoInstant, jobKey } from '../src/queue/job-definition.ts';
@@ -63,6 +68,9 @@ export interface LegacyLatestResult extends LegacyPagesResult {
   next: { startDate: string; endDate: string } | null;
 }
 
+/** A window wholly after the platform's now lists nothing yet: it is not asked. */
+async function* noPages(): AsyncGenerator<never> {}
+
 export const legacyLatestJobId = (p: LegacyLatestPayload) =>
   jobKey('legacy.latest', p.orgId, p.object, p.startDate, p.endDate);
 
@@ -88,14 +96,22 @@ export const legacyLatest = defineJob({
     const window = { start: new Date(payload.startDate), end: new Date(payload.endDate) };
     const latest = legacyLatestCursor(object);
     const current = await ctx.cursors.read(orgId, latest);
-    const cursor: LegacyCursorValue | undefined = nextLegacyCursor(current, window, new Date());
+    // The listing asks no further than the platform's now: a record can then only leave it while it is
+    // paged (an update stamps it later, a delete removes it), which its count shows (legacy-client.ts).
+    const fetchedAt = await platformNowForWindows(ctx.platformClock, () =>
+      org.legacy.getOrganization({ signal: ctx.signal }),
+    );
+    const asked = { start: window.start, end: new Date(Math.min(window.end.getTime(), fetchedAt.getTime())) };
+    const cursor: LegacyCursorValue | undefined = nextLegacyCursor(current, window, fetchedAt);
     const listed = new Set<string>();
     const loaded = await ctx.warehouse.loadLegacyPages({
       orgId,
       object,
       arrivedVia: 'legacy',
       pages: collectListedIds(
-        org.legacy.pageLatest(object, { startDate: window.start, endDate: window.end, signal: ctx.signal }),
+        asked.end > asked.start
+          ? org.legacy.pageLatest(object, { startDate: asked.start, endDate: asked.end, signal: ctx.signal })
+          : noPages(),
         listed,
       ),
       progress: cursor ? { cursors: [latest.write(cursor)] } : {},
@@ -108,7 +124,7 @@ export const legacyLatest = defineJob({
     // is deleted or edited since.
     const confirmed = await org.confirmLegacyDeletes({
       object,
-      window,
+      window: asked,
       listed,
       signal: ctx.signal,
       log: ctx.log,

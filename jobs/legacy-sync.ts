@@ -4,13 +4,14 @@
  *
  * - Scheduled (no `from`): each object continues from its cursor `legacy:latest:<object>` minus the
  *   overlap (late syncs and records stamped at a boundary are caught again; the loader removes the
- *   repeats), or from `sync.lookbackDays` ago (at least one day) when it has none, up to now.
+ *   repeats), or from `sync.lookbackDays` ago (at least one day) when it has none, up to the platform's
+ *   now (its clock, not the worker's: src/time/platform-clock.ts).
  * - Backfill (`from`, optional `to`, default now): exactly that range, whatever the cursors say; the
  *   cursors only ever move forward (legacy-windows.ts).
  */
 
 import { z } from 'zod';
-import { planLegacyWindows } from '../src/legacy/legacy-windows.ts';
+import { planLegacyWindows, platformNowForWindows } from '../src/legacy/legacy-windows.ts';
 import { defineJob } from '../src/queue/job-catalog.ts';
 import { isoInstant } from '../src/queue/job-definition.ts';
 import type { LegacyObject } from '../src/validic/platform-limits.ts';
@@ -57,7 +58,12 @@ export const legacySync = defineJob({
     const org = ctx.org(orgId);
     const settings = ctx.settings.legacyWindow;
     const objects = [...new Set(payload.objects ?? org.legacyObjects)];
-    const to = payload.to ? new Date(payload.to) : new Date();
+    // "Now" is the platform's: windows end where its `last_updated` stamps can have reached.
+    const to = payload.to
+      ? new Date(payload.to)
+      : await platformNowForWindows(ctx.platformClock, () =>
+          org.legacy.getOrganization({ signal: ctx.signal }),
+        );
     const lookbackMs = Math.max(1, ctx.settings.lookbackDays) * 86_400_000;
 
     const plans: LegacySyncPlan[] = [];

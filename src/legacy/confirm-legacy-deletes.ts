@@ -176,7 +176,13 @@ export async function* collectListedIds(
   pages: AsyncIterable<SummaryPage>,
   listed: Set<string>,
 ): AsyncGenerator<SummaryPage> {
+  let pass = 0;
   for await (const page of pages) {
+    // A listing read again from its start (it changed while paged): only the last read proves absence.
+    if (page.pass !== pass) {
+      listed.clear();
+      pass = page.pass;
+    }
     for (const item of [...page.items, ...page.rejected]) {
       const id = (item as { _id?: unknown } | null)?._id;
       if (typeof id === 'string') listed.add(id);

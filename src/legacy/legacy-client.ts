@@ -9,6 +9,7 @@ import type { HttpClient } from '../http/http-client-types.ts';
 import type { LegacyObject } from '../validic/platform-limits.ts';
 import {
   buildUrl,
+  LISTING_REREADS,
   listItems,
   numberField,
   parseEnvelope,
@@ -173,6 +174,11 @@ export interface SummaryPage {
   summary: RawObject;
   /** The paging parameters this page was asked with (`page`, `offset`, `limit`; those not sent are absent). */
   request: PagingParams;
+  /**
+   * Which read of the listing the page belongs to: 0, then 1, 2… when the listing changed while it was
+   * paged and is read again from its first page (what an earlier read listed proves nothing then).
+   */
+  pass: number;
 }
 
 export interface PagingParams {
@@ -197,6 +203,8 @@ export interface SummaryPagerOptions {
   maxPages?: number;
   /** Names the list in errors, e.g. `GET /v1 fitness latest 2026-01-01T00:00:00Z..2026-01-02T00:00:00Z`. */
   what?: string;
+  /** Reads from the start of a listing that changed while paged, before giving up (default `LISTING_REREADS`). */
+  maxRereads?: number;
 }
 
 /** Query parameters that carry a credential: never taken from a link, always our own. */
@@ -206,61 +214,108 @@ const PAGING = ['page', 'offset', 'limit'] as const;
 export async function* pageBySummary(options: SummaryPagerOptions): AsyncGenerator<SummaryPage> {
   const { firstUrl, fetchPage, signal } = options;
   const maxPages = options.maxPages ?? 100_000;
+  const maxRereads = options.maxRereads ?? LISTING_REREADS;
   const what = options.what ?? 'a legacy list';
   // The first page: our limit, from the start offset (0 unless the caller gave one).
-  let query = ownQuery(firstUrl);
-  query.set('offset', String(Math.max(0, Number(query.get('offset') ?? 0) || 0)));
-  query.delete('page');
-  query.set('limit', String(options.limit));
+  const start = ownQuery(firstUrl);
+  start.set('offset', String(Math.max(0, Number(start.get('offset') ?? 0) || 0)));
+  start.delete('page');
+  start.set('limit', String(options.limit));
 
-  const requested = new Set<string>();
-  /** Keys of every record read (its `_id`, else its JSON), to count distinct records and see repeats. */
-  const read = new Set<string>();
-  let results: number | undefined;
-  const incomplete = (detail: string) =>
-    new IncompleteListingError(what, detail, { listed: read.size, total: results });
-  /** The listing ended: complete unless the server's own count says records are missing. */
-  const ended = (how: string) => {
-    if (results !== undefined && read.size < results) throw incomplete(`summary.results ${results}; ${how}`);
-  };
-
-  for (let pages = 0; ; pages++) {
-    if (pages >= maxPages) throw incomplete(`stopped after ${maxPages} pages`);
-    requested.add(requestKey(query));
-    const url = withQuery(firstUrl, query);
-    const { items, rejected = [], summary } = await fetchPage(url, signal);
-    results = numberField(summary, 'results') ?? results;
-    const elements: unknown[] = [...items, ...rejected];
-    if (elements.length === 0) return ended('a page came back empty');
-    let fresh = 0;
-    for (const element of elements) {
-      const key = recordKey(element);
-      if (!read.has(key)) {
-        read.add(key);
-        fresh++;
-      }
-    }
-    // Every record of the page was read before: the server ignores how we page, or went back. Its
-    // count alone could prove the listing complete, and it does not (that would have ended it already).
-    if (fresh === 0) throw incomplete('a page repeated records already read');
-    yield { items, rejected, summary, request: pagingOf(query) };
-
-    if (results !== undefined && read.size >= results) return;
-    const next = summary.next;
-    if (next === null) return ended('summary.next was null');
-    const link = typeof next === 'string' && next.trim() !== '' ? linkQuery(next, url, query) : undefined;
-    if (link === 'start') return ended('summary.next went back to the first page');
-    if (link) {
-      if (requested.has(requestKey(link))) throw incomplete('summary.next pointed at a page already read');
-      query = repairJump(link, query, elements.length);
-    } else {
-      // No usable link: continue the way this page was asked, right after the records it holds.
-      query = new URLSearchParams(query);
-      const page = query.get('page');
-      if (page !== null && !query.has('offset')) query.set('page', String(Number(page) + 1));
-      else query.set('offset', String(Number(query.get('offset') ?? 0) + elements.length));
+  let pages = 0;
+  for (let pass = 0; ; pass++) {
+    const moved = yield* readListingOnce(start, pass);
+    if (moved === undefined) return;
+    if (pass >= maxRereads) {
+      throw new IncompleteListingError(
+        what,
+        `the listing changed while it was paged, ${pass + 1} reads in a row (${moved.detail})`,
+        moved,
+      );
     }
   }
+
+  /**
+   * One read of the listing from its first page. Returns undefined when it ended complete, or what showed
+   * that the listing changed while it was paged (the caller reads it again from the start).
+   */
+  async function* readListingOnce(
+    first: URLSearchParams,
+    pass: number,
+  ): AsyncGenerator<SummaryPage, ListingMoved | undefined> {
+    let query = new URLSearchParams(first);
+    const requested = new Set<string>();
+    /** Keys of every record read (its `_id`, else its JSON), to count distinct records and see repeats. */
+    const read = new Set<string>();
+    /** `summary.results` as the first page of this read gave it: a later page giving another is a change. */
+    let results: number | undefined;
+    const incomplete = (detail: string) =>
+      new IncompleteListingError(what, detail, { listed: read.size, total: results });
+    /** The listing ended: complete unless the server's own count says records are missing or extra. */
+    const changed = (detail: string): ListingMoved => ({ detail, listed: read.size, total: results });
+    const ended = (how: string): ListingMoved | undefined => {
+      if (results !== undefined && read.size < results)
+        throw incomplete(`summary.results ${results}; ${how}`);
+      // More distinct records than the listing holds: one came in and another went out while it was paged,
+      // and the offsets shifted under what was left to read.
+      if (results !== undefined && read.size > results)
+        return changed(`${read.size} distinct records read of summary.results ${results}`);
+      return undefined;
+    };
+
+    for (; ; pages++) {
+      if (pages >= maxPages) throw incomplete(`stopped after ${maxPages} pages`);
+      requested.add(requestKey(query));
+      const url = withQuery(firstUrl, query);
+      const { items, rejected = [], summary } = await fetchPage(url, signal);
+      const pageResults = numberField(summary, 'results');
+      const elements: unknown[] = [...items, ...rejected];
+      let fresh = 0;
+      for (const element of elements) {
+        const key = recordKey(element);
+        if (!read.has(key)) {
+          read.add(key);
+          fresh++;
+        }
+      }
+      // Every record of the page was read before: the server ignores how we page, or went back. Its
+      // count alone could prove the listing complete, and it does not (that would have ended it already).
+      if (elements.length > 0 && fresh === 0) throw incomplete('a page repeated records already read');
+      if (elements.length > 0) yield { items, rejected, summary, request: pagingOf(query), pass };
+
+      // Signs that the listing moved under the pager: its count changed, or a page repeats part of what
+      // was read (records before the page's offset were added, and the rest shifted back).
+      if (results !== undefined && pageResults !== undefined && pageResults !== results)
+        return changed(`summary.results went from ${results} to ${pageResults}`);
+      if (fresh < elements.length)
+        return changed(`a page repeated ${elements.length - fresh} records already read`);
+      results ??= pageResults;
+
+      if (elements.length === 0) return ended('a page came back empty');
+      if (results !== undefined && read.size >= results) return ended('every record counted was read');
+      const next = summary.next;
+      if (next === null) return ended('summary.next was null');
+      const link = typeof next === 'string' && next.trim() !== '' ? linkQuery(next, url, query) : undefined;
+      if (link === 'start') return ended('summary.next went back to the first page');
+      if (link) {
+        if (requested.has(requestKey(link))) throw incomplete('summary.next pointed at a page already read');
+        query = repairJump(link, query, elements.length);
+      } else {
+        // No usable link: continue the way this page was asked, right after the records it holds.
+        query = new URLSearchParams(query);
+        const page = query.get('page');
+        if (page !== null && !query.has('offset')) query.set('page', String(Number(page) + 1));
+        else query.set('offset', String(Number(query.get('offset') ?? 0) + elements.length));
+      }
+    }
+  }
+}
+
+/** What showed that a listing changed while it was paged, and how far that read had got. */
+interface ListingMoved {
+  detail: string;
+  listed: number;
+  total: number | undefined;
 }
 
 /** The query of the next request, from a `next` link: 'start' for a link back to the first page. */

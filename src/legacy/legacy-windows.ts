@@ -4,6 +4,7 @@
  */
 
 import type { Config } from '../config/schema.ts';
+import type { PlatformClock } from '../time/platform-clock.ts';
 import type { LegacyCursorValue } from '../warehouse/cursors.ts';
 
 /**
@@ -73,14 +74,15 @@ function toMs(value: Date | string): number {
 
 /**
  * The cursor value to write after loading `window`, or undefined when the cursor must stay. `fetchedAt`
- * is taken before the window's first request: the endpoint cannot have returned records updated after
- * it, so a window reaching into the future covers only up to then (a backfill `--to` tomorrow must not
- * make the scheduled sync skip tomorrow).
+ * is the platform's time (never the worker's: a worker clock ahead would carry the cursor past records
+ * the platform has yet to stamp) before the window's first request: the endpoint cannot have returned
+ * records updated after it, so a window reaching into the future covers only up to then (a backfill
+ * `--to` tomorrow must not make the scheduled sync skip tomorrow).
  */
 export function nextLegacyCursor(
   current: LegacyCursorValue | undefined,
   window: InstantWindow,
-  fetchedAt: Date = new Date(),
+  fetchedAt: Date,
 ): LegacyCursorValue | undefined {
   const end = Math.min(window.end.getTime(), fetchedAt.getTime());
   if (end <= window.start.getTime()) return undefined;
@@ -103,4 +105,18 @@ export function legacyWindowSettings(config: Config): LegacyWindowSettings {
   // An overlap as long as the window would never make progress: keep it strictly shorter.
   const overlapMs = Math.min(config.sync.legacyOverlapMinutes * 60_000, windowMs - 60_000);
   return { windowMs, overlapMs: Math.max(0, overlapMs) };
+}
+
+/**
+ * The platform's now, at the earliest it can be, for a window's end or a listing's start: the worker's
+ * clock may be minutes off the platform's, and the `last_updated` a window filters on is the platform's.
+ * A process that has heard nothing from the platform yet asks it once (`hear`, a cheap request whose
+ * answer's Date sets the clock) rather than trust its own clock.
+ */
+export async function platformNowForWindows(
+  clock: Pick<PlatformClock, 'earliestNow' | 'reading'>,
+  hear: () => Promise<unknown>,
+): Promise<Date> {
+  if (clock.reading().observedAt === undefined) await hear();
+  return new Date(clock.earliestNow());
 }

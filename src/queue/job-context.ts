@@ -20,6 +20,7 @@ import type { Logger } from '../log/logger.ts';
 import { resumePushNotifications } from '../push/process-push-notification.ts';
 import type { StreamConsumerOptionsInput } from '../stream/consumer-options.ts';
 import { type ReconcileOrgOptions, type ReconcileOrgSummary, reconcileOrg } from '../stream/reconcile-org.ts';
+import type { PlatformClock } from '../time/platform-clock.ts';
 import type { StreamsClient } from '../validic/streams-client.ts';
 import type { V2Client } from '../validic/v2-client.ts';
 import {
@@ -143,6 +144,11 @@ export interface JobContext<Payloads extends PayloadSchemas = any> {
   enqueue: EnqueueJob<Payloads>;
   /** The few config values jobs read (job-context.ts); never the whole config. */
   settings: JobSettings;
+  /**
+   * The platform's clock as this process knows it (src/time/platform-clock.ts): a window's end, a
+   * cursor's end, "today" and "caught up" are the platform's, never the worker's clock.
+   */
+  platformClock: Pick<PlatformClock, 'now' | 'earliestNow' | 'reading'>;
   /** The org's request budget plan as of `now` (read-budget-plan.ts, which reads the config jobs do not see). */
   readBudgetPlan(orgId: string, now: number): Promise<OrgBudget>;
   /** The most push may spend per hour (read-budget-plan.ts, `readPushCap`): what push.drain gates on. */

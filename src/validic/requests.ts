@@ -198,3 +198,11 @@ export function describeStream422(
       };
   }
 }
+
+/**
+ * How often a listing that changed while it was paged (its count changed, a page repeated part of what
+ * was read) is read again from its start before it is given up as incomplete: the job's retry, or the
+ * next scheduled run, reads it later. Every pager of the platform's listings (v2 users, connections, the
+ * legacy lists) holds to it.
+ */
+export const LISTING_REREADS = 3;

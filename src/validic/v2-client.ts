@@ -19,6 +19,7 @@ import {
 } from './platform-limits.ts';
 import {
   buildUrl,
+  LISTING_REREADS,
   listItems,
   numberField,
   pageSignature,
@@ -46,6 +47,8 @@ export interface UsersPage {
   /** Elements of the page that were not objects (for quarantine). */
   rejected: unknown[];
   meta: RawObject | undefined;
+  /** Which read of the listing (0, then 1, 2… when it changed while paged and is read again from the start). */
+  pass: number;
 }
 
 export interface ConnectionsPage {
@@ -56,6 +59,8 @@ export interface ConnectionsPage {
   /** Elements of the page that were not objects (for quarantine). */
   rejected: unknown[];
   meta: RawObject | undefined;
+  /** Which read of the listing (0, then 1, 2… when it changed while paged and is read again from the start). */
+  pass: number;
 }
 
 export interface FetchRecordsParams {
@@ -113,35 +118,55 @@ export function createV2Client(options: V2ClientOptions): V2Client {
   return {
     async *listUsersPages({ limit = 1000, startOffset = 0, signal } = {}) {
       const what = 'GET /users';
-      /** Every user read (its uid, else its JSON), to count distinct users and see a repeated page. */
-      const read = new Set<string>();
-      let total: number | undefined;
-      const incomplete = (detail: string) =>
-        new IncompleteListingError(what, detail, { listed: read.size, total });
-      for (let offset = startOffset; ; offset++) {
-        if (offset >= startOffset + maxPages) throw incomplete(`stopped after ${maxPages} pages`);
-        const body = await get(url(['users'], { limit, offset }), signal);
-        const { items, rejected, meta } = listItems(body, 'data', what);
-        total = numberField(meta, 'total') ?? total;
-        const elements: unknown[] = [...items, ...rejected];
-        let fresh = 0;
-        for (const element of elements) {
-          const uid = (element as { uid?: unknown } | null)?.uid;
-          const key = typeof uid === 'string' ? `uid:${uid}` : `json:${JSON.stringify(element)}`;
-          if (!read.has(key)) {
-            read.add(key);
-            fresh++;
+      let pages = 0;
+      for (let pass = 0; ; pass++) {
+        /** Every user read in this pass (its uid, else its JSON), to count distinct users and see repeats. */
+        const read = new Set<string>();
+        /** `meta.total` as this pass's first page gave it: a page giving another means users came or went. */
+        let total: number | undefined;
+        const incomplete = (detail: string) =>
+          new IncompleteListingError(what, detail, { listed: read.size, total });
+        let moved: string | undefined;
+        for (let offset = startOffset; ; offset++, pages++) {
+          if (pages >= maxPages) throw incomplete(`stopped after ${maxPages} pages`);
+          const body = await get(url(['users'], { limit, offset }), signal);
+          const { items, rejected, meta } = listItems(body, 'data', what);
+          const pageTotal = numberField(meta, 'total');
+          const elements: unknown[] = [...items, ...rejected];
+          let fresh = 0;
+          for (const element of elements) {
+            const uid = (element as { uid?: unknown } | null)?.uid;
+            const key = typeof uid === 'string' ? `uid:${uid}` : `json:${JSON.stringify(element)}`;
+            if (!read.has(key)) {
+              read.add(key);
+              fresh++;
+            }
           }
+          // Only a full listing started at the first page can be held against meta.total.
+          const ended = (how: string) => {
+            if (startOffset === 0 && total !== undefined && read.size < total)
+              throw incomplete(`meta.total ${total}; ${how}`);
+          };
+          if (elements.length > 0 && fresh === 0)
+            throw incomplete(`page ${offset} repeated users already read`);
+          if (elements.length > 0) yield { offset, users: items, rejected, meta, pass };
+          // The listing moved under the pager: users were added or deleted while it was paged (its count
+          // changed), or a page repeats part of what was read; a user deleted before the read point shifts
+          // every later one back, and one of them is never served. Read it again from the start.
+          if (total !== undefined && pageTotal !== undefined && pageTotal !== total) {
+            moved = `meta.total went from ${total} to ${pageTotal}`;
+            break;
+          }
+          if (fresh < elements.length) {
+            moved = `page ${offset} repeated ${elements.length - fresh} users already read`;
+            break;
+          }
+          total ??= pageTotal;
+          if (elements.length === 0) return ended('the listing ended');
+          if (isLastPage(items.length, meta)) return ended(`page ${offset} was the last`);
         }
-        // Only a full listing started at the first page can be held against meta.total.
-        const ended = (how: string) => {
-          if (startOffset === 0 && total !== undefined && read.size < total)
-            throw incomplete(`meta.total ${total}; ${how}`);
-        };
-        if (elements.length === 0) return ended('the listing ended');
-        if (fresh === 0) throw incomplete(`page ${offset} repeated users already read`);
-        yield { offset, users: items, rejected, meta };
-        if (isLastPage(items.length, meta)) return ended(`page ${offset} was the last`);
+        if (pass >= LISTING_REREADS)
+          throw incomplete(`the listing changed while it was paged, ${pass + 1} reads in a row (${moved})`);
       }
     },
 
@@ -171,19 +196,58 @@ export function createV2Client(options: V2ClientOptions): V2Client {
     },
 
     async *listConnectionsPages({ startDate, endDate, limit = 1000, startPage = 0, signal }) {
-      let previous: string | undefined;
-      for (let page = startPage; page < startPage + maxPages; page++) {
-        const body = await get(
-          url(['connections'], { start_date: startDate, end_date: endDate, page, limit }),
-          signal,
-        );
-        const { items, rejected, meta } = listItems(body, 'connections', 'GET /connections');
-        if (items.length === 0 && rejected.length === 0) return;
-        const signature = pageSignature(items);
-        if (signature === previous) return;
-        previous = signature;
-        yield { page, connections: items, rejected, meta };
-        if (isLastPage(items.length, meta, page)) return;
+      const what = 'GET /connections';
+      let pages = 0;
+      for (let pass = 0; ; pass++) {
+        let previous: string | undefined;
+        /** Events read in this pass (their id, else their JSON), to see a page repeat part of what was read. */
+        const read = new Set<string>();
+        /** `meta.total` as this pass's first page gave it: a page giving another means the listing moved. */
+        let total: number | undefined;
+        let moved: string | undefined;
+        for (let page = startPage; ; page++, pages++) {
+          if (pages >= maxPages) return;
+          const body = await get(
+            url(['connections'], { start_date: startDate, end_date: endDate, page, limit }),
+            signal,
+          );
+          const { items, rejected, meta } = listItems(body, 'connections', what);
+          if (items.length === 0 && rejected.length === 0) return;
+          const signature = pageSignature(items);
+          if (signature === previous) return;
+          previous = signature;
+          let fresh = 0;
+          const elements: unknown[] = [...items, ...rejected];
+          for (const element of elements) {
+            const id = (element as { id?: unknown } | null)?.id;
+            const key = typeof id === 'string' ? `id:${id}` : `json:${JSON.stringify(element)}`;
+            if (!read.has(key)) {
+              read.add(key);
+              fresh++;
+            }
+          }
+          yield { page, connections: items, rejected, meta, pass };
+          // Events came or went while the listing was paged (its count changed, or a page repeats part of
+          // what was read): offsets shifted, and what was left to read may have skipped one. Read again.
+          const pageTotal = numberField(meta, 'total');
+          if (total !== undefined && pageTotal !== undefined && pageTotal !== total) {
+            moved = `meta.total went from ${total} to ${pageTotal}`;
+            break;
+          }
+          if (fresh < elements.length) {
+            moved = `page ${page} repeated ${elements.length - fresh} events already read`;
+            break;
+          }
+          total ??= pageTotal;
+          if (isLastPage(items.length, meta, page)) return;
+        }
+        if (pass >= LISTING_REREADS) {
+          throw new IncompleteListingError(
+            what,
+            `the listing changed while it was paged, ${pass + 1} reads in a row (${moved})`,
+            { listed: read.size, total },
+          );
+        }
       }
     },
   };

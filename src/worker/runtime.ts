@@ -18,6 +18,7 @@ import { connectRedis } from '../runtime/connect-redis.ts';
 import { consumerOptionsFromConfig } from '../stream/consumer-options.ts';
 import { createStreamsClient, type StreamsClient } from '../validic/streams-client.ts';
 import { createV2Client, type V2Client } from '../validic/v2-client.ts';
+import { createPlatformClock, type PlatformClock } from '../time/platform-clock.ts';
 import { migrateToLatest } from '../warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../warehouse/open-warehouse.ts';
 import {
@@ -39,6 +40,8 @@ export interface Runtime {
   warehouse: Warehouse;
   redis: Redis | undefined;
   requestStats: RequestStats;
+  /** The platform's clock as this process learns it from every answer (one per process). */
+  platformClock: PlatformClock;
   org(orgId: string): OrgClients;
   /** A job context for one job execution. */
   jobContext: JobContextSource['jobContext'];
@@ -55,6 +58,8 @@ export interface OpenRuntimeOptions {
   runHolder?: string;
   /** An already open warehouse (tests, demo); otherwise opened from config. */
   warehouse?: Warehouse;
+  /** The process's platform clock (default: a new one, learned from this runtime's answers). */
+  platformClock?: PlatformClock;
 }
 
 export async function openRuntime(
@@ -74,6 +79,7 @@ export async function openRuntime(
     throw error;
   }
   const requestStats = createRequestStats();
+  const platformClock = options.platformClock ?? createPlatformClock();
   const clients = new Map<string, OrgClients>();
   for (const org of config.organizations) {
     clients.set(
@@ -82,6 +88,7 @@ export async function openRuntime(
         log,
         redis,
         redisPrefix: config.redisPrefix,
+        platformClock,
         onRequest: (event) => requestStats.record(event),
       }),
     );
@@ -121,6 +128,7 @@ export async function openRuntime(
     warehouse,
     redis,
     requestStats,
+    platformClock,
     org,
     jobContext: ({ jobId, attempt, signal, enqueue }) => ({
       log: log.child({ jobId }),
@@ -132,6 +140,7 @@ export async function openRuntime(
       jobId,
       enqueue,
       settings,
+      platformClock,
       readBudgetPlan: (orgId, now) => readBudgetPlan(warehouse.db, config, org(orgId).config, now),
       readPushCap: (orgId) => readPushCap(warehouse.db, config, org(orgId).config),
       runHolder,
@@ -171,6 +180,8 @@ export interface OrgClientsOptions {
   log: Logger;
   redis?: RedisEvalClient | undefined;
   redisPrefix: string;
+  /** Told every answer's Date (default: none). */
+  platformClock?: PlatformClock;
   onRequest?: (event: RequestEvent) => void;
 }
 
@@ -187,6 +198,7 @@ export function createOrgClients(org: OrganizationConfig, options: OrgClientsOpt
   const http = createHttpClient({
     logger: options.log,
     budgets: { forKey: (key) => (key === legacyToken ? legacyBudget : budget) },
+    ...(options.platformClock ? { platformClock: options.platformClock } : {}),
     ...(options.onRequest ? { onRequest: options.onRequest } : {}),
   });
   return {

@@ -71,4 +71,35 @@ describe('Redis-shared request budget', () => {
     setImmediate(() => controller.abort(new Error('shutdown')));
     await expect(waiting).rejects.toThrow('shutdown');
   });
+
+  it("lowers the fleet's rate once per 429 epoch, holds a Retry-After for every process, and climbs back on success", async () => {
+    redis = createTestRedis('budget-aimd');
+    const rate = { limit: 3600, windowMs: 3_600_000, capacity: 5, utilization: 1 };
+    const a = createRequestBudget({ redis: redis.connect(), keyPrefix: redis.prefix, key: 'aimd', rate });
+    const b = createRequestBudget({ redis: redis.connect(), keyPrefix: redis.prefix, key: 'aimd', rate });
+    const configured = await a.grantedPerHour();
+    expect(configured).toBeCloseTo(3600 - 5, 0);
+    const first = await a.take();
+    const second = await b.take();
+    // Two requests of the same epoch answered 429: one decrease.
+    await a.rateLimited(first, undefined);
+    await b.rateLimited(second, undefined);
+    expect(await b.grantedPerHour()).toBeCloseTo(0.7 * configured, 0);
+    // A Retry-After told by one process holds the other's next token.
+    const third = await b.take();
+    expect(third.epoch).toBe(first.epoch + 1);
+    await b.rateLimited(third, 1500);
+    const started = performance.now();
+    await a.ready();
+    expect(performance.now() - started).toBeGreaterThanOrEqual(1000);
+    expect(await a.grantedPerHour()).toBeCloseTo(0.49 * configured, 0);
+    // The lowered rate outlives an idle bucket (kept for the limit's hour).
+    const client = redis.connect();
+    const [key] = await client.keys(`${redis.prefix}*`);
+    expect(await client.pttl(key!)).toBeGreaterThan(3_000_000);
+    // Successes raise it, reported with the next take.
+    for (let i = 0; i < 50; i++) a.succeeded();
+    await a.take();
+    expect(await b.grantedPerHour()).toBeCloseTo(0.49 * configured * 1.0008 ** 50, 0);
+  });
 });

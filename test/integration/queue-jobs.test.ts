@@ -64,6 +64,7 @@ function fakeRuntime(): Pick<Runtime, 'jobContext' | 'log'> {
         },
         settings: undefined as never,
         runHolder: 'test',
+        platformClock: undefined as never,
         readBudgetPlan: () => {
           throw new Error('no orgs in this test');
         },
