@@ -16,9 +16,9 @@ import type { JobContextSource } from '../queue/job-context.ts';
 import { type JobOrg, jobCursors, jobOrg, jobSettings, jobWarehouse } from '../queue/job-context.ts';
 import { connectRedis } from '../runtime/connect-redis.ts';
 import { consumerOptionsFromConfig } from '../stream/consumer-options.ts';
+import { createPlatformClock, type PlatformClock } from '../time/platform-clock.ts';
 import { createStreamsClient, type StreamsClient } from '../validic/streams-client.ts';
 import { createV2Client, type V2Client } from '../validic/v2-client.ts';
-import { createPlatformClock, type PlatformClock } from '../time/platform-clock.ts';
 import { migrateToLatest } from '../warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../warehouse/open-warehouse.ts';
 import {

@@ -10,8 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { IncompleteListingError } from '../../src/errors/index.ts';
 import { collectListedIds } from '../../src/legacy/confirm-legacy-deletes.ts';
 import { pageBySummary, type SummaryPage } from '../../src/legacy/legacy-client.ts';
-import { LISTING_REREADS } from '../../src/validic/requests.ts';
 import type { RawObject } from '../../src/validic/requests.ts';
+import { LISTING_REREADS } from '../../src/validic/requests.ts';
 
 const BASE = 'https://legacy.example.test/v1/organizations/o/fitness/latest.json?access_token=t&expanded=1';
 
