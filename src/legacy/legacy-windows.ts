@@ -111,12 +111,14 @@ export function legacyWindowSettings(config: Config): LegacyWindowSettings {
  * The platform's now, at the earliest it can be, for a window's end or a listing's start: the worker's
  * clock may be minutes off the platform's, and the `last_updated` a window filters on is the platform's.
  * A process that has heard nothing from the platform yet asks it once (`hear`, a cheap request whose
- * answer's Date sets the clock) rather than trust its own clock.
+ * answer's Date sets the clock) rather than trust its own clock. Whole seconds, the last one complete.
  */
 export async function platformNowForWindows(
   clock: Pick<PlatformClock, 'earliestNow' | 'reading'>,
   hear: () => Promise<unknown>,
 ): Promise<Date> {
   if (clock.reading().observedAt === undefined) await hear();
-  return new Date(clock.earliestNow());
+  // `last_updated` carries whole seconds: a record stamped later in the second in progress still reads as
+  // that second, so the window ends with the second before it.
+  return new Date(Math.floor(clock.earliestNow() / 1000) * 1000 - 1000);
 }

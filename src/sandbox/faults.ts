@@ -69,6 +69,21 @@ export interface Faults {
   usersListingCutShort: number | null;
   /** Users pages come without `meta` (the provider's listing may not carry it). */
   usersListingWithoutMeta: boolean;
+  /** The v2 users listing reduces `limit` to this (a smaller page than the 1,000 asked). */
+  usersLimitCap: number | null;
+  /**
+   * Listings change between their pages, as a live platform's do. After each page of a legacy `latest`
+   * listing that has more pages, `legacy` records of the listed window change (each drawn: updated, so
+   * its `last_updated` moves to now and it leaves a window that ends before; or deleted), and a record is
+   * added (stamped now); after each page of the v2 users listing that has more pages, `users` users are
+   * deleted and as many added. Only the first `pages` such pages (since the switch was set) change it.
+   */
+  listingChurn: { legacy: number; users: number; pages: number } | null;
+  /**
+   * The platform's limit as a token bucket: `requestsPerHour` per token refilled continuously into a
+   * burst of `burst`, on the sandbox clock; past it, 429 (with `Retry-After` when `retryAfter`).
+   */
+  grantedRate: { requestsPerHour: number; burst: number; retryAfter: boolean } | null;
   /** Request budget per token: `limit` requests per fixed window of `windowMs` (sandbox clock), then 429. */
   requestBudget: { limit: number; windowMs: number } | null;
   /**
@@ -99,6 +114,9 @@ export const DEFAULT_FAULTS: Faults = {
   legacyListingCutShort: null,
   usersListingCutShort: null,
   usersListingWithoutMeta: false,
+  usersLimitCap: null,
+  listingChurn: null,
+  grantedRate: null,
   requestBudget: null,
   redeliverCount: null,
 };
@@ -109,12 +127,17 @@ export class FaultSwitches {
   private readonly seed: number;
   /** Budget of the `requestBudget` switch; replaced whenever faults are set. */
   budget = new RequestBudget(null);
+  /** The `grantedRate` switch's buckets; replaced whenever faults are set. */
+  granted = new GrantedRate(null);
+  /** Pages after which `listingChurn` changed a listing since the switch was set. */
+  churnedPages = 0;
 
   constructor(seed: number, initial: Partial<Faults> = {}) {
     this.seed = seed;
     this.current = { ...DEFAULT_FAULTS, ...initial };
     this.prng = createPrng(seed ^ 0x5eed);
     this.budget = new RequestBudget(this.current.requestBudget);
+    this.granted = new GrantedRate(this.current.grantedRate);
   }
 
   /** Merges switches; `reset: true` first returns every switch to its default. */
@@ -122,7 +145,14 @@ export class FaultSwitches {
     this.current = { ...(reset ? DEFAULT_FAULTS : this.current), ...faults };
     this.prng = createPrng(this.seed ^ 0x5eed);
     this.budget = new RequestBudget(this.current.requestBudget);
+    this.granted = new GrantedRate(this.current.grantedRate);
+    this.churnedPages = 0;
     return this.current;
+  }
+
+  /** A uniform draw in [0, 1) from the faults' PRNG (the churn's choices). */
+  draw(): number {
+    return this.prng.next();
   }
 
   appliesTo(path: string): boolean {
@@ -155,5 +185,30 @@ export class RequestBudget {
     }
     entry.count++;
     return entry.count > this.limit.limit ? (window + 1) * this.limit.windowMs - nowMs : null;
+  }
+}
+
+/** The `grantedRate` switch: one token bucket per token, refilled on the sandbox clock. */
+export class GrantedRate {
+  private readonly rate: { requestsPerHour: number; burst: number } | null;
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+
+  constructor(rate: { requestsPerHour: number; burst: number } | null) {
+    this.rate = rate;
+  }
+
+  /** Spends one request; returns the ms until one is granted again when refused, else null. */
+  spend(token: string, nowMs: number): number | null {
+    if (!this.rate) return null;
+    const perMs = this.rate.requestsPerHour / 3_600_000;
+    const bucket = this.buckets.get(token) ?? { tokens: this.rate.burst, at: nowMs };
+    bucket.tokens = Math.min(this.rate.burst, bucket.tokens + Math.max(0, nowMs - bucket.at) * perMs);
+    bucket.at = Math.max(bucket.at, nowMs);
+    this.buckets.set(token, bucket);
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return null;
+    }
+    return Math.ceil((1 - bucket.tokens) / perMs);
   }
 }

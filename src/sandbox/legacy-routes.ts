@@ -7,6 +7,7 @@ import { authorizeLegacyOrg, legacyToken } from './auth.ts';
 import type { SandboxCore } from './core.ts';
 import { sourceDisplayName } from './generate-data.ts';
 import { intParam, type RequestContext, readJsonBody, sendJson } from './http-util.ts';
+import { churnLegacyListing } from './listing-churn.ts';
 import { addUser, storeLegacyRecords } from './mutations.ts';
 import { DAY_MS, formatOffset, isoSeconds, normalizeTimestamp, parseListDate } from './time.ts';
 import { LEGACY_OBJECTS, type LegacyObject, type LegacyRecord, type LegacyUser } from './types.ts';
@@ -322,6 +323,7 @@ export function listLegacy(
     },
     [object]: items,
   });
+  if (latest) churnLegacyListing(core, object, all, skip + limit < linkedTotal);
 }
 
 export function singleLegacy(ctx: RequestContext, object: LegacyObject, record: LegacyRecord) {

@@ -53,6 +53,14 @@ async function faultGate(core: SandboxCore, ctx: RequestContext): Promise<boolea
     sendJson(ctx, 429, limited('API rate limit exceeded'));
     return true;
   }
+  const refusedFor = faults.granted.spend(key, now);
+  if (refusedFor !== null) {
+    const headers: Record<string, number> = f.grantedRate?.retryAfter
+      ? { 'Retry-After': Math.max(1, Math.ceil(refusedFor / 1000)) }
+      : {};
+    sendJson(ctx, 429, limited('API rate limit exceeded'), headers);
+    return true;
+  }
   const wait = faults.budget.spend(key, now);
   if (wait !== null) {
     sendJson(ctx, 429, limited('Request budget exceeded'), {

@@ -10,6 +10,7 @@
 import { authorizeV2 } from './auth.ts';
 import type { SandboxCore } from './core.ts';
 import { intParam, type RequestContext, readJsonBody, sendJson, sendText } from './http-util.ts';
+import { churnUsersListing } from './listing-churn.ts';
 import { addUser, ConflictError, deleteUser } from './mutations.ts';
 import { DAY_MS, parseDay, startOfUtcDay, utcDay } from './time.ts';
 import { RESOURCE_PATHS, type User } from './types.ts';
@@ -147,7 +148,7 @@ function sortUsers(users: User[], keys: string[]): User[] {
 }
 
 function listUsers(core: SandboxCore, ctx: RequestContext, orgId: string) {
-  const p = paging(ctx, 'offset', 100, 1000);
+  const p = paging(ctx, 'offset', 100, core.faults.current.usersLimitCap ?? 1000);
   if (!p) return;
   const sorts = [...ctx.query.getAll('sort[]'), ...ctx.query.getAll('sort')].flatMap((s) => s.split(','));
   const keys = sorts.length > 0 ? sorts : ['created_at', 'uid'];
@@ -172,8 +173,9 @@ function listUsers(core: SandboxCore, ctx: RequestContext, orgId: string) {
   const served = cut === null ? users : users.slice(0, cut);
   const page = served.slice(p.page * p.limit, (p.page + 1) * p.limit);
   if (page.length === 0) return sendJson(ctx, 200, {});
-  if (core.faults.current.usersListingWithoutMeta) return sendJson(ctx, 200, { data: page });
-  sendJson(ctx, 200, { data: page, meta: { total: users.length, limit: p.limit, offset: p.page } });
+  if (core.faults.current.usersListingWithoutMeta) sendJson(ctx, 200, { data: page });
+  else sendJson(ctx, 200, { data: page, meta: { total: users.length, limit: p.limit, offset: p.page } });
+  churnUsersListing(core, (p.page + 1) * p.limit < served.length);
 }
 
 async function provisionUser(core: SandboxCore, ctx: RequestContext, orgId: string): Promise<void> {

@@ -37,6 +37,8 @@ export interface PlatformClock {
    * skip data (a cursor's end, a window's end).
    */
   earliestNow(): number;
+  /** The platform's time at the earliest it can have been when the worker's clock read `workerMs`. */
+  earliestAt(workerMs: number): number;
   /** What is known of the offset. */
   reading(): PlatformClockReading;
   /** An answer's `Date` header, with the worker's times of the request's send and the answer's arrival. */
@@ -75,6 +77,7 @@ export function createPlatformClock(workerNow: () => number = Date.now): Platfor
   return {
     now: () => Math.round(workerNow() + offset()),
     earliestNow: () => Math.floor(workerNow() + (observedAt === undefined ? 0 : low)),
+    earliestAt: (workerMs) => Math.floor(workerMs + (observedAt === undefined ? 0 : low)),
     reading: () => ({
       offsetMs: Math.round(offset()),
       uncertaintyMs: observedAt === undefined ? Number.POSITIVE_INFINITY : Math.ceil((high - low) / 2),

@@ -10,6 +10,7 @@
 
 import { IncompleteListingError, UsageError } from '../errors/index.ts';
 import type { HttpClient } from '../http/http-client-types.ts';
+import type { PlatformClock } from '../time/platform-clock.ts';
 import {
   MAX_REQUEST_WINDOW_DAYS,
   parseUtcDate,
@@ -37,6 +38,11 @@ export interface V2ClientOptions {
   token: string;
   /** Safety stop for pagers, in pages (default 100,000). */
   maxPages?: number;
+  /**
+   * The platform's clock (src/time/platform-clock.ts), told every answer's Date by the HTTP client: a
+   * user created after the users listing began shows that the listing changed while it was paged.
+   */
+  platformClock?: Pick<PlatformClock, 'earliestAt'>;
 }
 
 export interface UsersPage {
@@ -107,6 +113,11 @@ function isLastPage(count: number, meta: RawObject | undefined, page?: number): 
   return page !== undefined && total !== undefined && (page + 1) * applied >= total;
 }
 
+/** A user's `created_at` in ms (NaN when absent or unreadable, which compares false). */
+function createdAt(user: RawObject): number {
+  return typeof user.created_at === 'string' ? Date.parse(user.created_at) : Number.NaN;
+}
+
 export function createV2Client(options: V2ClientOptions): V2Client {
   const { http, apiUrl, orgId, token } = options;
   const maxPages = options.maxPages ?? 100_000;
@@ -119,17 +130,27 @@ export function createV2Client(options: V2ClientOptions): V2Client {
     async *listUsersPages({ limit = 1000, startOffset = 0, signal } = {}) {
       const what = 'GET /users';
       let pages = 0;
+      /** Users an earlier read listed: they were there before this read began, whatever their created_at says. */
+      const listedBefore = new Set<string>();
+      let lastRead = new Set<string>();
       for (let pass = 0; ; pass++) {
+        for (const key of lastRead) listedBefore.add(key);
         /** Every user read in this pass (its uid, else its JSON), to count distinct users and see repeats. */
         const read = new Set<string>();
+        lastRead = read;
         /** `meta.total` as this pass's first page gave it: a page giving another means users came or went. */
         let total: number | undefined;
         const incomplete = (detail: string) =>
           new IncompleteListingError(what, detail, { listed: read.size, total });
         let moved: string | undefined;
+        /** The platform's time (at the earliest) when this read's first page was asked. */
+        let since: number | undefined;
         for (let offset = startOffset; ; offset++, pages++) {
           if (pages >= maxPages) throw incomplete(`stopped after ${maxPages} pages`);
+          const sentAt = Date.now();
           const body = await get(url(['users'], { limit, offset }), signal);
+          // Read after the answer, whose Date the platform clock has just been told.
+          since ??= options.platformClock?.earliestAt(sentAt);
           const { items, rejected, meta } = listItems(body, 'data', what);
           const pageTotal = numberField(meta, 'total');
           const elements: unknown[] = [...items, ...rejected];
@@ -159,6 +180,17 @@ export function createV2Client(options: V2ClientOptions): V2Client {
           }
           if (fresh < elements.length) {
             moved = `page ${offset} repeated ${elements.length - fresh} users already read`;
+            break;
+          }
+          // A user created since the first page was asked: the listing changed under the pager, and a
+          // user deleted meanwhile (its count then unchanged) may have shifted one past the read point.
+          const listedSince = since;
+          const newcomer =
+            listedSince === undefined
+              ? undefined
+              : items.find((u) => createdAt(u) >= listedSince && !listedBefore.has(`uid:${String(u.uid)}`));
+          if (newcomer) {
+            moved = `user ${String(newcomer.uid)} was created after the listing began`;
             break;
           }
           total ??= pageTotal;

@@ -206,7 +206,13 @@ export function createOrgClients(org: OrganizationConfig, options: OrgClientsOpt
     http,
     budget,
     legacyBudget,
-    v2: createV2Client({ http, apiUrl: org.apiUrl, orgId: org.orgId, token: org.token }),
+    v2: createV2Client({
+      http,
+      apiUrl: org.apiUrl,
+      orgId: org.orgId,
+      token: org.token,
+      ...(options.platformClock ? { platformClock: options.platformClock } : {}),
+    }),
     streams: createStreamsClient({ http, streamsUrl: org.streamsUrl, token: org.token }),
     legacy: createLegacyClient({
       http,
