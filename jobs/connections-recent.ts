@@ -29,7 +29,8 @@ export const connectionsRecent = defineJob({
   jobId: (p) => jobKey('connections.recent', p.orgId),
   async run(ctx, payload): Promise<{ from: string; to: string; enqueued: number }> {
     const days = payload.days ?? ctx.settings.reconcileDays;
-    const today = Math.floor(Date.now() / 86_400_000);
+    // The platform's today: its connection events are dated by its clock, not the worker's.
+    const today = Math.floor(ctx.platformClock.now() / 86_400_000);
     const to = formatUtcDate(today);
     let from = formatUtcDate(today - (days - 1));
     if (from < CONNECTION_EVENTS_SINCE) from = CONNECTION_EVENTS_SINCE;

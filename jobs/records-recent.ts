@@ -126,7 +126,8 @@ export const recordsRecent = defineJob({
     if (mode.firstSync) return firstSyncTick(ctx, payload.orgId, budget, now);
     // An explicit lookback wins; otherwise the days the mode asks for (the outage's, in fallback).
     const days = payload.lookbackDays ?? mode.days;
-    const windows = recentPollWindows(days, now);
+    // The days are the platform's (its clock, not the worker's: src/time/platform-clock.ts).
+    const windows = recentPollWindows(days, ctx.platformClock.now());
     // Only now, while polling, are users read: the due ones the plan allows this tick, by keyset.
     const slice = await budget.readSlice({ tickMs: ctx.settings.tickMs });
     const resources = [...new Set(org.resources.map(toV2Resource))];

@@ -378,6 +378,11 @@ export function pickRecentPolls(
 /** The plan's own figures as they are, and the recent poll's described for people. */
 export interface BudgetStatus
   extends Pick<BudgetPlan, 'requestsPerHour' | 'usablePerHour' | 'perHour' | 'shares' | 'overcommitted'> {
+  /**
+   * Requests per hour the fleet's budget grants now (with Redis): the usable rate until the platform
+   * answers 429, lowered then, climbing back on success (request-budget.ts).
+   */
+  grantedPerHour?: number;
   recentPoll: {
     /** 'fallback' (stream-first: polls only while the stream is down), 'always', or 'off'. */
     mode: RecentPollMode['mode'];

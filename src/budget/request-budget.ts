@@ -153,6 +153,11 @@ export function rateLimitedState(
   return next;
 }
 
+/** The configured usable rate of a limit, requests per hour (what the budget grants until a 429). */
+export function usablePerHour(limit: number): number {
+  return bucketParams({ limit }).ratePerMs * 3_600_000;
+}
+
 /** Requests per hour granted now: the configured usable rate times the share in force. */
 export function grantedPerHour(params: BucketParams, factor: number): number {
   return params.ratePerMs * 3_600_000 * factor;

@@ -18,6 +18,7 @@ import {
 } from '../warehouse/cursors.ts';
 import type { Database } from '../warehouse/database.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
+import { readPlatformClocks } from '../warehouse/platform-clock-store.ts';
 import { countQuarantine, type QuarantineCount } from '../warehouse/quarantine.ts';
 import { heartbeatStopped } from '../warehouse/run-heartbeats.ts';
 import {
@@ -132,6 +133,11 @@ export interface SyncStatus {
   queue?: QueueStatus;
   /** Why the queue part is missing although REDIS_URL is set (Redis unreachable). */
   queueError?: string;
+  /**
+   * The worker's clock against the platform's, as measured in the last hour by the process whose offset
+   * is largest (validic_sync.platform_clock): the platform's minus the worker's, seconds.
+   */
+  platformClock?: { offsetSeconds: number; uncertaintySeconds: number; reporter: string; measuredAt: string };
 }
 
 export interface CollectStatusOptions {
@@ -150,6 +156,8 @@ export interface CollectStatusOptions {
   slots?: { holders(orgId: string, streamName: string): Promise<Record<number, string>> };
   /** With the config, each configured org's budget plan is shown. */
   config?: Config;
+  /** The requests per hour an org's shared budget grants now (read from Redis by the caller). */
+  grantedPerHour?: (orgId: string) => Promise<number | undefined>;
   now?: Date;
 }
 
@@ -255,7 +263,10 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
     if (options.config && orgConfig) {
       try {
         const budget = await readBudgetPlan(db, options.config, orgConfig, now.getTime());
-        orgs.at(-1)!.budget = describeBudget(budget, now.getTime());
+        const described = describeBudget(budget, now.getTime());
+        const granted = await options.grantedPerHour?.(orgId);
+        if (granted !== undefined) described.grantedPerHour = Math.round(granted);
+        orgs.at(-1)!.budget = described;
         orgs.at(-1)!.firstSync = await readFirstSyncStatus(db, orgId, budget);
       } catch (error) {
         // A warehouse not yet migrated to the recent-poll schedule still shows everything else.
@@ -265,6 +276,15 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
   }
 
   const status: SyncStatus = { at: now.toISOString(), warehouse: warehouse.kind, orgs };
+  const [clock] = await readPlatformClocks(db).catch(() => []);
+  if (clock) {
+    status.platformClock = {
+      offsetSeconds: Math.round(clock.offsetMs / 100) / 10,
+      uncertaintySeconds: Math.round(clock.uncertaintyMs / 100) / 10,
+      reporter: clock.reporter,
+      measuredAt: clock.observedAt.toISOString(),
+    };
+  }
   if (options.queue) {
     status.queue = {
       counts: await options.queue.counts(),

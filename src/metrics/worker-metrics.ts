@@ -15,6 +15,7 @@ import { CONFLICT_CODES } from '../errors/index.ts';
 import type { RequestEvent } from '../http/http-client-types.ts';
 import type { LoadCounts } from '../pipeline/batch.ts';
 import { VERSION } from '../runtime/version.ts';
+import type { PlatformClockReading } from '../time/platform-clock.ts';
 import { LEGACY_OBJECTS, recordTypeOf, V2_RESOURCES } from '../validic/platform-limits.ts';
 import { type AuditMetricsRow, registerAuditMetrics } from './audit-status.ts';
 
@@ -34,6 +35,10 @@ export interface MetricSources {
   queueCounts?: () => Promise<Record<string, number>>;
   /** Whole tokens left in each org's request budget. */
   budgets?: () => Promise<{ orgId: string; remaining: number }[]>;
+  /** Requests per hour each org's budget grants now (lowered on 429s) beside the configured rate. */
+  grantedRates?: () => Promise<{ orgId: string; grantedPerHour: number; configuredPerHour: number }[]>;
+  /** The platform's clock as this process knows it (src/time/platform-clock.ts). */
+  platformClock?: () => PlatformClockReading;
   /** Distinct quarantined items by kind. */
   quarantine?: () => Promise<{ kind: string; items: number }[]>;
   /** Connection events the last reconciliation found missing, per org. */
@@ -208,6 +213,30 @@ export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics 
       if (!(await fleetReporter())) return;
       for (const { orgId, remaining } of (await quietly(sources.budgets)) ?? [])
         this.set({ org: orgId }, remaining);
+    },
+  });
+  new Gauge({
+    name: 'validic_sync_request_budget_granted_per_hour',
+    help: 'Requests per hour the request budget of each org grants now: the configured usable rate (what="configured"), lowered on 429s and raised on success (what="granted")',
+    labelNames: ['org', 'what'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      if (!(await fleetReporter())) return;
+      for (const rate of (await quietly(sources.grantedRates)) ?? []) {
+        this.set({ org: rate.orgId, what: 'granted' }, rate.grantedPerHour);
+        this.set({ org: rate.orgId, what: 'configured' }, rate.configuredPerHour);
+      }
+    },
+  });
+  new Gauge({
+    name: 'validic_sync_platform_clock_offset_seconds',
+    help: "The platform's clock minus this process's, seconds, from the Date of every answer and the streams' pokes (absent until the platform has answered)",
+    registers: [registry],
+    collect() {
+      this.reset();
+      const reading = sources.platformClock?.();
+      if (reading?.observedAt !== undefined) this.set(reading.offsetMs / 1000);
     },
   });
   new Gauge({

@@ -400,6 +400,15 @@ export interface AuditCellsTable {
   audited_at: Generated<Timestamp>;
 }
 
+/** validic_sync.platform_clock (migration 0035): each worker's measure of its clock against the platform's. */
+export interface PlatformClockTable {
+  reporter: string;
+  offset_ms: number;
+  uncertainty_ms: number;
+  observed_at: Date;
+  written_at: Generated<Date>;
+}
+
 /** validic_sync.users_listings (migration 0019): uids a running users listing has shown. */
 export interface UsersListingsTable {
   org_id: string;
@@ -478,4 +487,5 @@ export interface Database {
   'validic_sync.users_listings': UsersListingsTable;
   'validic_sync.first_syncs': FirstSyncsTable;
   'validic_sync.first_sync_polls': FirstSyncPollsTable;
+  'validic_sync.platform_clock': PlatformClockTable;
 }

@@ -2,6 +2,7 @@
  * What every entry point assembles once (the CLI's commands, the worker): config, logger, warehouse,
  * Redis, each organization's platform clients, the request counters, and the job context cut from them.
  */
+import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import { readBudgetPlan, readPushCap } from '../budget/read-budget-plan.ts';
 import { budgetKeyOf, createRequestBudget, type RedisEvalClient } from '../budget/request-budget.ts';
@@ -21,6 +22,7 @@ import { createStreamsClient, type StreamsClient } from '../validic/streams-clie
 import { createV2Client, type V2Client } from '../validic/v2-client.ts';
 import { migrateToLatest } from '../warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../warehouse/open-warehouse.ts';
+import { recordPlatformClock } from '../warehouse/platform-clock-store.ts';
 import {
   commandRunHolder,
   heartbeatRuns,
@@ -122,6 +124,7 @@ export async function openRuntime(
     );
   const heartbeat = setInterval(beat, RUN_HEARTBEAT_MS);
   heartbeat.unref();
+  const clockWriter = startPlatformClockWriter(platformClock, warehouse, log);
   return {
     config,
     log,
@@ -153,9 +156,44 @@ export async function openRuntime(
         await releaseRuns(warehouse.db, runHolder).catch((error: unknown) =>
           log.warn({ err: error }, 'could not mark this command’s unfinished runs interrupted'),
         );
+      await clockWriter.stop();
       await Promise.all([...clients.values()].map((c) => c.close()));
       redis?.disconnect();
       if (!options.warehouse) await warehouse.close();
+    },
+  };
+}
+
+/**
+ * Writes what this process knows of the platform's clock to the warehouse (for `status`, another
+ * process) once a minute while it learns something new, and once more when the process closes.
+ */
+const PLATFORM_CLOCK_WRITE_MS = 60_000;
+
+function startPlatformClockWriter(clock: PlatformClock, warehouse: Warehouse, log: Logger) {
+  const reporter = `${hostname()}:${process.pid}`;
+  let written: number | undefined;
+  const write = async () => {
+    const reading = clock.reading();
+    if (reading.observedAt === undefined || reading.observedAt === written) return;
+    written = reading.observedAt;
+    try {
+      await recordPlatformClock(warehouse.db, {
+        reporter,
+        offsetMs: reading.offsetMs,
+        uncertaintyMs: reading.uncertaintyMs,
+        observedAt: new Date(reading.observedAt),
+      });
+    } catch (err) {
+      log.debug({ err }, 'could not record the platform clock');
+    }
+  };
+  const timer = setInterval(() => void write(), PLATFORM_CLOCK_WRITE_MS);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await write();
     },
   };
 }

@@ -9,9 +9,11 @@
  * when push is configured, the push one (`http.pushHost`/`http.pushPort`), which answers the push path
  * alone.
  */
+
 import { randomUUID } from 'node:crypto';
 import { jobCatalog } from '../../jobs/index.ts';
 import { describeBudget, readBudgetPlan } from '../budget/read-budget-plan.ts';
+import { usablePerHour } from '../budget/request-budget.ts';
 import type { Config } from '../config/schema.ts';
 import { ConfigError, UserFacingError } from '../errors/index.ts';
 import type { Logger } from '../log/logger.ts';
@@ -132,6 +134,15 @@ export async function startWorker(
           remaining: await runtime.org(o.orgId).budget.remaining(),
         })),
       ),
+    grantedRates: async () =>
+      Promise.all(
+        config.organizations.map(async (o) => ({
+          orgId: o.orgId,
+          grantedPerHour: Math.round(await runtime.org(o.orgId).budget.grantedPerHour()),
+          configuredPerHour: Math.round(usablePerHour(o.requestsPerHour)),
+        })),
+      ),
+    platformClock: () => runtime.platformClock.reading(),
     quarantine: async () =>
       Object.entries(await countQuarantineByKind(db)).map(([kind, items]) => ({ kind, items })),
     reconcileMissed: async () =>

@@ -44,6 +44,7 @@ export function registerStatus(program: Command, run: CommandRunner): void {
           let queue: Parameters<typeof collectSyncStatus>[0]['queue'];
           let slots: Parameters<typeof collectSyncStatus>[0]['slots'];
           let queueError: string | undefined;
+          let grantedPerHour: ((orgId: string) => Promise<number | undefined>) | undefined;
           if (config.redisUrl) {
             const { connectRedis } = await import('../../runtime/connect-redis.ts');
             const { openJobQueue } = await import('../../queue/job-queue.ts');
@@ -74,6 +75,13 @@ export function registerStatus(program: Command, run: CommandRunner): void {
                   })),
               };
               slots = createStreamSlots({ redis, prefix: config.redisPrefix });
+              const { readGrantedPerHour } = await import('../../budget/request-budget.ts');
+              grantedPerHour = async (orgId) => {
+                const org = config.organizations.find((o) => o.orgId === orgId);
+                if (!org) return undefined;
+                const rate = { limit: org.requestsPerHour };
+                return readGrantedPerHour(redis, `${config.redisPrefix}:budget:`, org.token, rate);
+              };
             }
           }
           let status: SyncStatus;
@@ -90,6 +98,7 @@ export function registerStatus(program: Command, run: CommandRunner): void {
               ),
               ...(queue ? { queue } : {}),
               ...(slots ? { slots } : {}),
+              ...(grantedPerHour ? { grantedPerHour } : {}),
             });
           } catch (error) {
             if (/does not exist/.test((error as Error).message)) {
@@ -148,7 +157,7 @@ export function formatBudget(b: BudgetStatus): string[] {
     ['backfill', 'backfill'],
   ];
   return [
-    `request budget: ${b.requestsPerHour} per hour, ${Math.round(b.usablePerHour)} usable${b.overcommitted ? ' (OVERCOMMITTED: reservations exceed what backfill leaves)' : ''}`,
+    `request budget: ${b.requestsPerHour} per hour, ${Math.round(b.usablePerHour)} usable${b.grantedPerHour !== undefined && b.grantedPerHour < Math.round(b.usablePerHour) ? `, ${b.grantedPerHour} granted now (lowered after the platform answered 429)` : ''}${b.overcommitted ? ' (OVERCOMMITTED: reservations exceed what backfill leaves)' : ''}`,
     ...table(
       ['work', 'requests/h', 'share'],
       kinds.map(([label, k]) => [label, String(Math.round(b.perHour[k])), pct(b.shares[k])]),
@@ -242,6 +251,13 @@ function formatFirstSync(f: FirstSyncStatus, lagOf: (at: string | null) => strin
 
 export function formatStatus(status: SyncStatus): string[] {
   const out: string[] = [`status at ${status.at} (warehouse: ${status.warehouse})`];
+  const clock = status.platformClock;
+  if (clock && Math.abs(clock.offsetSeconds) > 60) {
+    const ahead = clock.offsetSeconds < 0 ? 'ahead of' : 'behind';
+    out.push(
+      `platform clock: the worker's clock (${clock.reporter}) is ${period(Math.abs(clock.offsetSeconds))} ${ahead} the platform's; syncing follows the platform's, fix the host's clock (NTP)`,
+    );
+  }
   if (status.orgs.length === 0) out.push('', 'no organization configured or synced yet');
   for (const org of status.orgs) {
     const lagOf = (at: string | null) =>
