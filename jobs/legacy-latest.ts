@@ -68,9 +68,6 @@ export interface LegacyLatestResult extends LegacyPagesResult {
   next: { startDate: string; endDate: string } | null;
 }
 
-/** A window wholly after the platform's now lists nothing yet: it is not asked. */
-async function* noPages(): AsyncGenerator<never> {}
-
 export const legacyLatestJobId = (p: LegacyLatestPayload) =>
   jobKey('legacy.latest', p.orgId, p.object, p.startDate, p.endDate);
 
@@ -96,12 +93,15 @@ export const legacyLatest = defineJob({
     const window = { start: new Date(payload.startDate), end: new Date(payload.endDate) };
     const latest = legacyLatestCursor(object);
     const current = await ctx.cursors.read(orgId, latest);
-    // The listing asks no further than the platform's now: a record can then only leave it while it is
-    // paged (an update stamps it later, a delete removes it), which its count shows (legacy-client.ts).
+    // The cursor covers no more than the platform's now before the first request (its clock, not the
+    // worker's). The scheduled windows end at the platform's now when they were planned, so while one is
+    // paged its records can only leave it (an update stamps them later, a delete removes them), which its
+    // count shows (legacy-client.ts); a window asked into the future (`legacy --to`) is read whole all the
+    // same (a record stamped ahead of the platform's clock is the platform's to serve), and the cursor
+    // still stops at the platform's now.
     const fetchedAt = await platformNowForWindows(ctx.platformClock, () =>
       org.legacy.getOrganization({ signal: ctx.signal }),
     );
-    const asked = { start: window.start, end: new Date(Math.min(window.end.getTime(), fetchedAt.getTime())) };
     const cursor: LegacyCursorValue | undefined = nextLegacyCursor(current, window, fetchedAt);
     const listed = new Set<string>();
     const loaded = await ctx.warehouse.loadLegacyPages({
@@ -109,9 +109,7 @@ export const legacyLatest = defineJob({
       object,
       arrivedVia: 'legacy',
       pages: collectListedIds(
-        asked.end > asked.start
-          ? org.legacy.pageLatest(object, { startDate: asked.start, endDate: asked.end, signal: ctx.signal })
-          : noPages(),
+        org.legacy.pageLatest(object, { startDate: window.start, endDate: window.end, signal: ctx.signal }),
         listed,
       ),
       progress: cursor ? { cursors: [latest.write(cursor)] } : {},
@@ -124,7 +122,7 @@ export const legacyLatest = defineJob({
     // is deleted or edited since.
     const confirmed = await org.confirmLegacyDeletes({
       object,
-      window: asked,
+      window,
       listed,
       signal: ctx.signal,
       log: ctx.log,
