@@ -99,7 +99,7 @@ export const legacyLatest = defineJob({
     // count shows (legacy-client.ts); a window asked into the future (`legacy --to`) is read whole all the
     // same (a record stamped ahead of the platform's clock is the platform's to serve), and the cursor
     // still stops at the platform's now.
-    const fetchedAt = await platformNowForWindows(ctx.platformClock, () =>
+    const { coveredUntil: fetchedAt } = await platformNowForWindows(ctx.platformClock, () =>
       org.legacy.getOrganization({ signal: ctx.signal }),
     );
     const cursor: LegacyCursorValue | undefined = nextLegacyCursor(current, window, fetchedAt);

@@ -61,9 +61,11 @@ export const legacySync = defineJob({
     // "Now" is the platform's: windows end where its `last_updated` stamps can have reached.
     const to = payload.to
       ? new Date(payload.to)
-      : await platformNowForWindows(ctx.platformClock, () =>
-          org.legacy.getOrganization({ signal: ctx.signal }),
-        );
+      : (
+          await platformNowForWindows(ctx.platformClock, () =>
+            org.legacy.getOrganization({ signal: ctx.signal }),
+          )
+        ).end;
     const lookbackMs = Math.max(1, ctx.settings.lookbackDays) * 86_400_000;
 
     const plans: LegacySyncPlan[] = [];

@@ -108,17 +108,24 @@ export function legacyWindowSettings(config: Config): LegacyWindowSettings {
 }
 
 /**
- * The platform's now, at the earliest it can be, for a window's end or a listing's start: the worker's
- * clock may be minutes off the platform's, and the `last_updated` a window filters on is the platform's.
- * A process that has heard nothing from the platform yet asks it once (`hear`, a cheap request whose
- * answer's Date sets the clock) rather than trust its own clock. Whole seconds, the last one complete.
+ * The platform's now for legacy windows: the worker's clock may be minutes off the platform's, and the
+ * `last_updated` a window filters on is the platform's. A process that has heard nothing from the
+ * platform yet asks it once (`hear`, a cheap request whose answer's Date sets the clock) rather than
+ * trust its own clock.
+ *
+ * - `end`: where windows planned now end: the platform's now at the latest it can be (whole seconds, up),
+ *   so a window leaves out nothing the platform holds already;
+ * - `coveredUntil`: how far a listing asked now can move the cursor: the platform's now at the earliest,
+ *   less the second in progress (`last_updated` carries whole seconds: a record stamped later in that
+ *   second still reads as it).
  */
 export async function platformNowForWindows(
-  clock: Pick<PlatformClock, 'earliestNow' | 'reading'>,
+  clock: Pick<PlatformClock, 'earliestNow' | 'latestNow' | 'reading'>,
   hear: () => Promise<unknown>,
-): Promise<Date> {
+): Promise<{ end: Date; coveredUntil: Date }> {
   if (clock.reading().observedAt === undefined) await hear();
-  // `last_updated` carries whole seconds: a record stamped later in the second in progress still reads as
-  // that second, so the window ends with the second before it.
-  return new Date(Math.floor(clock.earliestNow() / 1000) * 1000 - 1000);
+  return {
+    end: new Date(Math.ceil(clock.latestNow() / 1000) * 1000),
+    coveredUntil: new Date(Math.floor(clock.earliestNow() / 1000) * 1000 - 1000),
+  };
 }

@@ -148,7 +148,7 @@ export interface JobContext<Payloads extends PayloadSchemas = any> {
    * The platform's clock as this process knows it (src/time/platform-clock.ts): a window's end, a
    * cursor's end, "today" and "caught up" are the platform's, never the worker's clock.
    */
-  platformClock: Pick<PlatformClock, 'now' | 'earliestNow' | 'reading'>;
+  platformClock: Pick<PlatformClock, 'now' | 'earliestNow' | 'latestNow' | 'reading'>;
   /** The org's request budget plan as of `now` (read-budget-plan.ts, which reads the config jobs do not see). */
   readBudgetPlan(orgId: string, now: number): Promise<OrgBudget>;
   /** The most push may spend per hour (read-budget-plan.ts, `readPushCap`): what push.drain gates on. */

@@ -37,6 +37,11 @@ export interface PlatformClock {
    * skip data (a cursor's end, a window's end).
    */
   earliestNow(): number;
+  /**
+   * The platform's now at the latest it can be, ms: use it where falling behind the platform would leave
+   * out what it already holds (the end of a window asked now).
+   */
+  latestNow(): number;
   /** The platform's time at the earliest it can have been when the worker's clock read `workerMs`. */
   earliestAt(workerMs: number): number;
   /** What is known of the offset. */
@@ -77,6 +82,7 @@ export function createPlatformClock(workerNow: () => number = Date.now): Platfor
   return {
     now: () => Math.round(workerNow() + offset()),
     earliestNow: () => Math.floor(workerNow() + (observedAt === undefined ? 0 : low)),
+    latestNow: () => Math.ceil(workerNow() + (observedAt === undefined ? 0 : high)),
     earliestAt: (workerMs) => Math.floor(workerMs + (observedAt === undefined ? 0 : low)),
     reading: () => ({
       offsetMs: Math.round(offset()),
