@@ -6,6 +6,7 @@
 import type { OrganizationConfig } from '../config/schema.ts';
 import { httpStatusOf, IncompleteListingError } from '../errors/index.ts';
 import type { HttpClient } from '../http/http-client-types.ts';
+import type { PlatformClock } from '../time/platform-clock.ts';
 import type { LegacyObject } from '../validic/platform-limits.ts';
 import {
   buildUrl,
@@ -37,6 +38,8 @@ export interface LegacyClientOptions {
   serviceVersion?: string;
   /** Page size asked for (default 1000; the server may cap it, e.g. at 200 on latest). */
   pageLimit?: number;
+  /** The platform's clock: a `latest` listing sees records stamped while it is paged (`SummaryPagerOptions.stamp`). */
+  platformClock?: Pick<PlatformClock, 'earliestAt'>;
 }
 
 export interface LegacyRange {
@@ -83,10 +86,14 @@ export function createLegacyClient(options: LegacyClientOptions): LegacyClient {
     });
     const what = `GET /v1 ${object} list`;
     const listed = `${segments.includes('latest.json') ? 'latest ' : ''}${object} ${formatLegacyInstant(range.startDate)}..${formatLegacyInstant(range.endDate)}`;
+    const clock = options.platformClock;
     return pageBySummary({
       firstUrl,
       limit,
       signal: range.signal,
+      ...(clock && segments.includes('latest.json')
+        ? { stamp: { field: 'last_updated', platformTimeAt: (ms: number) => clock.earliestAt(ms) } }
+        : {}),
       what: `the legacy ${listed}${segments[0] === 'users' ? ` of user ${segments[1]}` : ''}`,
       fetchPage: async (pageUrl, signal) => {
         const body = await http.getJson<unknown>(pageUrl, { signal, headers, budgetKey: accessToken });
@@ -205,6 +212,14 @@ export interface SummaryPagerOptions {
   what?: string;
   /** Reads from the start of a listing that changed while paged, before giving up (default `LISTING_REREADS`). */
   maxRereads?: number;
+  /**
+   * For a listing by an update stamp (`latest`, by `last_updated`): the stamp's field, and the platform's
+   * time at the earliest it can have been when the worker's clock read a time (src/time/platform-clock.ts).
+   * A record stamped since a read's first page was asked, on a later page, that no earlier read listed came
+   * in while the listing was paged; with a record gone meanwhile the count holds, and one record shifted
+   * past the read point: the listing is read again.
+   */
+  stamp?: { field: string; platformTimeAt(workerMs: number): number };
 }
 
 /** Query parameters that carry a credential: never taken from a link, always our own. */
@@ -223,6 +238,8 @@ export async function* pageBySummary(options: SummaryPagerOptions): AsyncGenerat
   start.set('limit', String(options.limit));
 
   let pages = 0;
+  /** Records an earlier read listed: they were there before a later read began, whatever their stamp. */
+  const listedBefore = new Set<string>();
   for (let pass = 0; ; pass++) {
     const moved = yield* readListingOnce(start, pass);
     if (moved === undefined) return;
@@ -252,7 +269,10 @@ export async function* pageBySummary(options: SummaryPagerOptions): AsyncGenerat
     const incomplete = (detail: string) =>
       new IncompleteListingError(what, detail, { listed: read.size, total: results });
     /** The listing ended: complete unless the server's own count says records are missing or extra. */
-    const changed = (detail: string): ListingMoved => ({ detail, listed: read.size, total: results });
+    const changed = (detail: string): ListingMoved => {
+      for (const key of read) listedBefore.add(key);
+      return { detail, listed: read.size, total: results };
+    };
     const ended = (how: string): ListingMoved | undefined => {
       if (results !== undefined && read.size < results)
         throw incomplete(`summary.results ${results}; ${how}`);
@@ -263,11 +283,16 @@ export async function* pageBySummary(options: SummaryPagerOptions): AsyncGenerat
       return undefined;
     };
 
-    for (; ; pages++) {
+    /** The platform's time (whole seconds, at the earliest) when this read's first page was asked. */
+    let since: number | undefined;
+    for (let page = 0; ; pages++, page++) {
       if (pages >= maxPages) throw incomplete(`stopped after ${maxPages} pages`);
       requested.add(requestKey(query));
       const url = withQuery(firstUrl, query);
+      const sentAt = Date.now();
       const { items, rejected = [], summary } = await fetchPage(url, signal);
+      // Read after the answer, whose Date the platform clock has just been told.
+      if (options.stamp) since ??= Math.floor(options.stamp.platformTimeAt(sentAt) / 1000) * 1000;
       const pageResults = numberField(summary, 'results');
       const elements: unknown[] = [...items, ...rejected];
       let fresh = 0;
@@ -289,6 +314,16 @@ export async function* pageBySummary(options: SummaryPagerOptions): AsyncGenerat
         return changed(`summary.results went from ${results} to ${pageResults}`);
       if (fresh < elements.length)
         return changed(`a page repeated ${elements.length - fresh} records already read`);
+      const field = options.stamp?.field;
+      const newcomer =
+        field && since !== undefined && page > 0
+          ? items.find((item) => {
+              const stamped =
+                typeof item[field] === 'string' ? Date.parse(item[field] as string) : Number.NaN;
+              return stamped >= since! && !listedBefore.has(recordKey(item));
+            })
+          : undefined;
+      if (newcomer) return changed(`record ${String(newcomer._id)} was stamped after the listing began`);
       results ??= pageResults;
 
       if (elements.length === 0) return ended('a page came back empty');

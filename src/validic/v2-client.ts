@@ -186,7 +186,7 @@ export function createV2Client(options: V2ClientOptions): V2Client {
           // user deleted meanwhile (its count then unchanged) may have shifted one past the read point.
           const listedSince = since;
           const newcomer =
-            listedSince === undefined
+            listedSince === undefined || offset === startOffset
               ? undefined
               : items.find((u) => createdAt(u) >= listedSince && !listedBefore.has(`uid:${String(u.uid)}`));
           if (newcomer) {

@@ -257,6 +257,7 @@ export function createOrgClients(org: OrganizationConfig, options: OrgClientsOpt
       legacyUrl: org.legacyUrl,
       orgId: org.legacyOrgId ?? org.orgId,
       accessToken: legacyToken,
+      ...(options.platformClock ? { platformClock: options.platformClock } : {}),
       ...(org.legacy.serviceVersion ? { serviceVersion: org.legacy.serviceVersion } : {}),
     }),
     close: () => http.close(),

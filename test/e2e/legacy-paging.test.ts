@@ -132,7 +132,7 @@ describe('legacy latest paging against servers that page differently', () => {
       expect(Date.parse(ends.get(object)!)).toBeGreaterThan(Date.now() - 60_000);
     }
     // The records the short listing did show were loaded (its first `cut`), though the window failed.
-    const [, start, end] = /latest routine (\S+)\.\.(\S+?):/.exec(first.stdout)!;
+    const [, start, end] = /latest routine (\S+)\.\.(\S+Z):/.exec(first.stdout)!;
     const shown = sandbox.truth
       .legacyRecords('routine')
       .filter((r) => r.last_updated >= start! && r.last_updated <= end!)
