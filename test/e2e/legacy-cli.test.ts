@@ -21,6 +21,7 @@ import {
   NO_LEGACY_DIFFERENCES as NONE,
 } from '../helpers/compare-legacy-with-truth.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 
 const ALL_OBJECTS = 'fitness,routine,nutrition,sleep,weight,diabetes,biometrics,tobacco_cessation';
 const DAYS = 30;
@@ -61,6 +62,12 @@ describe('legacy against the sandbox with faults', () => {
     await db?.drop();
     if (configDir) await rm(configDir, { recursive: true, force: true });
   });
+
+  async function legacyCursorEnds(): Promise<number[]> {
+    const rows = await sql<{ value: { end: string } }>`
+      select value from validic_sync.checkpoints where key like 'legacy:latest:%'`.execute(db.warehouse.db);
+    return rows.rows.map((r) => Date.parse(r.value.end));
+  }
 
   it('lands exactly the truth, catches updates in later windows, and continues from the cursors', async () => {
     const env = sandboxEnv(sandbox, { DATABASE_URL: db.url });
@@ -120,6 +127,14 @@ describe('legacy against the sandbox with faults', () => {
       sandbox.control.updateLegacyRecord(r.object, r._id, { extras: { edited: 'twice' } });
     }
     sandbox.control.addLegacyRecord({ object: 'diabetes', user_id: user._id });
+    // A cursor covers whole seconds of the platform's clock, the second in progress excluded: let the
+    // platform's clock pass the cursors the run above left, so each window below has a second to add.
+    const lastEnd = Math.max(...(await legacyCursorEnds()));
+    await waitForStep(
+      "the platform's clock three seconds past the cursors",
+      () => expect(Date.parse(sandbox.control.now())).toBeGreaterThan(lastEnd + 3000),
+      { timeout: 10_000, interval: 50 },
+    );
     const config = loadConfig({ ...env, DATABASE_URL: undefined }, { cwd: configDir });
     const runtime = await openRuntime(config, silentLogger, { warehouse: db.warehouse, useRedis: false });
     try {
