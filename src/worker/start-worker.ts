@@ -236,6 +236,8 @@ export async function startWorker(
     if (pushConfigured(config)) {
       const pushDeps = pushDepsFromConfig({
         config,
+        // A signature's age is judged on the platform's clock (the provider stamps its send time on it).
+        now: () => runtime.platformClock.now(),
         warehouse: runtime.warehouse,
         enqueue: (name, payload, extra) => jobQueue.enqueue(name, payload, extra),
         redis,

@@ -26,6 +26,7 @@ import {
   pushOrgResolver,
 } from '../../src/push/push-admission.ts';
 import { handlePushRequest } from '../../src/server/push-server.ts';
+import { createPlatformClock } from '../../src/time/platform-clock.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 
 const SECRET = 'push-secret-0123456789abcdef';
@@ -193,6 +194,18 @@ describe('the provider signature', () => {
   it('accepts either service name and an ISO-8601 timestamp', async () => {
     const iso = signed(DOCUMENTED, { service: 'notifications', timestamp: '2026-03-15T11:59:30Z' });
     expect((await handlePush(iso, deps())).status).toBe(202);
+  });
+
+  it("judges a signature's age on the platform's clock, which the worker learns from the platform's answers", async () => {
+    // The worker's clock runs 20 minutes behind the platform's; the provider stamps its send time on its own.
+    const workerNow = NOW - 20 * 60_000;
+    const platformClock = createPlatformClock(() => workerNow);
+    const stamped = signed(DOCUMENTED, { timestamp: '2026-03-15T12:00:30Z' });
+    expect((await handlePush(stamped, deps({ now: () => workerNow }))).status).toBe(401);
+    // One answer of the platform (its Date header) and the same push is on time.
+    platformClock.observeDateHeader(new Date(NOW).toUTCString(), workerNow - 50, workerNow);
+    const d = deps({ now: () => platformClock.now() });
+    expect((await handlePush(signed(DOCUMENTED, { timestamp: '2026-03-15T12:00:31Z' }), d)).status).toBe(202);
   });
 
   it('answers 401, gives no reason and stores nothing for a bad signature, a stale timestamp or no application secret', async () => {
