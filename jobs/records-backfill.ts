@@ -7,7 +7,9 @@
  */
 
 import { z } from 'zod';
+import { classifyFailure } from '../src/errors/index.ts';
 import { defineJob } from '../src/queue/job-catalog.ts';
+import type { JobContext } from '../src/queue/job-context.ts';
 import { isoDate, isoInstant, jobKey } from '../src/queue/job-definition.ts';
 import {
   CONNECTION_EVENTS_SINCE,
@@ -141,6 +143,7 @@ export const recordsBackfill = defineJob({
       }
     }
     await store.planWindows(run.id, orgId, planned);
+    await createRunMonths(ctx, dateWindows);
 
     const pending = await store.listPendingWindows(run.id);
     // One records.poll per user × date window, for all its pending resources (see records-poll.ts).
@@ -184,6 +187,35 @@ export const recordsBackfill = defineJob({
     };
   },
 });
+
+/**
+ * How long the plan tries to create its months (src/warehouse/loader/month-partitions.ts) before it goes
+ * on without them, ms: a long read of validic.records keeps a month from being created, and the plan must
+ * not wait for it; its loads then create their month themselves, each waiting only for its own.
+ */
+const MONTH_CREATION_PATIENCE_MS = 5_000;
+
+/**
+ * The months of the run's windows, created now, once, so that its loads find them and never create one
+ * (the edges' extra day included: a record's start_time in UTC lies within its window's dates).
+ */
+async function createRunMonths(ctx: JobContext, windows: readonly { startDate: string; endDate: string }[]) {
+  const first = windows[0]?.startDate;
+  const last = windows.at(-1)?.endDate;
+  if (first === undefined || last === undefined) return;
+  try {
+    await ctx.warehouse.createMonthsBetween(first, last, {
+      patienceMs: MONTH_CREATION_PATIENCE_MS,
+      signal: ctx.signal,
+    });
+  } catch (error) {
+    if (classifyFailure(error).kind !== 'conflict') throw error;
+    ctx.log.warn(
+      { first, last, err: error },
+      'the months of this backfill could not be created now (a long read holds the default partitions); its loads will create them',
+    );
+  }
+}
 
 declare module '../src/queue/job-catalog.ts' {
   interface Jobs {

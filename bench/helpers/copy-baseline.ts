@@ -12,7 +12,7 @@
 import { sql } from 'kysely';
 import { normalizeItem } from '../../src/normalize/normalize-item.ts';
 import type { ArrivedVia, RawItem } from '../../src/pipeline/batch.ts';
-import { ensureMonthPartitions } from '../../src/warehouse/loader/load-transaction.ts';
+import { ensureMonthPartitions } from '../../src/warehouse/loader/month-partitions.ts';
 import { CONNECTION_EVENTS, RECORDS, USERS } from '../../src/warehouse/loader/record-rows.ts';
 import type { Warehouse } from '../../src/warehouse/open-warehouse.ts';
 

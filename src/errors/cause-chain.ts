@@ -33,12 +33,13 @@ export const OUTAGE_CODES: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * PostgreSQL: the transaction lost a race with another and was rolled back, through no fault of its own:
- * `40P01` deadlock detected (the deadlock detector chose it), `40001` serialization failure. Running the
- * whole transaction again is the documented remedy; the loader does so itself a few times
+ * PostgreSQL: another transaction was in the way, through no fault of this one's: `40P01` deadlock
+ * detected (the deadlock detector chose it), `40001` serialization failure, `55P03` lock_not_available
+ * (a lock not granted within the `lock_timeout` the loader sets, or a NOWAIT lock in use: the month
+ * creation's). Running the whole transaction again is the remedy; the loader does so itself a few times
  * (src/warehouse/loader/load-transaction.ts), and job runners wait a moment without spending an attempt.
  */
-export const CONFLICT_CODES: ReadonlySet<string> = new Set(['40P01', '40001']);
+export const CONFLICT_CODES: ReadonlySet<string> = new Set(['40P01', '40001', '55P03']);
 
 /** Messages of pg and its pool that mean the same, for errors that carry no code. */
 export const OUTAGE_MESSAGES =

@@ -10,8 +10,9 @@
  * | `rate-limited` | 429, with the server's `Retry-After` when it gave one      | wait, no attempt spent             |
  * | `rebalancing`  | 422 on a stream connect: the platform rebalances           | retry, an attempt spent            |
  * | `outage`       | Postgres, Redis or a connection away (error-codes.ts)      | wait, no attempt spent             |
- * | `conflict`     | PostgreSQL rolled the transaction back because it lost a   | wait 1 s, no attempt spent         |
- * |                | race: 40P01 deadlock detected, 40001 serialization failure |                                    |
+ * | `conflict`     | another transaction was in the way: 40P01 deadlock         | wait 1 s, no attempt spent         |
+ * |                | detected, 40001 serialization failure, 55P03 a lock not    |                                    |
+ * |                | granted within the lock timeout (or NOWAIT)                |                                    |
  * | `retry`        | a known transient failure: 5xx, a cut body, a socket error | retry, an attempt spent            |
  * | `unknown`      | nothing in the chain says: a bug, a TLS setting …          | retry, an attempt spent            |
  *

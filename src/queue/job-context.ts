@@ -63,7 +63,12 @@ import {
 } from '../warehouse/remove-users.ts';
 import type { PassTrigger } from '../warehouse/stream-bookkeeping.ts';
 import { absentConnectionEvents, readPrimaryStreamSpan } from '../warehouse/stream-bookkeeping.ts';
-import { analyzeNewTables, createPartitionsAhead, emptyRawBefore } from '../warehouse/warehouse-upkeep.ts';
+import {
+  analyzeNewTables,
+  createMonthsBetween,
+  createPartitionsAhead,
+  emptyRawBefore,
+} from '../warehouse/warehouse-upkeep.ts';
 import {
   claimRun,
   findUnfinishedRun,
@@ -331,6 +336,7 @@ export function jobWarehouse(warehouse: Warehouse) {
     prunePushNotifications: onDb(prunePushNotifications),
     prunePushFetches: onDb(prunePushFetches),
     createPartitionsAhead: onWarehouse(createPartitionsAhead),
+    createMonthsBetween: onWarehouse(createMonthsBetween),
     analyzeNewTables: onWarehouse(analyzeNewTables),
     emptyRawBefore: onWarehouse(emptyRawBefore),
   };

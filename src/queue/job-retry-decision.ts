@@ -6,9 +6,9 @@
  *   attempt: the job did nothing wrong, the platform asked for a pause;
  * - `outage` (Postgres, Redis or a connection away) → `wait` `outageDelayMs` without spending an
  *   attempt, so an outage longer than the retry back-off does not fail work for good;
- * - `conflict` (a transaction PostgreSQL rolled back for a deadlock or a serialization failure, which
- *   the loader's own retries did not get past) → `wait` `conflictDelayMs` without spending an attempt:
- *   the job lost a race with another and did nothing wrong; running it again is the remedy;
+ * - `conflict` (a transaction PostgreSQL rolled back for a deadlock, a serialization failure or a lock
+ *   not granted in time, which the loader's own retries did not get past) → `wait` `conflictDelayMs`
+ *   without spending an attempt: another transaction was in the job's way; running it again is the remedy;
  * - anything else → `retry`: spend an attempt, with the definition's back-off.
  */
 import { classifyFailure } from '../errors/index.ts';
@@ -34,7 +34,7 @@ export interface JobWaits {
   rateLimitDelayMs?: number;
   /** Wait after an outage, ms (default 5,000). */
   outageDelayMs?: number;
-  /** Wait after a transaction conflict (40P01, 40001), ms (default 1,000). */
+  /** Wait after a transaction conflict (40P01, 40001, 55P03), ms (default 1,000). */
   conflictDelayMs?: number;
 }
 

@@ -1,14 +1,16 @@
 /**
  * Upkeep of the monthly partitions (migration 0010), run by the worker's daily `warehouse.maintain`
  * job and, for the partitions ahead, by `migrate`:
- * - the partitions of the current month and the next `monthsAhead` exist before any row needs them;
+ * - the partitions of the current month and the next `monthsAhead` exist before any row needs them,
+ *   and a backfill's months exist before its first load (`createMonthsBetween`, when it is planned);
+ *   a creation never makes a load or a query wait (loader/month-partitions.ts);
  * - with a raw retention of N months, `raw` of records in months that ended before the first day of
  *   the month N months back is emptied (set to null, `raw_emptied_at` stamped). The normalized
  *   columns, every view and record_versions keep their rows. A month is walked in block ranges, one
  *   short transaction each, so no statement rewrites a whole month; a rerun skips what is done.
  */
 import { sql } from 'kysely';
-import { createMonthPartitions } from './loader/load-transaction.ts';
+import { createMonthPartitions, type MonthCreationOptions } from './loader/month-partitions.ts';
 import type { Warehouse } from './open-warehouse.ts';
 
 /** `YYYY-MM` of the month `offset` months after the month of `now` (UTC). */
@@ -22,8 +24,22 @@ export async function createPartitionsAhead(
   warehouse: Warehouse,
   now: Date,
   monthsAhead: number,
+  options?: MonthCreationOptions,
 ): Promise<number> {
-  return await createMonthPartitions(warehouse, monthAfter(now, 0), monthAfter(now, monthsAhead));
+  return await createMonthPartitions(warehouse, monthAfter(now, 0), monthAfter(now, monthsAhead), options);
+}
+
+/**
+ * Creates the partitions of every month from the one of `fromDate` to the one of `toDate` (`YYYY-MM-DD`,
+ * UTC): a backfill's months, when it plans them, so that its loads find them.
+ */
+export async function createMonthsBetween(
+  warehouse: Warehouse,
+  fromDate: string,
+  toDate: string,
+  options?: MonthCreationOptions,
+): Promise<number> {
+  return await createMonthPartitions(warehouse, fromDate.slice(0, 7), toDate.slice(0, 7), options);
 }
 
 /** Heap blocks emptied per transaction: about 1,000 records of ~8 KB pages. */

@@ -23,11 +23,8 @@ import { classifyFailure } from '../../src/errors/index.ts';
 import type { LoadResult, RawItem } from '../../src/pipeline/batch.ts';
 import { createPrng } from '../../src/sandbox/prng.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
-import {
-  CONFLICT_ATTEMPTS,
-  forgetMonthPartitions,
-  onTransactionRetry,
-} from '../../src/warehouse/loader/load-transaction.ts';
+import { CONFLICT_ATTEMPTS, onTransactionRetry } from '../../src/warehouse/loader/load-transaction.ts';
+import { forgetMonthPartitions } from '../../src/warehouse/loader/month-partitions.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/open-warehouse.ts';
 import { metric, rawRecord } from '../helpers/fixtures/index.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';

@@ -1,4 +1,9 @@
 import type { Command } from 'commander';
+import { classifyFailure } from '../../errors/index.ts';
+import {
+  ADVISORY_LOCKS_FOR_LOADER_SQL,
+  advisoryLocksOpenToPublic,
+} from '../../warehouse/advisory-lock-access.ts';
 import { createPartitionsAhead } from '../../warehouse/warehouse-upkeep.ts';
 import type { CommandRunner } from '../command-runner.ts';
 import { withWarehouse } from '../command-runner.ts';
@@ -17,12 +22,24 @@ export function registerMigrate(program: Command, run: CommandRunner): void {
               ? `applied ${applied.length} migration(s): ${applied.join(', ')}`
               : 'warehouse is up to date',
           );
-          const created = await createPartitionsAhead(
-            warehouse,
-            new Date(),
-            config.warehouse.partitionMonthsAhead,
-          );
-          if (created > 0) print(`created ${created} monthly partition(s) ahead`);
+          try {
+            const created = await createPartitionsAhead(
+              warehouse,
+              new Date(),
+              config.warehouse.partitionMonthsAhead,
+            );
+            if (created > 0) print(`created ${created} monthly partition(s) ahead`);
+          } catch (error) {
+            // A long read holds the default partitions: the migrations are done, the months can wait.
+            if (classifyFailure(error).kind !== 'conflict') throw error;
+            print(`warning: ${(error as Error).message}; warehouse.maintain and the loader will create them`);
+          }
+          const open = await advisoryLocksOpenToPublic(warehouse);
+          if (open.length > 0) {
+            print(
+              `warning: every login of this database may take advisory locks (${open.length} functions open to PUBLIC), so an analyst can stall the loader (docs/security.md). Only a superuser can close them: run once, as one, in this database:\n${ADVISORY_LOCKS_FOR_LOADER_SQL}`,
+            );
+          }
         });
       }),
     );

@@ -40,14 +40,12 @@ import { COPY_FROM_RECORDS, encodeNewRecord } from './insert-new-records.ts';
 import { loadConnectionEvents, loadLegacy, loadUsers } from './load-kinds.ts';
 import { loadRecords, probeStatement } from './load-records.ts';
 import {
-  ensureMonthPartitions,
-  forgetMonthPartitions,
-  isMissingMonthPartition,
   type LoadLocks,
   loadTransaction,
   reportTransactionRetry,
   retryOnConflict,
 } from './load-transaction.ts';
+import { ensureMonthPartitions, forgetMonthPartitions, isMissingMonthPartition } from './month-partitions.ts';
 import { progressCtes, writeProgress } from './write-progress.ts';
 import { badPointsNote, badValuesNote, writeQuarantine } from './write-quarantine.ts';
 
@@ -168,9 +166,7 @@ async function applyInTransaction(
   const result: LoadResult = emptyLoadResult();
   const probe = probeStatement(batch.orgId, sorted.records);
   const startTimes = sorted.records.map((r) => r.record.startTime);
-  // A batch with records shares the month creation's lock, so that a creation (another batch's) never
-  // holds table locks while this transaction does (load-transaction.ts, MONTH_PARTITIONS_LOCK).
-  const locks: LoadLocks = { ...loadLocks(batch.orgId, sorted), monthPartitions: sorted.records.length > 0 };
+  const locks = loadLocks(batch.orgId, sorted);
   // The records' probe rides in the BEGIN round trip, after the locks (load-transaction.ts).
   const write = () =>
     loadTransaction(warehouse, { locks, probe }, async (tx, probed) => {
@@ -192,15 +188,15 @@ async function applyInTransaction(
       );
       if (!sentAlso && progressSql.length > 0) await writeProgress(tx, batch.orgId, progress);
     });
+  // Outside the transaction, before it: adding a month locks the default partitions, which a load's
+  // own statements use (month-partitions.ts). A month that exists costs nothing here.
+  await ensureMonthPartitions(warehouse, startTimes);
   let transactionRetries = 0;
-  // A transaction rolled back for a deadlock or a serialization failure runs again from the start, the
-  // months included: it is idempotent (load-transaction.ts).
+  // A transaction rolled back for a deadlock, a serialization failure or a lock timeout runs again from
+  // the start: it is idempotent (load-transaction.ts).
   await retryOnConflict(
     async () => {
       Object.assign(result, emptyLoadResult());
-      // Outside the transaction: adding a month locks the parents and the default partitions
-      // (load-transaction.ts).
-      await ensureMonthPartitions(warehouse, startTimes);
       try {
         await write();
       } catch (error) {
