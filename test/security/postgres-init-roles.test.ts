@@ -1,7 +1,8 @@
 /**
  * docker-compose.yml's database setup without Docker: deploy/postgres/init/10-validic-roles.sh (what the
  * postgres image runs once as its superuser) run against the local PostgreSQL on an empty database;
- * then `migrate` as the migrator login and a load as the app login, neither of them privileged.
+ * then `migrate` as the migrator login and a load as the app login, neither of them privileged; only
+ * the loader and the owner may take advisory locks (what migration 0033 cannot do without a superuser).
  * Trust auth on the test cluster: the passwords are set but not checked here.
  */
 import { execFile } from 'node:child_process';
@@ -11,6 +12,7 @@ import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
+import { advisoryLocksOpenToPublic } from '../../src/warehouse/advisory-lock-access.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { FolderMigrationProvider, migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/open-warehouse.ts';
@@ -21,6 +23,7 @@ const SCRIPT = fileURLToPath(new URL('../../deploy/postgres/init/10-validic-role
 const suffix = randomBytes(4).toString('hex');
 const MIGRATOR = `vs_migrator_${suffix}`;
 const APP = `vs_app_${suffix}`;
+const ANALYST = `vs_analyst_${suffix}`;
 
 describe('the compose database init script', () => {
   let db: TestDatabase;
@@ -50,7 +53,7 @@ describe('the compose database init script', () => {
     await sandbox?.close();
     await db?.drop();
     await withClient(ADMIN_URL, async (admin) => {
-      for (const login of [MIGRATOR, APP]) await admin.query(`drop role if exists ${login}`);
+      for (const login of [MIGRATOR, APP, ANALYST]) await admin.query(`drop role if exists ${login}`);
     });
   });
 
@@ -93,6 +96,24 @@ describe('the compose database init script', () => {
       migrator.db,
     );
     expect(owners.rows).toEqual([{ owner: 'validic_owner' }]);
+  });
+
+  it('leaves advisory locks to the loader and the owner: an analyst login may take none', async () => {
+    const migrator = open[0]!;
+    // The migration could not (no superuser), but the init script did.
+    expect(await advisoryLocksOpenToPublic(migrator)).toEqual([]);
+    await withClient(ADMIN_URL, (admin) => admin.query(`create role ${ANALYST} login in role validic_analyst`));
+    await withClient(asLogin(db.url, ANALYST), async (analyst) => {
+      await expect(analyst.query('select pg_advisory_lock(1)')).rejects.toMatchObject({ code: '42501' });
+      await expect(analyst.query('select pg_try_advisory_xact_lock_shared(1, 2)')).rejects.toMatchObject({
+        code: '42501',
+      });
+    });
+    await withClient(asLogin(db.url, APP), async (app) => {
+      await app.query('begin');
+      await app.query('select pg_advisory_xact_lock(1)');
+      await app.query('rollback');
+    });
   });
 
   it('lets the app login load every kind of item and change no schema', async () => {

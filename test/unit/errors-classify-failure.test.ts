@@ -107,6 +107,16 @@ const table: [string, unknown, Failure][] = [
     coded('40001', 'could not serialize access due to concurrent update'),
     { kind: 'conflict' },
   ],
+  // A lock not granted in time (the loader's lock_timeout, the month creation's NOWAIT): another
+  // transaction was in the way, so run again without spending an attempt.
+  ['lock timeout', coded('55P03', 'canceling statement due to lock timeout'), { kind: 'conflict' }],
+  [
+    'months busy (a user-facing error over a NOWAIT lock)',
+    new UserFacingError('could not create the partitions of 2020-01', {
+      cause: coded('55P03', 'could not obtain lock on relation "validic_partitions.records_undated"'),
+    }),
+    { kind: 'conflict' },
+  ],
   [
     'deadlock under a job error',
     new Error('job step failed', { cause: coded('40P01', 'deadlock detected') }),

@@ -10,6 +10,9 @@
 # - Creates two logins: the migrator (member of validic_owner, and acting as it, so everything it
 #   creates belongs to validic_owner) and the app (validic_loader, plus validic_analyst so `status`
 #   and `report` can read the views). Neither is SUPERUSER, CREATEROLE, CREATEDB or BYPASSRLS.
+# - Lets only validic_loader and validic_owner take advisory locks in the database (what migration 0033
+#   does when a superuser migrates): otherwise any analyst login could hold a lock the loader waits for.
+#   Only a superuser may change the rights on pg_catalog's functions, so it is done here.
 #
 # Env: POSTGRES_USER, POSTGRES_DB (the image's), VALIDIC_OWNER_PASSWORD, VALIDIC_LOADER_PASSWORD;
 # VALIDIC_MIGRATOR_USER (default validic_migrator), VALIDIC_APP_USER (default validic_app).
@@ -35,4 +38,11 @@ create role :"migrator" login password :'migrator_password' in role validic_owne
 alter role :"migrator" set role = 'validic_owner';
 
 create role :"app" login password :'app_password' in role validic_loader, validic_analyst;
+
+-- In this database (function rights are per database).
+select format('revoke execute on function %s from public', p.oid::regprocedure),
+       format('grant execute on function %s to validic_loader, validic_owner', p.oid::regprocedure)
+  from pg_proc p
+ where p.pronamespace = 'pg_catalog'::regnamespace
+   and p.proname ~ '^pg_(try_)?advisory_(xact_)?lock(_shared)?$' \gexec
 SQL
