@@ -12,8 +12,8 @@
  * - `migrate` says when the functions are still open to PUBLIC (a migration run without a superuser),
  *   with the statement that closes them.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';

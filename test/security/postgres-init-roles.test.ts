@@ -102,7 +102,9 @@ describe('the compose database init script', () => {
     const migrator = open[0]!;
     // The migration could not (no superuser), but the init script did.
     expect(await advisoryLocksOpenToPublic(migrator)).toEqual([]);
-    await withClient(ADMIN_URL, (admin) => admin.query(`create role ${ANALYST} login in role validic_analyst`));
+    await withClient(ADMIN_URL, (admin) =>
+      admin.query(`create role ${ANALYST} login in role validic_analyst`),
+    );
     await withClient(asLogin(db.url, ANALYST), async (analyst) => {
       await expect(analyst.query('select pg_advisory_lock(1)')).rejects.toMatchObject({ code: '42501' });
       await expect(analyst.query('select pg_try_advisory_xact_lock_shared(1, 2)')).rejects.toMatchObject({
