@@ -170,7 +170,7 @@ export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics 
   });
   const transactionRetries = new Counter({
     name: 'validic_sync_transaction_retries_total',
-    help: 'Loader transactions run again after PostgreSQL rolled them back, by SQLSTATE (40P01 deadlock detected, 40001 serialization failure)',
+    help: 'Loader transactions run again after PostgreSQL rolled them back, by SQLSTATE (40P01 deadlock detected, 40001 serialization failure, 55P03 a lock not granted within the lock timeout)',
     labelNames: ['code'],
     registers: [registry],
   });

@@ -65,8 +65,9 @@ export interface LoadResult extends LoadCounts {
   /** Newest `created_at` among the records of the batch that were committed (for lag metrics), ISO string. */
   newestCreatedAt: string | null;
   /**
-   * Times the loader ran a transaction again because PostgreSQL rolled it back for a deadlock (40P01) or
-   * a serialization failure (40001); 0 normally (src/warehouse/loader/load-transaction.ts).
+   * Times the loader ran a transaction again because PostgreSQL rolled it back for a deadlock (40P01), a
+   * serialization failure (40001) or a lock not granted within the lock timeout (55P03); 0 normally
+   * (src/warehouse/loader/load-transaction.ts).
    */
   transactionRetries: number;
 }
