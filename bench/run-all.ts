@@ -27,6 +27,8 @@ const ORDER = [
   'stream-throughput',
   'queue-overhead',
   'budget',
+  // Three rounds of a 5-minute window (about 17 minutes).
+  'analyst-long-read',
   'scale-and-memory',
   'query-scaling',
   // The whole worker over a simulated day at 10,000 and 100,000 users: the longest (about 50 minutes).
