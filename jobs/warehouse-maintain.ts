@@ -21,7 +21,11 @@ export const warehouseMaintain = defineJob({
   async run(ctx): Promise<{ partitionsCreated: number; rawEmptied: number; months: string[] }> {
     const now = new Date();
     const { partitionMonthsAhead, rawRetentionMonths } = ctx.settings;
-    const partitionsCreated = await ctx.warehouse.createPartitionsAhead(now, partitionMonthsAhead);
+    // A long read holding the default partitions makes this a `conflict` after a while: the job waits
+    // and runs again without spending an attempt, and nothing else waits for it (month-partitions.ts).
+    const partitionsCreated = await ctx.warehouse.createPartitionsAhead(now, partitionMonthsAhead, {
+      signal: ctx.signal,
+    });
     let rawEmptied = 0;
     let months: string[] = [];
     if (rawRetentionMonths > 0) {
