@@ -31,8 +31,8 @@ export interface LoadLocks {
  * cancels the statement with 55P03 (lock_not_available) and `retryOnConflict` runs the whole
  * transaction again; what outlives its attempts is a `conflict` for `classifyFailure` (a job waits
  * without spending an attempt, the stream holds its frames and commits them again). Without a timeout
- * a load waited for as long as anything held what it needs (a session left inside a transaction, a
- * migration's ALTER queued behind a long read), and every load of its org queued behind it: a big
+ * a load would wait for as long as anything held what it needs (a session left inside a transaction, a
+ * migration's ALTER queued behind a long read), and every load of its org would queue behind it: a big
  * batch's exclusive org lock waits for the waiting load's shared one, and every later load waits for
  * that. In normal running loads wait only for each other, one transaction at a time: a stream
  * micro-batch of 1,000 frames commits in 0.1–0.4 s here (bench/stream-throughput.ts), so 5 s leaves an

@@ -11,14 +11,14 @@
  * `validic_sync.create_month_partitions` creates a month's tables apart and ATTACHes them. ATTACH locks
  * the parent SHARE UPDATE EXCLUSIVE (loads and queries go on) but the default partition
  * (`records_undated`, `record_versions_undated`) ACCESS EXCLUSIVE, and every load and every query of
- * `validic.records` without a `start_time` bound uses the default partition. A creation that WAITED for
- * that lock (migration 0010) was queued behind whoever read the table, and PostgreSQL queued every later
- * load and read behind the creation: one analyst's long read stalled every organization's loads. So the
- * function (migration 0032) takes that lock with NOWAIT: free now, or 55P03 at once, and this module
- * tries again after a short jittered wait, for up to `patienceMs`. Nothing ever queues behind an attempt,
- * so the cost of a failed one is a round trip, and nothing else waits on it. Holding every lock ATTACH
- * needs before it starts, the creation never waits for a load, so it cannot deadlock with one (0010's
- * creation did, which is why loads used to take a lock against it: they no longer need to).
+ * `validic.records` without a `start_time` bound uses the default partition. A creation that waited for
+ * that lock would stand in PostgreSQL's lock queue behind whoever reads the table, and every later load
+ * and read would queue behind the creation: one analyst's long read would stall every organization's
+ * loads. So the function (migration 0032) takes that lock with NOWAIT: free now, or 55P03 at once, and
+ * this module tries again after a short jittered wait, for up to `patienceMs`. Nothing ever queues behind
+ * an attempt, so a failed one costs a round trip and nobody waits on it. Holding every lock ATTACH needs
+ * before it starts, the creation never waits for a load, so it cannot deadlock with one, and loads need
+ * no lock against it.
  *
  * What this cannot do: create a month while a transaction keeps the default partition in use (an open
  * read of `validic.records` with no `start_time` bound). Then the attempts run out, the caller gets a
