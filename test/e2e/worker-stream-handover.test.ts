@@ -9,7 +9,7 @@
  * platform's checkpoint moved when it sent it), and the takeover's replay hands off at the newest
  * committed `created_at`, as the provider's recipe says: that window is a `crash` gap, and the
  * reconciliation pass the gap asks for re-delivers it (src/stream/README.md, "Gaps"). The test waits for
- * that pass (a second after the gap here, a minute by default) and for every gap to be covered.
+ * that pass (3 s after the gap here, a minute by default) and for every gap to be covered.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -73,8 +73,10 @@ describe('stream slot handover in a fleet', () => {
       JSON.stringify({
         worker: { streamSlotTtlMs: 1500 },
         // Any downtime longer than half a second is replayed from the slot's checkpoint.
-        // The crash gap's reconciliation pass a second after the gap, not the default minute.
-        stream: { gapAfterMs: 500, staleAfterMs: 5000, batchMaxWaitMs: 200, passAfterGapSeconds: 1 },
+        // The crash gap's reconciliation pass 3 s after the gap, not the default minute: the gap's end is
+        // an estimate up to CLOCK_ESTIMATE_TOLERANCE_MS (2 s) late, and a pass covers it only when it
+        // reads up to a later time than that (a pass after 1 s covered it only when it started late).
+        stream: { gapAfterMs: 500, staleAfterMs: 5000, batchMaxWaitMs: 200, passAfterGapSeconds: 3 },
         organizations: [],
       }),
     );
