@@ -27,8 +27,14 @@ export interface Faults {
   truncateRate: number;
   /** Only requests whose path contains one of these strings meet the per-request faults above. */
   paths: string[] | null;
-  /** Drop a stream (or replay) connection after every K data events sent on it. */
+  /** Drop a stream connection after every K data events sent on it. */
   streamDropEvery: number | null;
+  /**
+   * Drop a replay connection after every K data events sent on it. Apart from `streamDropEvery`: a replay
+   * starts again from its date on every connect, so one dropped every K events never gets past the first
+   * K, for any client.
+   */
+  replayDropEvery: number | null;
   /** The server ends a stream (or replay) connection cleanly after K data events sent on it. */
   streamCloseAfter: number | null;
   /** Stream and replay connections stay open but send nothing: no data, no pokes. */
@@ -102,6 +108,7 @@ export const DEFAULT_FAULTS: Faults = {
   truncateRate: 0,
   paths: null,
   streamDropEvery: null,
+  replayDropEvery: null,
   streamCloseAfter: null,
   silentStream: false,
   reconnectStorm: null,

@@ -9,6 +9,8 @@ import type { CoreBase } from './core-base.ts';
 export interface SseConnectionOptions {
   /** Value of `stream` in pokes. */
   streamId: string;
+  /** A replay, not a stream member (its own drop fault). */
+  replay?: boolean;
   members: () => { count: number; max: number };
   /** Called when a blocked connection can take frames again. */
   onDrain: () => void;
@@ -58,7 +60,7 @@ export class SseConnection {
       this.write(`event: ${name}\ndata: {"sandbox":"unknown event kind","name":"${name}"}\n\n`);
     }
     this.dataSent++;
-    const k = faults.current.streamDropEvery;
+    const k = this.options.replay ? faults.current.replayDropEvery : faults.current.streamDropEvery;
     if (k && this.dataSent % k === 0) {
       // Let the frame reach the socket, then drop the connection as a flaky network would.
       this.write(`event: data\ndata: ${json}\n\n`, () => this.res.socket?.destroy());

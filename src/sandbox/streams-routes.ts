@@ -121,6 +121,7 @@ export function handleReplay(core: SandboxCore, ctx: RequestContext) {
   const stop = core.state.onEvent(() => pump());
   const connection = new SseConnection(core, ctx.res, {
     streamId: 'replay',
+    replay: true,
     members: () => ({ count: 1, max: 1 }),
     onDrain: pump,
     onClose: stop,
