@@ -112,6 +112,15 @@ export function registerStatus(program: Command, run: CommandRunner): void {
           if (queueError) status.queueError = queueError;
           if (options.json) print(JSON.stringify(status, null, 2));
           else for (const line of formatStatus(status)) print(line);
+          // What status could read is printed; what it could not is an error, so a script or a probe
+          // that runs it does not take a partial answer for a whole one.
+          if (queueError)
+            throw new UserFacingError(
+              `status could not read the queue, failed jobs and stream slots: ${queueError}`,
+              {
+                fix: 'start Redis or correct REDIS_URL (the warehouse part above is complete); unset REDIS_URL to leave the queue out',
+              },
+            );
         } finally {
           for (const close of closers) await close();
         }
