@@ -222,7 +222,8 @@ async function printSummary(
     print(formatTable(rows.slice(0, 8)));
     if (rows.length > 8) print(`(${rows.length - 8} more rows)`);
   }
+  // A command to copy as it is: without its VALIDIC_DATA_DIR it would read another (or no) warehouse.
   print(
-    `\nDone in ${(durationMs / 1000).toFixed(1)} s. Query the warehouse yourself: ${runtime.config.databaseUrl ? 'psql "$DATABASE_URL"' : `npm run cli -- sql "select * from validic.data_freshness"  (with VALIDIC_DATA_DIR=${runtime.config.dataDir})`}`,
+    `\nDone in ${(durationMs / 1000).toFixed(1)} s. Query the warehouse yourself: ${runtime.config.databaseUrl ? 'psql "$DATABASE_URL"' : `VALIDIC_DATA_DIR=${runtime.config.dataDir} npm run cli -- sql "select * from validic.data_freshness"`}`,
   );
 }

@@ -5,6 +5,7 @@
  * `close()`.
  */
 import { mkdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { PGlite } from '@electric-sql/pglite';
@@ -111,6 +112,27 @@ export function displayDatabaseUrl(databaseUrl: string): string {
   }
 }
 
+/**
+ * Which warehouse a command writes, for its log and its first lines: PostgreSQL's host, port, database
+ * and user (never the password), or the embedded one's folder, named as the default it is.
+ */
+export function describeWarehouse(options: {
+  databaseUrl?: string | undefined;
+  dataDir?: string | undefined;
+}): string {
+  if (!options.databaseUrl) {
+    return `the embedded warehouse (PGlite) in ${resolve(options.dataDir ?? DEFAULT_PGLITE_DIR)}, as DATABASE_URL is not set`;
+  }
+  try {
+    const url = new URL(options.databaseUrl);
+    const database = decodeURIComponent(url.pathname.replace(/^\//, '')) || "(the user's default database)";
+    const user = url.username ? ` as ${decodeURIComponent(url.username)}` : '';
+    return `PostgreSQL database ${database} on ${url.hostname || 'the local socket'}:${url.port || 5432}${user} (DATABASE_URL)`;
+  } catch {
+    return 'PostgreSQL at an unparseable DATABASE_URL';
+  }
+}
+
 function isUnreachable(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return true;
@@ -137,8 +159,12 @@ export function warehouseApplicationName(pid = process.pid): string {
 
 export async function openWarehouse(options: OpenWarehouseOptions = {}): Promise<Warehouse> {
   const log = options.log ?? silentLogger;
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.maxConnections ?? 10, log);
-  return openPGlite(options.dataDir ?? DEFAULT_PGLITE_DIR, log);
+  const warehouse = options.databaseUrl
+    ? await openPostgres(options.databaseUrl, options.maxConnections ?? 10, log)
+    : await openPGlite(options.dataDir ?? DEFAULT_PGLITE_DIR);
+  const description = describeWarehouse(options);
+  log.info({ warehouse: description }, `warehouse: ${description}`);
+  return warehouse;
 }
 
 async function openPostgres(databaseUrl: string, max: number, log: Logger): Promise<Warehouse> {
@@ -178,7 +204,6 @@ async function openPostgres(databaseUrl: string, max: number, log: Logger): Prom
       });
   };
 
-  log.debug({ database: displayDatabaseUrl(databaseUrl) }, 'warehouse: PostgreSQL');
   return {
     db,
     kind: 'postgres',
@@ -229,7 +254,7 @@ async function openPostgres(databaseUrl: string, max: number, log: Logger): Prom
   };
 }
 
-async function openPGlite(dataDir: string, log: Logger): Promise<Warehouse> {
+async function openPGlite(dataDir: string): Promise<Warehouse> {
   await mkdir(dataDir, { recursive: true });
   const parsers = Object.fromEntries(
     Object.entries(customParsers).map(([oid, parse]) => [oid, (value: string) => parse(value)]),
@@ -255,7 +280,6 @@ async function openPGlite(dataDir: string, log: Logger): Promise<Warehouse> {
       await pglite.query(copyStatement(table, columns, `'/dev/blob'`), [], { blob });
     });
 
-  log.debug({ dataDir }, 'warehouse: embedded PGlite');
   return {
     db,
     kind: 'pglite',

@@ -11,6 +11,7 @@ import type { Command } from 'commander';
 import { ConfigError, UsageError, UserFacingError } from '../../errors/index.ts';
 import { escapeControlChars, formatTable, terminalSafeJson } from '../../report/format-table.ts';
 import type { CommandRunner } from '../command-runner.ts';
+import { requireExistingWarehouse } from '../read-warehouse.ts';
 
 export const DEFAULT_SQL_TIMEOUT_SECONDS = 60;
 
@@ -38,6 +39,7 @@ export function registerSql(program: Command, run: CommandRunner): void {
     )
     .action((query: string, options: { json?: boolean; timeout?: string }) =>
       run(async ({ config, print }) => {
+        requireExistingWarehouse(config);
         const seconds =
           options.timeout === undefined ? DEFAULT_SQL_TIMEOUT_SECONDS : parseTimeout(options.timeout);
         const { runReadOnlyQuery } = await import('../../warehouse/read-only-query.ts');

@@ -47,7 +47,9 @@ export function registerWorker(program: Command, run: CommandRunner): void {
         };
         requireOrganizations(config);
         const { startWorker } = await import('../../worker/start-worker.ts');
+        const { describeWarehouse } = await import('../../warehouse/open-warehouse.ts');
         const worker = await startWorker(effective, log, signal);
+        print(`worker writes to ${describeWarehouse(config)}`);
         // The push line first: a caller that waits for "worker listening" has both then.
         if (worker.pushServer) print(`push endpoint on ${worker.pushServer.url}${effective.http.pushPath}`);
         print(`worker listening on ${worker.server.url}`);
