@@ -32,11 +32,12 @@ export function requireExistingWarehouse(config: Pick<Config, 'databaseUrl' | 'd
 export function explainPermissionDenied(error: unknown, command: string): unknown {
   for (const link of causeChain(error)) {
     const { code, message } = link as { code?: unknown; message?: unknown };
-    if (code === '42501' && typeof message === 'string' && /validic_sync/.test(message))
+    // The sync's schema, or the migrations' own tables, which every command checks before it reads.
+    if (code === '42501' && typeof message === 'string' && /validic_sync|kysely_migration/.test(message))
       return new ConfigError([
         {
           key: 'DATABASE_URL',
-          message: `${command} reads the sync's bookkeeping (schema validic_sync), which this login may not read (${message})`,
+          message: `${command} reads the sync's bookkeeping (schema validic_sync and the migrations' tables), which this login may not read (${message})`,
           fix: `run ${command} with the sync's own login (a role granted validic_loader, as the worker uses; docs/security.md); an analyst sees how fresh the data is with: validic-sync sql "select * from validic.data_freshness"`,
         },
       ]);

@@ -20,11 +20,10 @@ export function registerReport(program: Command, run: CommandRunner): void {
         requireExistingWarehouse(config);
         await withWarehouse(config, log, async (warehouse) => {
           const path = resolve(options.out);
-          const data = await readReportData(warehouse.db, { config }).catch((error: unknown) => {
-            throw explainPermissionDenied(error, 'report');
-          });
-          await writeFile(path, renderReport(data));
+          await writeFile(path, renderReport(await readReportData(warehouse.db, { config })));
           print(`wrote ${path}`);
+        }).catch((error: unknown) => {
+          throw explainPermissionDenied(error, 'report');
         });
       }),
     );
