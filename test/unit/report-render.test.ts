@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { estimateCompleteness } from '../../src/audit/completeness-interval.ts';
 import type { AuditStatus } from '../../src/metrics/audit-status.ts';
 import { escapeHtml, renderReport } from '../../src/report/render-report.ts';
-import type { ReportData } from '../../src/report/report-data.ts';
+import type { ReportData, StreamReport } from '../../src/report/report-data.ts';
 import type { AuditKind, AuditTotals } from '../../src/warehouse/audits.ts';
 
 const hostile = `<script>alert("x")</script>'; drop table users; -- $(rm -rf /) & "quoted"`;
@@ -67,6 +67,54 @@ function data(overrides: Partial<ReportData> = {}): ReportData {
     ],
     quarantine: [{ kind: 'record', reason: hostile, items: 2, lastSeenAt: null }],
     audits: [{ orgId: 'org-a', audit: audit() }],
+    streams: [stream()],
+    ...overrides,
+  };
+}
+
+/** An org with one open gap, a week of gaps mostly covered, and passes that found some loss. */
+function stream(overrides: Partial<StreamReport> = {}): StreamReport {
+  return {
+    orgId: hostileOrg,
+    streamName: 'validic-sync',
+    gaps: {
+      open: 1,
+      oldest: [
+        {
+          id: 7,
+          streamName: 'validic-sync',
+          slot: 0,
+          from: '2026-11-20T09:00:00.000Z',
+          to: '2026-11-20T09:03:00.000Z',
+          reason: 'stale',
+          recordedAt: '2026-11-20T09:03:01.000Z',
+          handledBy: 'reconcile',
+          coveredAt: null,
+        },
+      ],
+      recorded7d: 5,
+      covered7d: 4,
+    },
+    reconciliation: {
+      streamName: 'validic-sync-reconcile',
+      lastPass: {
+        id: 3,
+        streamName: 'validic-sync-reconcile',
+        streamId: 's-1',
+        trigger: 'gap',
+        startedAt: '2026-11-20T10:00:00.000Z',
+        endedAt: '2026-11-20T10:01:00.000Z',
+        outcome: 'caught-up',
+        chainFrom: '2026-11-20T08:00:00.000Z',
+        reachFrom: '2026-11-20T08:00:00.000Z',
+        reachTo: '2026-11-20T10:00:30.000Z',
+        frames: 120,
+        missed: 3,
+        counts: { inserted: 2, updated: 1, unchanged: 117, stale: 0, quarantined: 0 },
+      },
+      last24h: { passes: 25, missed: 3, frames: 900 },
+      last7d: { passes: 170, missed: 11, frames: 6100 },
+    },
     ...overrides,
   };
 }
@@ -94,6 +142,44 @@ describe('renderReport', () => {
     expect(html).toContain('None.');
     expect(html).toContain('<h2>Completeness audit</h2>');
     expect(html).toContain('No organization yet.');
+  });
+});
+
+describe('the streams and reconciliation section', () => {
+  const section = (html: string) =>
+    html.slice(
+      html.indexOf('<h2>Streams and reconciliation</h2>'),
+      html.indexOf('<h2>Completeness audit</h2>'),
+    );
+
+  it('shows the gaps open and covered, the last pass, and what the passes found missing', () => {
+    const html = section(renderReport(data()));
+    expect(html).toContain('<b>org&quot;&gt;&lt;img src=x onerror=alert(1)&gt;</b>, stream validic-sync');
+    expect(html).not.toContain('<img');
+    expect(html).toContain('<b>1 open</b> now; in the last 7 days 5 recorded, 4 covered.');
+    expect(html).toContain(
+      '<tr><td>2026-11-20T09:00:00.000Z</td><td>2026-11-20T09:03:00.000Z</td><td>stale</td><td>reconcile</td><td>2026-11-20T09:03:01.000Z</td></tr>',
+    );
+    expect(html).toContain(
+      'Last pass: caught-up, started 2026-11-20T10:00:00.000Z (gap); re-delivered 120, missed by the stream 3.',
+    );
+    expect(html).toContain('<tr><td>last 24 hours</td><td>25</td><td>900</td><td>3</td></tr>');
+    expect(html).toContain('<tr><td>last 7 days</td><td>170</td><td>6100</td><td>11</td></tr>');
+  });
+
+  it('warns when gaps are open and no reconciliation stream re-delivers them', () => {
+    const off = stream({
+      reconciliation: {
+        streamName: null,
+        lastPass: null,
+        last24h: { passes: 0, missed: 0, frames: 0 },
+        last7d: { passes: 0, missed: 0, frames: 0 },
+      },
+    });
+    const html = section(renderReport(data({ streams: [off] })));
+    expect(html).toContain('The reconciliation stream is off');
+    expect(html).toContain('Reconciliation stream: off (stream.reconcile is false).');
+    expect(section(renderReport(data({ streams: [] })))).toContain('No organization yet.');
   });
 });
 
