@@ -18,6 +18,7 @@ import { redactUrl } from '../redact/redact-secrets.ts';
 import { withSpan } from '../telemetry/tracer.ts';
 import { type CopyRow, copyStatement, encodeCopyChunks } from './copy-text-format.ts';
 import type { Database } from './database.ts';
+import { lockEmbeddedWarehouse } from './embedded-lock.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
 
 export type CopyRows = (table: string, columns: readonly string[], rows: Iterable<CopyRow>) => Promise<void>;
@@ -259,10 +260,12 @@ async function openPGlite(dataDir: string): Promise<Warehouse> {
   const parsers = Object.fromEntries(
     Object.entries(customParsers).map(([oid, parse]) => [oid, (value: string) => parse(value)]),
   );
+  const unlock = lockEmbeddedWarehouse(dataDir);
   let pglite: PGlite;
   try {
     pglite = await PGlite.create({ dataDir, parsers });
   } catch (error) {
+    unlock();
     throw new UserFacingError(
       `Cannot open the embedded database in ${dataDir}: ${(error as Error).message}`,
       {
@@ -308,7 +311,11 @@ async function openPGlite(dataDir: string): Promise<Warehouse> {
       await db.connection().execute(() => copyRows(table, columns, rows));
     },
     async close() {
-      await db.destroy();
+      try {
+        await db.destroy();
+      } finally {
+        unlock();
+      }
     },
   };
 }
