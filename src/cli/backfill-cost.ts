@@ -52,7 +52,7 @@ function number(n: number): string {
 
 function formatHours(hours: number): string {
   if (hours < 1 / 60) return 'under a minute';
-  if (hours < 1) return `${Math.ceil(hours * 60)} minutes`;
+  if (hours < 1) return plural(Math.round(hours * 60), 'minute');
   if (hours < 48) return `${hours.toFixed(1)} hours`;
   return `${(hours / 24).toFixed(1)} days`;
 }
