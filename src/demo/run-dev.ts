@@ -48,12 +48,14 @@ export interface DevOptions {
   /** Changes of the worker's settings (the worker command's --no-schedules, --concurrency …). */
   adjust?: (config: Config) => Config;
   statusEveryMs?: number;
+  /** The Redis looked for without REDIS_URL (default 127.0.0.1:6379; tests give a closed port). */
+  localRedisUrl?: string;
 }
 
 export async function runDev(options: DevOptions): Promise<void> {
   const { env, log, print, signal } = options;
   const liveRate = options.liveRate ?? DEV_LIVE_RATE;
-  const redisUrl = env.REDIS_URL || (await localRedis());
+  const redisUrl = env.REDIS_URL || (await localRedis(options.localRedisUrl ?? LOCAL_REDIS_URL));
   const sandbox = await startSandbox({});
   try {
     const dataDir = env.VALIDIC_DATA_DIR || DEV_DATA_DIR;
@@ -113,16 +115,16 @@ export async function runDev(options: DevOptions): Promise<void> {
 }
 
 /** The local Redis when it answers; else the one message that says what is missing and how to get it. */
-async function localRedis(): Promise<string> {
+async function localRedis(url: string): Promise<string> {
   try {
-    const redis = await connectRedis(LOCAL_REDIS_URL, { timeoutMs: 1500 });
+    const redis = await connectRedis(url, { timeoutMs: 1500 });
     redis.disconnect();
-    return LOCAL_REDIS_URL;
+    return url;
   } catch (error) {
     throw new ConfigError([
       {
         key: 'REDIS_URL',
-        message: `the worker needs Redis (its queues, schedules and stream slots), REDIS_URL is not set and none answers at 127.0.0.1:6379 (${(error as Error).message})`,
+        message: `the worker needs Redis (its queues, schedules and stream slots), REDIS_URL is not set and none answers at ${new URL(url).host} (${(error as Error).message})`,
         fix: 'start one (`redis-server`, or `docker compose up -d redis`), or set REDIS_URL; `npm run demo` runs without Redis',
       },
     ]);

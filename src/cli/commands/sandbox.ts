@@ -1,9 +1,9 @@
 /**
- * `validic-sync sandbox [--port P] [--seed S] [--users N] [--days D] [--live-rate N] [--env] [--env-file F]`:
+ * `validic-sync sandbox [--port P] [--seed S] [--users N] [--days D] [--live-rate N] [--env] [--write-env F]`:
  * the simulated platform. Its first stdout line is one JSON object with the URLs and credentials, so
  * scripts can start it and point the worker at it; `--env` adds the settings as `export` lines a shell
- * reads, `--env-file` writes them to a dotenv file (`.env` in the working folder is read by every
- * command). `--live-rate` makes it produce new, changed and deleted records all the time, as a platform
+ * reads, `--write-env` writes them to a dotenv file (`.env` in the working folder is read by every
+ * command; not `--env-file`, which Node takes for its own flag wherever it stands). `--live-rate` makes it produce new, changed and deleted records all the time, as a platform
  * does. It runs until stopped.
  */
 import { writeFile } from 'node:fs/promises';
@@ -23,7 +23,7 @@ interface SandboxCommandOptions {
   requestsPerHour?: string;
   liveRate: string;
   env?: boolean;
-  envFile?: string;
+  writeEnv?: string;
 }
 
 /** `--live-rate`: events a second, a number ≥ 0 (fractions allowed: 0.5 is one every 2 s). */
@@ -51,7 +51,7 @@ export function registerSandbox(program: Command, run: CommandRunner): void {
     .option('--live-rate <n>', 'new, changed and deleted records a second, from now on (0 = none)', '0')
     .option('--env', 'after the JSON line, print the settings as `export` lines a shell reads')
     .option(
-      '--env-file <file>',
+      '--write-env <file>',
       'write the settings to this dotenv file (e.g. .env, which every command reads)',
     )
     .action((options: SandboxCommandOptions) =>
@@ -84,8 +84,8 @@ export function registerSandbox(program: Command, run: CommandRunner): void {
         // A worker against a rate-limited sandbox paces itself to that limit, else it is unpaced.
         const env = sandboxEnvironment(sandbox, requestsPerHour ? { requestsPerHour } : {});
         if (options.env) for (const line of formatShellExports(env)) print(line);
-        if (options.envFile) {
-          const file = resolve(options.envFile);
+        if (options.writeEnv) {
+          const file = resolve(options.writeEnv);
           await writeFile(file, formatEnvFile(env), { mode: 0o600 });
           log.info({ file }, `the sandbox's settings are in ${file}: \`set -a; . ${file}; set +a\``);
         }
