@@ -159,35 +159,35 @@ function auditSection(orgId: string, audit: AuditStatus): string {
 
 function streamSection(stream: StreamReport): string {
   const { gaps, reconciliation: r } = stream;
+  const describe = (d: NonNullable<typeof r.lastPass>) =>
+    `${e(d.outcome)}, started ${e(d.startedAt)} (${e(d.trigger)}); re-delivered ${e(d.frames)}, missed by the stream ${e(d.missed)}.`;
   const out = [
     `<div class="audit"><p><b>${e(stream.orgId)}</b>${stream.streamName ? `, stream ${e(stream.streamName)}` : ''}</p>`,
-    `<p>Gaps (spans in which the stream may have lost events, until a reconciliation pass covers them): <b>${e(gaps.open)} open</b> now; in the last 7 days ${e(gaps.recorded7d)} recorded, ${e(gaps.covered7d)} covered.</p>`,
+    `<p>Gaps (spans in which the stream may have lost events, until a delivery covers them): <b>${e(gaps.open)} open</b> now; in the last 7 days ${e(gaps.recorded7d)} recorded, ${e(gaps.covered7d)} covered.</p>`,
   ];
   if (gaps.open > 0)
     out.push(
-      r.streamName
-        ? ''
-        : '<p class="warn">The reconciliation stream is off (stream.reconcile): nothing re-delivers what these gaps may hold but a backfill of their days.</p>',
       table(
         ['from', 'to', 'reason', 'left to', 'recorded'],
         gaps.oldest.map((g) => [g.from, g.to, g.reason, g.handledBy, g.recordedAt]),
       ),
     );
-  if (!r.streamName) out.push('<p>Reconciliation stream: off (stream.reconcile is false).</p>');
-  else {
-    const p = r.lastPass;
-    out.push(
-      `<p>Reconciliation stream ${e(r.streamName)} (one of the platform's 5 streams per customer). ${
-        p
-          ? `Last pass: ${e(p.outcome)}, started ${e(p.startedAt)} (${e(p.trigger)}); re-delivered ${e(p.frames)}, missed by the stream ${e(p.missed)}.`
-          : 'No pass yet.'
-      }</p>`,
-    );
-  }
   out.push(
-    '<p>What the passes re-delivered that the warehouse held nowhere, the stream’s measured loss:</p>',
+    r.streamName
+      ? `<p>Reconciliation stream ${e(r.streamName)} (one of the platform's 5 streams per customer). ${r.lastPass ? `Last pass: ${describe(r.lastPass)}` : 'No pass yet.'}</p>`
+      : "<p>Reconciliation stream: off (stream.reconcile is false): the provider's replay delivers the gaps.</p>",
+  );
+  const d = r.lastDelivery;
+  if (d && d.source === 'replay')
+    out.push(`<p>Last replay of gaps (from ${e(d.reachFrom.slice(0, 10))}): ${describe(d)}</p>`);
+  if (r.interrupted > 0)
+    out.push(
+      `<p class="warn">${e(r.interrupted)} ${r.interrupted === 1 ? 'delivery is' : 'deliveries are'} marked running although the process is gone: the next stream, reconcile or worker start marks ${r.interrupted === 1 ? 'it' : 'them'} interrupted and replays the gap.</p>`,
+    );
+  out.push(
+    '<p>What the deliveries re-delivered, and what of it the stream had missed (its measured loss):</p>',
     table(
-      ['period', 'passes', 're-delivered', 'missed by the stream'],
+      ['period', 'deliveries', 're-delivered', 'missed by the stream'],
       [
         ['last 24 hours', r.last24h.passes, r.last24h.frames, r.last24h.missed],
         ['last 7 days', r.last7d.passes, r.last7d.frames, r.last7d.missed],

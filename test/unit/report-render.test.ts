@@ -4,6 +4,7 @@ import type { AuditStatus } from '../../src/metrics/audit-status.ts';
 import { escapeHtml, renderReport } from '../../src/report/render-report.ts';
 import type { ReportData, StreamReport } from '../../src/report/report-data.ts';
 import type { AuditKind, AuditTotals } from '../../src/warehouse/audits.ts';
+import type { ReconcilePassRow } from '../../src/warehouse/stream-bookkeeping.ts';
 
 const hostile = `<script>alert("x")</script>'; drop table users; -- $(rm -rf /) & "quoted"`;
 const hostileOrg = `org"><img src=x onerror=alert(1)>`;
@@ -72,6 +73,33 @@ function data(overrides: Partial<ReportData> = {}): ReportData {
   };
 }
 
+/** A finished delivery: a pass of the reconciliation stream, or a replay of gaps it cannot reach. */
+function delivery(source: 'stream' | 'replay', id: number, startedAt: string): ReconcilePassRow {
+  return {
+    id,
+    streamName: 'validic-sync-reconcile',
+    streamId: 's-1',
+    source,
+    trigger: 'gap',
+    startedAt,
+    endedAt: '2026-11-20T12:00:00.000Z',
+    outcome: 'caught-up',
+    chainFrom: '2026-11-20T08:00:00.000Z',
+    reachFrom: '2026-11-19T08:00:00.000Z',
+    reachTo: '2026-11-20T10:00:30.000Z',
+    coverFrom: '2026-11-19T08:00:00.000Z',
+    committedTo: '2026-11-20T10:00:30.000Z',
+    readTo: '2026-11-20T10:00:30.000Z',
+    nextCoverFrom: '2026-11-20T10:00:30.000Z',
+    host: 'vm',
+    pid: 7,
+    heartbeatAt: '2026-11-20T12:00:00.000Z',
+    frames: 120,
+    missed: 3,
+    counts: { inserted: 2, updated: 1, unchanged: 117, stale: 0, quarantined: 0 },
+  };
+}
+
 /** An org with one open gap, a week of gaps mostly covered, and passes that found some loss. */
 function stream(overrides: Partial<StreamReport> = {}): StreamReport {
   return {
@@ -97,21 +125,9 @@ function stream(overrides: Partial<StreamReport> = {}): StreamReport {
     },
     reconciliation: {
       streamName: 'validic-sync-reconcile',
-      lastPass: {
-        id: 3,
-        streamName: 'validic-sync-reconcile',
-        streamId: 's-1',
-        trigger: 'gap',
-        startedAt: '2026-11-20T10:00:00.000Z',
-        endedAt: '2026-11-20T10:01:00.000Z',
-        outcome: 'caught-up',
-        chainFrom: '2026-11-20T08:00:00.000Z',
-        reachFrom: '2026-11-20T08:00:00.000Z',
-        reachTo: '2026-11-20T10:00:30.000Z',
-        frames: 120,
-        missed: 3,
-        counts: { inserted: 2, updated: 1, unchanged: 117, stale: 0, quarantined: 0 },
-      },
+      lastPass: delivery('stream', 3, '2026-11-20T10:00:00.000Z'),
+      lastDelivery: delivery('replay', 4, '2026-11-20T11:00:00.000Z'),
+      interrupted: 1,
       last24h: { passes: 25, missed: 3, frames: 900 },
       last7d: { passes: 170, missed: 11, frames: 6100 },
     },
@@ -163,22 +179,30 @@ describe('the streams and reconciliation section', () => {
     expect(html).toContain(
       'Last pass: caught-up, started 2026-11-20T10:00:00.000Z (gap); re-delivered 120, missed by the stream 3.',
     );
+    expect(html).toContain(
+      'Last replay of gaps (from 2026-11-19): caught-up, started 2026-11-20T11:00:00.000Z (gap); re-delivered 120, missed by the stream 3.',
+    );
+    expect(html).toContain('1 delivery is marked running although the process is gone');
     expect(html).toContain('<tr><td>last 24 hours</td><td>25</td><td>900</td><td>3</td></tr>');
     expect(html).toContain('<tr><td>last 7 days</td><td>170</td><td>6100</td><td>11</td></tr>');
   });
 
-  it('warns when gaps are open and no reconciliation stream re-delivers them', () => {
+  it("says when the provider's replay delivers the gaps instead of a reconciliation stream", () => {
     const off = stream({
       reconciliation: {
         streamName: null,
         lastPass: null,
+        lastDelivery: null,
+        interrupted: 0,
         last24h: { passes: 0, missed: 0, frames: 0 },
         last7d: { passes: 0, missed: 0, frames: 0 },
       },
     });
     const html = section(renderReport(data({ streams: [off] })));
-    expect(html).toContain('The reconciliation stream is off');
-    expect(html).toContain('Reconciliation stream: off (stream.reconcile is false).');
+    expect(html).toContain(
+      "Reconciliation stream: off (stream.reconcile is false): the provider's replay delivers the gaps.",
+    );
+    expect(html).not.toContain('marked running');
     expect(section(renderReport(data({ streams: [] })))).toContain('No organization yet.');
   });
 });

@@ -80,7 +80,9 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
               const paged = windowsDone === windows.length;
               progress.update(
                 windowsDone,
-                paged ? `${detail()}; now the reconciliation of the stream, until it has caught up` : detail(),
+                paged
+                  ? `${detail()}; now the reconciliation of the stream, until it has caught up`
+                  : detail(),
               );
               if (paged)
                 runner.enqueue('streams.reconcile', {
