@@ -6,15 +6,17 @@
  * ioredis "Unhandled error event", `status` exits 1 when it could not read the queue; `--users` with an
  * unknown uid exits 2; the estimate comes first and the progress counts windows over windows; a password
  * is redacted where it sits, not as a word; a Ctrl-C of `audit` ends without a stack; reading an embedded
- * warehouse that is not there is refused instead of creating an empty one.
+ * warehouse that is not there is refused instead of creating an empty one; the worker says which
+ * warehouse it writes.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type CliResult, resultWithin, runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { day } from '../helpers/fixtures/index.ts';
-import { useSandbox, useTempDir } from '../helpers/use-before-all.ts';
+import { useSandbox, useTempDir, useTestRedis } from '../helpers/use-before-all.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
+import { startWorkerChild, workerChildEnv } from '../helpers/worker-fleet.ts';
 
 /** An expected failure: one message and its fix on stderr, no stack, no JSON log line at error level. */
 function expectOneMessage(result: CliResult, code: number, message: RegExp): void {
@@ -28,6 +30,7 @@ describe('the first minutes', () => {
   const sandbox = useSandbox({ seed: 38, users: 3, days: 10 });
   const db = useTestDatabase();
   const dataDir = useTempDir('validic-first-minutes-');
+  const redis = useTestRedis('first-minutes');
   const env = (extra: Record<string, string> = {}) => sandboxEnv(sandbox, { DATABASE_URL: db.url, ...extra });
   const backfill = ['backfill', '--from', day(5), '--to', day(0)];
 
@@ -143,6 +146,28 @@ describe('the first minutes', () => {
     } finally {
       sandbox.control.setFaults({ latencyMs: 0 });
     }
+  }, 180_000);
+
+  it('the worker says which warehouse it writes: PostgreSQL by host and database, or the embedded default', async () => {
+    const withPassword = new URL(db.url);
+    withPassword.password = 'trust-ignores-it'; // the test cluster trusts local logins
+    const onPostgres = await startWorkerChild(workerChildEnv(sandbox, withPassword.href, redis));
+    const postgres = await onPostgres.stop();
+    expect(postgres.stdout).toMatch(
+      new RegExp(
+        `^worker writes to PostgreSQL database ${withPassword.pathname.slice(1)} on 127\\.0\\.0\\.1:5432 as postgres \\(DATABASE_URL\\)$`,
+        'm',
+      ),
+    );
+    expect(postgres.stdout + postgres.stderr).not.toContain('trust-ignores-it');
+    const dir = join(dataDir.path, 'worker');
+    const embedded = await startWorkerChild(
+      workerChildEnv(sandbox, '', redis, { DATABASE_URL: '', VALIDIC_DATA_DIR: dir }),
+    );
+    const pglite = await embedded.stop();
+    expect(pglite.stdout).toContain(
+      `worker writes to the embedded warehouse (PGlite) in ${dir}, as DATABASE_URL is not set`,
+    );
   }, 180_000);
 
   it('refuses to read an embedded warehouse that is not there', async () => {
