@@ -11,6 +11,7 @@ import { classifyFailure } from '../src/errors/index.ts';
 import { defineJob } from '../src/queue/job-catalog.ts';
 import type { JobContext } from '../src/queue/job-context.ts';
 import { isoDate, isoInstant, jobKey } from '../src/queue/job-definition.ts';
+import { planRecordWindows } from '../src/validic/platform-limits.ts';
 import { backfillRunArgs, planBackfillWindows } from '../src/warehouse/backfill-plan.ts';
 import { syncUsers } from './users-sync.ts';
 
@@ -100,7 +101,8 @@ export const recordsBackfill = defineJob({
 
     const planned = planBackfillWindows(args, uids);
     await store.planWindows(run.id, orgId, planned);
-    await createRunMonths(ctx, dateWindows);
+    // The months of the record windows (one day more at each edge, as planned), not of connection events.
+    await createRunMonths(ctx, planRecordWindows(args.from, args.to));
 
     const pending = await store.listPendingWindows(run.id);
     // One records.poll per user × date window, for all its pending resources (see records-poll.ts).

@@ -3,9 +3,8 @@
  * configured warehouse, so analysts can reach the embedded (PGlite) warehouse without a PostgreSQL
  * server. One statement, in a READ ONLY transaction with a statement timeout, always rolled back; on
  * PostgreSQL a superuser or BYPASSRLS login is refused (src/warehouse/read-only-query.ts).
- * Exit codes: 0 rows printed; 1 the query failed (bad SQL, the timeout); 2 bad usage, a refused
- * statement (a write, several statements, a role or mode change, a relation the login may not read) or a
- * refused login.
+ * Exit codes: 0 rows printed; 1 the query failed (bad SQL, what the login may not use, the timeout); 2
+ * bad usage, a refused statement (a write, several statements, a role or mode change) or a refused login.
  */
 import type { Command } from 'commander';
 import { ConfigError, UsageError, UserFacingError } from '../../errors/index.ts';
