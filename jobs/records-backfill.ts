@@ -11,14 +11,8 @@ import { classifyFailure } from '../src/errors/index.ts';
 import { defineJob } from '../src/queue/job-catalog.ts';
 import type { JobContext } from '../src/queue/job-context.ts';
 import { isoDate, isoInstant, jobKey } from '../src/queue/job-definition.ts';
-import {
-  CONNECTION_EVENTS_SINCE,
-  planDateWindows,
-  planRecordWindows,
-  toV2Resource,
-  V2_RESOURCES,
-} from '../src/validic/platform-limits.ts';
-import { type PlannedWindow, recordsWindowKey } from '../src/warehouse/window-ledger.ts';
+import { planRecordWindows } from '../src/validic/platform-limits.ts';
+import { backfillRunArgs, planBackfillWindows } from '../src/warehouse/backfill-plan.ts';
 import { syncUsers } from './users-sync.ts';
 
 /** The payload: what one run of this job is given. */
@@ -79,17 +73,9 @@ export const recordsBackfill = defineJob({
     const { orgId } = payload;
     const store = ctx.warehouse;
     const org = ctx.org(orgId);
-    const resources = [...new Set((payload.resources ?? org.resources).map(toV2Resource))].sort(
-      (a, b) => V2_RESOURCES.indexOf(a) - V2_RESOURCES.indexOf(b),
-    );
     // The run's identity: the same arguments resume the same run.
-    const args = {
-      from: payload.from,
-      to: payload.to,
-      resources,
-      uids: payload.uids ? [...new Set(payload.uids)].sort() : null,
-      connections: payload.connections,
-    };
+    const args = backfillRunArgs({ ...payload, resources: payload.resources ?? org.resources });
+    const { resources } = args;
 
     const previous = await store.findUnfinishedRun({ orgId, command: 'backfill', args });
     if (previous && payload.restart)
@@ -113,37 +99,10 @@ export const recordsBackfill = defineJob({
       );
     }
 
-    // One day more at each edge: the platform may window by the user's local date (platform-limits.ts).
-    const dateWindows = planRecordWindows(payload.from, payload.to);
-    const planned: PlannedWindow[] = [];
-    for (const window of dateWindows) {
-      for (const resource of resources) {
-        for (const uid of uids) {
-          planned.push({
-            windowKey: recordsWindowKey(resource, uid, window.startDate, window.endDate),
-            uid,
-            resource,
-            startDate: window.startDate,
-            endDate: window.endDate,
-          });
-        }
-      }
-    }
-    if (payload.connections && payload.to >= CONNECTION_EVENTS_SINCE) {
-      // biome-ignore lint/complexity/useMathMinMax: ISO date strings compare as text, Math.max would not.
-      const from = payload.from < CONNECTION_EVENTS_SINCE ? CONNECTION_EVENTS_SINCE : payload.from;
-      for (const window of planDateWindows(from, payload.to)) {
-        planned.push({
-          windowKey: `connections|${window.startDate}|${window.endDate}`,
-          uid: null,
-          resource: 'connections',
-          startDate: window.startDate,
-          endDate: window.endDate,
-        });
-      }
-    }
+    const planned = planBackfillWindows(args, uids);
     await store.planWindows(run.id, orgId, planned);
-    await createRunMonths(ctx, dateWindows);
+    // The months of the record windows (one day more at each edge, as planned), not of connection events.
+    await createRunMonths(ctx, planRecordWindows(args.from, args.to));
 
     const pending = await store.listPendingWindows(run.id);
     // One records.poll per user × date window, for all its pending resources (see records-poll.ts).

@@ -60,6 +60,8 @@ export interface GlobalOptions {
 
 export interface CommandContext {
   config: Config;
+  /** The config read again from another environment, with the same config file (`worker --sandbox`). */
+  configFrom(env: NodeJS.ProcessEnv): Config;
   log: Logger;
   signal: AbortSignal;
   /** Human-readable output (stdout); logs go to stderr. */
@@ -70,9 +72,17 @@ export function createCommandContext(
   globals: GlobalOptions,
   env: NodeJS.ProcessEnv = process.env,
 ): CommandContext {
-  const config = loadConfig(env, globals.config ? { file: globals.config } : {});
+  const configFrom = (from: NodeJS.ProcessEnv) =>
+    loadConfig(from, globals.config ? { file: globals.config } : {});
+  const config = configFrom(env);
   const log = createLogger({ level: config.logLevel });
-  return { config, log, signal: stopSignal(log), print: (line) => process.stdout.write(`${line}\n`) };
+  return {
+    config,
+    configFrom,
+    log,
+    signal: stopSignal(log),
+    print: (line) => process.stdout.write(`${line}\n`),
+  };
 }
 
 let controller: AbortController | undefined;

@@ -1,6 +1,7 @@
 /**
  * Progress for long commands: a cli-progress bar on a terminal, plain lines otherwise (CI logs, pipes),
- * at most one line every `plainEveryMs` so a log stays readable.
+ * at most one line every `plainEveryMs` so a log stays readable. It counts one unit (`windows`, `cells`)
+ * over the same unit: what is done of what was planned.
  */
 import { SingleBar } from 'cli-progress';
 
@@ -12,6 +13,8 @@ export interface Progress {
 
 export interface ProgressOptions {
   label: string;
+  /** What is counted, plural: `windows` (default), `cells`. */
+  unit?: string;
   stream?: NodeJS.WriteStream;
   /** Force plain lines even on a terminal (tests). */
   plain?: boolean;
@@ -20,14 +23,15 @@ export interface ProgressOptions {
 
 export function createProgress(options: ProgressOptions): Progress {
   const stream = options.stream ?? process.stderr;
-  if (stream.isTTY && !options.plain && !process.env.CI) return barProgress(options.label, stream);
-  return plainProgress(options.label, stream, options.plainEveryMs ?? 2000);
+  const unit = options.unit ?? 'windows';
+  if (stream.isTTY && !options.plain && !process.env.CI) return barProgress(options.label, unit, stream);
+  return plainProgress(options.label, unit, stream, options.plainEveryMs ?? 2000);
 }
 
-function barProgress(label: string, stream: NodeJS.WriteStream): Progress {
+function barProgress(label: string, unit: string, stream: NodeJS.WriteStream): Progress {
   const bar = new SingleBar({
     stream,
-    format: `${label} [{bar}] {percentage}% {value}/{total} windows | {detail}`,
+    format: `${label} [{bar}] {percentage}% {value}/{total} ${unit} | {detail}`,
     hideCursor: true,
     clearOnComplete: false,
   });
@@ -48,12 +52,17 @@ function barProgress(label: string, stream: NodeJS.WriteStream): Progress {
   };
 }
 
-function plainProgress(label: string, stream: NodeJS.WritableStream, everyMs: number): Progress {
+function plainProgress(
+  label: string,
+  unit: string,
+  stream: NodeJS.WritableStream,
+  everyMs: number,
+): Progress {
   let total = 0;
   let last = 0;
   let lastLine = '';
   const write = (done: number, detail: string) => {
-    lastLine = `${label}: ${done}/${total} windows${detail ? ` | ${detail}` : ''}`;
+    lastLine = `${label}: ${done}/${total} ${unit}${detail ? ` | ${detail}` : ''}`;
     stream.write(`${lastLine}\n`);
   };
   let done = 0;
@@ -72,7 +81,7 @@ function plainProgress(label: string, stream: NodeJS.WritableStream, everyMs: nu
       }
     },
     stop() {
-      const finalLine = `${label}: ${done}/${total} windows${detail ? ` | ${detail}` : ''}`;
+      const finalLine = `${label}: ${done}/${total} ${unit}${detail ? ` | ${detail}` : ''}`;
       if (finalLine !== lastLine) write(done, detail);
     },
   };

@@ -91,6 +91,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
 
   const config = finishOrganizations(parsed.data);
 
+  // Masked verbatim everywhere: the platform's credentials, and the push secret and admin token (at least
+  // 16 characters, never a word). Database and Redis passwords are not: a person may choose a word
+  // (`postgres`), so they are redacted only where they sit, a URL's password field or a `password=`
+  // parameter (src/redact/redact-secrets.ts says why).
   for (const org of config.organizations) {
     registerSecret(org.token);
     registerSecret(org.legacyToken);
@@ -98,8 +102,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: LoadCo
   }
   registerSecret(config.http.pushSecret);
   registerSecret(config.http.adminToken);
-  registerPasswordOf(config.databaseUrl);
-  registerPasswordOf(config.redisUrl);
   return config;
 }
 
@@ -214,16 +216,6 @@ function checkUrlSecurity(raw: Record<string, any>): ConfigProblem[] {
     }
   });
   return problems;
-}
-
-function registerPasswordOf(url: string | undefined): void {
-  if (!url) return;
-  try {
-    const password = new URL(url).password;
-    if (password) registerSecret(decodeURIComponent(password));
-  } catch {
-    // Not a URL: nothing to register.
-  }
 }
 
 function envLabel(key: string): string {

@@ -22,6 +22,11 @@ import { openRuntime, type Runtime } from '../worker/runtime.ts';
 
 export interface DemoOptions {
   log: Logger;
+  /**
+   * The stream step's logger (default `log`). The step disconnects on purpose while data flows, so the
+   * stream reports a gap, which the step's own line tells (and the replay fills): the command quiets it.
+   */
+  streamLog?: Logger;
   print: (line: string) => void;
   signal: AbortSignal;
   databaseUrl?: string | undefined;
@@ -62,12 +67,17 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     const from = new Date(Date.now() - (days + 20) * 86_400_000).toISOString().slice(0, 10);
 
     await step(print, `1. Backfill users, v2 records and connection events, ${from}..${to}`, async () => {
-      const result = await runJobs(runtime, signal, 'records.backfill', { orgId, from, to });
-      return `${result.count} windows fetched`;
+      const { results } = await runJobs(runtime, signal, 'records.backfill', { orgId, from, to });
+      // The plan's result: ledger windows (user × resource × ≤ 30 days), not the jobs that fetched them.
+      const plan = results.find(
+        (r): r is { windows: number; users: number } =>
+          typeof r === 'object' && r !== null && 'alreadyDone' in r,
+      );
+      return `${plan?.windows ?? 0} windows (${plan?.users ?? 0} users × resources × 30-day windows, and connection events) fetched`;
     });
 
     await step(print, '2. Stream: live events, a disconnect, and the replay that fills the gap', async () =>
-      streamWithGap(runtime, sandbox, config, signal, log),
+      streamWithGap(runtime, sandbox, config, signal, options.streamLog ?? log),
     );
 
     await step(print, '3. Reconcile connection events (adds what the stream missed)', async () => {
@@ -192,7 +202,7 @@ async function streamWithGap(
     (h) => Date.now() - h.lastDataAt() > 2000 && h.summary().counters.frames.data > 0,
   );
   const c = resumed.counters;
-  return `live: ${live.counters.frames.data} events; after the gap: ${c.frames.data} events, ${c.replays} replay(s), ${resumed.records.inserted + live.records.inserted} new and ${resumed.records.updated} updated records, duplicates skipped ${resumed.records.unchanged}`;
+  return `live: ${live.counters.frames.data} events, then a disconnect (${live.counters.gaps === 1 ? 'a gap' : `${live.counters.gaps} gaps`} recorded: events in it may be missed); after the gap: ${c.frames.data} events, ${c.replays} replay(s), ${resumed.records.inserted + live.records.inserted} new and ${resumed.records.updated} updated records, duplicates skipped ${resumed.records.unchanged}`;
 }
 
 async function printSummary(
@@ -222,7 +232,8 @@ async function printSummary(
     print(formatTable(rows.slice(0, 8)));
     if (rows.length > 8) print(`(${rows.length - 8} more rows)`);
   }
+  // A command to copy as it is: without its VALIDIC_DATA_DIR it would read another (or no) warehouse.
   print(
-    `\nDone in ${(durationMs / 1000).toFixed(1)} s. Query the warehouse yourself: ${runtime.config.databaseUrl ? 'psql "$DATABASE_URL"' : `npm run cli -- sql "select * from validic.data_freshness"  (with VALIDIC_DATA_DIR=${runtime.config.dataDir})`}`,
+    `\nDone in ${(durationMs / 1000).toFixed(1)} s. Query the warehouse yourself: ${runtime.config.databaseUrl ? 'psql "$DATABASE_URL"' : `VALIDIC_DATA_DIR=${runtime.config.dataDir} npm run cli -- sql "select * from validic.data_freshness"`}`,
   );
 }

@@ -2,19 +2,24 @@
  * Generates the warehouse's documents from the schema's own COMMENT ON texts (migrations applied to a
  * throw-away embedded database): docs/warehouse.md (with the hand-written introduction next to this
  * file and the example queries) and docs/dbt/sources.yml (render-dbt-sources.ts). `--check` fails
- * (exit 1) when a committed file is not what the generator makes, so neither can drift from the schema.
+ * (exit 1) when a committed file is not what the generator makes, so neither can drift from the schema,
+ * and when a file of the repository refers to a file the repository does not hold
+ * (find-broken-references.ts).
  *
  *   node src/docs/generate-warehouse-guide.ts          # write them (npm run docs)
  *   node src/docs/generate-warehouse-guide.ts --check  # CI (npm run docs:check)
  */
+import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { describeSchema, type RelationInfo } from '../warehouse/describe-schema.ts';
 import { migrateToLatest } from '../warehouse/migrate.ts';
 import { openWarehouse } from '../warehouse/open-warehouse.ts';
 import { EXAMPLE_QUERIES } from './example-queries.ts';
+import { type BrokenReference, findBrokenReferences } from './find-broken-references.ts';
 import { renderDbtSources } from './render-dbt-sources.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -70,6 +75,25 @@ export async function generateDocs(): Promise<Record<string, string>> {
   }
 }
 
+/**
+ * The references of the repository at `root` to files it does not hold: every file git tracks, or would
+ * track (untracked and not ignored), is read and checked against that same list.
+ */
+export async function checkReferences(root: string): Promise<BrokenReference[]> {
+  const { stdout } = await promisify(execFile)('git', ['ls-files', '-z', '-co', '--exclude-standard'], {
+    cwd: root,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const paths = [...new Set(stdout.split('\0').filter(Boolean))];
+  const texts = new Map<string, string>();
+  for (const path of paths) {
+    // A file deleted in the working tree but still in the index is no longer there to refer to.
+    const text = await readFile(join(root, path), 'utf8').catch(() => undefined);
+    if (text !== undefined) texts.set(path, text);
+  }
+  return findBrokenReferences(texts, new Set(texts.keys()));
+}
+
 async function main(): Promise<void> {
   const docs = await generateDocs();
   const check = process.argv.includes('--check');
@@ -87,6 +111,15 @@ async function main(): Promise<void> {
       await writeFile(file, content);
       process.stdout.write(`wrote ${path}\n`);
     }
+  }
+  if (check) {
+    const broken = await checkReferences(REPO_ROOT);
+    for (const b of broken)
+      process.stderr.write(
+        `${b.file}:${b.line}: refers to ${b.reference}, which the repository does not hold. Fix: correct the path, or add the file.\n`,
+      );
+    if (broken.length > 0) process.exitCode = 1;
+    else process.stdout.write('every reference to a repository file resolves\n');
   }
 }
 

@@ -97,7 +97,7 @@ export function headerValue(value: string | string[] | undefined): string | unde
 }
 
 /**
- * The platform answers errors in several shapes (PLATFORM-FACTS.md): `{errors:[...]}`,
+ * The platform answers errors in several shapes (docs/platform.md, "Responses"): `{errors:[...]}`,
  * `{errors:{field:[...]}}`, `{message}`, `{status, error}`, `{code, message}` and plain text. This pulls
  * human-readable messages out of any of them; the status code stays the primary signal.
  */

@@ -14,7 +14,7 @@ import type { PushFetchInput } from '../warehouse/push-fetch-store.ts';
 /**
  * What a push notification announces.
  *
- * What a push notification announces. The provider documents the body (PLATFORM-FACTS.md, "Enterprise
+ * What a push notification announces. The provider documents the body (docs/platform.md, "Enterprise
  * push notifications"):
  *
  * ```text

@@ -3,7 +3,7 @@
  */
 import { type CompletenessEstimate, formatShare } from '../audit/completeness-interval.ts';
 import type { AuditStatus } from '../metrics/audit-status.ts';
-import type { ReportData } from './report-data.ts';
+import type { ReportData, StreamReport } from './report-data.ts';
 
 /** Escapes text for HTML element content and attribute values (uids, sources and reasons are untrusted). */
 export function escapeHtml(value: unknown): string {
@@ -157,6 +157,52 @@ function auditSection(orgId: string, audit: AuditStatus): string {
   return out.join('\n');
 }
 
+function streamSection(stream: StreamReport): string {
+  const { gaps, reconciliation: r } = stream;
+  const describe = (d: NonNullable<typeof r.lastPass>) =>
+    `${e(d.outcome)}, started ${e(d.startedAt)} (${e(d.trigger)}); re-delivered ${e(d.frames)}, missed by the stream ${e(d.missed)}.`;
+  const out = [
+    `<div class="audit"><p><b>${e(stream.orgId)}</b>${stream.streamName ? `, stream ${e(stream.streamName)}` : ''}</p>`,
+    `<p>Gaps (spans in which the stream may have lost events, until a delivery covers them): <b>${e(gaps.open)} open</b> now; in the last 7 days ${e(gaps.recorded7d)} recorded, ${e(gaps.covered7d)} covered.</p>`,
+  ];
+  if (gaps.open > 0)
+    out.push(
+      table(
+        ['from', 'to', 'reason', 'left to', 'recorded'],
+        gaps.oldest.map((g) => [g.from, g.to, g.reason, g.handledBy, g.recordedAt]),
+      ),
+    );
+  out.push(
+    r.streamName
+      ? `<p>Reconciliation stream ${e(r.streamName)} (one of the platform's 5 streams per customer). ${r.lastPass ? `Last pass: ${describe(r.lastPass)}` : 'No pass yet.'}</p>`
+      : "<p>Reconciliation stream: off (stream.reconcile is false): the provider's replay delivers the gaps.</p>",
+  );
+  const d = r.lastDelivery;
+  if (d && d.source === 'replay')
+    out.push(`<p>Last replay of gaps (from ${e(d.reachFrom.slice(0, 10))}): ${describe(d)}</p>`);
+  if (r.interrupted > 0)
+    out.push(
+      `<p class="warn">${e(r.interrupted)} ${r.interrupted === 1 ? 'delivery is' : 'deliveries are'} marked running although the process is gone: the next stream, reconcile or worker start marks ${r.interrupted === 1 ? 'it' : 'them'} interrupted and replays the gap.</p>`,
+    );
+  out.push(
+    '<p>What the deliveries re-delivered, and what of it the stream had missed (its measured loss):</p>',
+    table(
+      ['period', 'deliveries', 're-delivered', 'missed by the stream'],
+      [
+        ['last 24 hours', r.last24h.passes, r.last24h.frames, r.last24h.missed],
+        ['last 7 days', r.last7d.passes, r.last7d.frames, r.last7d.missed],
+      ],
+    ),
+    '</div>',
+  );
+  return out.join('\n');
+}
+
+function streamSections(streams: readonly StreamReport[]): string {
+  if (streams.length === 0) return '<p>No organization yet.</p>';
+  return streams.map(streamSection).join('\n');
+}
+
 function auditSections(audits: ReportData['audits']): string {
   if (audits.length === 0) return '<p>No organization yet.</p>';
   return audits.map((a) => auditSection(a.orgId, a.audit)).join('\n');
@@ -204,6 +250,8 @@ ${table(
   ['kind', 'reason', 'items', 'last seen'],
   data.quarantine.map((q) => [q.kind, q.reason, q.items, q.lastSeenAt ?? '']),
 )}
+<h2>Streams and reconciliation</h2>
+${streamSections(data.streams)}
 <h2>Completeness audit</h2>
 <p>The warehouse compared with the platform cell by cell (user × resource × ≤ 30-day window): a cell is complete when every record matches by id, checksum and deletion.</p>
 ${auditSections(data.audits)}

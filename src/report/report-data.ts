@@ -2,7 +2,15 @@
 import type { Kysely } from 'kysely';
 import { type Config, configSchema } from '../config/schema.ts';
 import { type AuditStatus, readAuditStatus } from '../metrics/audit-status.ts';
+import {
+  type ReconciliationStatus,
+  readReconciliationStatus,
+  readStreamGapsStatus,
+  type StreamGapsStatus,
+} from '../metrics/sync-status.ts';
+import { reconcileStreamName } from '../stream/reconciliation.ts';
 import type { Database } from '../warehouse/database.ts';
+import { countStreamGapsSince, readOpenStreamGaps } from '../warehouse/stream-bookkeeping.ts';
 import { listAuditOrgIds, readWarehouseSummary } from '../warehouse/summaries.ts';
 
 export interface ReportData {
@@ -25,6 +33,22 @@ export interface ReportData {
    * `/metrics` read it (src/metrics/audit-status.ts): the population is the org's pollable users.
    */
   audits: { orgId: string; audit: AuditStatus }[];
+  /** Each org's stream: its gaps (open now, recorded and covered lately) and the reconciliation passes. */
+  streams: StreamReport[];
+}
+
+/** What the report says of one org's stream and its reconciliation (as `status` reads them). */
+export interface StreamReport {
+  orgId: string;
+  /** The primary stream's name (from config; null for an org the config does not name). */
+  streamName: string | null;
+  gaps: StreamGapsStatus & {
+    /** Gaps recorded in the last 7 days, open or covered. */
+    recorded7d: number;
+    /** Of those, the ones a reconciliation pass has covered. */
+    covered7d: number;
+  };
+  reconciliation: ReconciliationStatus;
 }
 
 export interface ReadReportOptions {
@@ -67,7 +91,46 @@ export async function readReportData(
       lastSeenAt: iso(r.last),
     })),
     audits: await readAudits(db, now, options.config),
+    streams: await readStreams(db, now, options.config),
   };
+}
+
+const WEEK_MS = 7 * 86_400_000;
+
+/** The organizations the report has sections for: the configured ones, and those with users or audits. */
+async function reportedOrgIds(db: Kysely<Database>, config: Config | undefined): Promise<string[]> {
+  return [
+    ...new Set([...(config?.organizations ?? []).map((o) => o.orgId), ...(await listAuditOrgIds(db))]),
+  ].sort();
+}
+
+async function readStreams(
+  db: Kysely<Database>,
+  now: Date,
+  config: Config | undefined,
+): Promise<StreamReport[]> {
+  const weekAgo = new Date(now.getTime() - WEEK_MS);
+  const out: StreamReport[] = [];
+  for (const orgId of await reportedOrgIds(db, config)) {
+    const org = config?.organizations.find((o) => o.orgId === orgId);
+    const gaps = await readStreamGapsStatus(db, orgId);
+    const recorded7d = await countStreamGapsSince(db, orgId, weekAgo);
+    // Open gaps are few (a pass covers them within the hour): those of the week are among the oldest.
+    const { gaps: open } = await readOpenStreamGaps(db, orgId, 1000);
+    const openRecent = open.filter((g) => Date.parse(g.recordedAt) >= weekAgo.getTime()).length;
+    out.push({
+      orgId,
+      streamName: org?.stream.name ?? null,
+      gaps: { ...gaps, recorded7d, covered7d: Math.max(0, recorded7d - openRecent) },
+      reconciliation: await readReconciliationStatus(
+        db,
+        orgId,
+        org?.stream.reconcile ? reconcileStreamName(org.stream) : null,
+        now,
+      ),
+    });
+  }
+  return out;
 }
 
 async function readAudits(
@@ -75,11 +138,8 @@ async function readAudits(
   now: Date,
   config: Config | undefined,
 ): Promise<ReportData['audits']> {
-  const orgIds = [
-    ...new Set([...(config?.organizations ?? []).map((o) => o.orgId), ...(await listAuditOrgIds(db))]),
-  ].sort();
   const audits: ReportData['audits'] = [];
-  for (const orgId of orgIds)
+  for (const orgId of await reportedOrgIds(db, config))
     audits.push({
       orgId,
       audit: await readAuditStatus(db, orgId, now, (config ?? configSchema.parse({})).audit.estimateDays),

@@ -23,6 +23,14 @@ export async function connectRedis(url: string, options: { timeoutMs?: number } 
       policy.on ? backoffDelay(times, { baseMs: 200, capMs: 2000, minMs: 100 }) : null,
   });
   reconnecting.set(redis, policy);
+  // ioredis prints "[ioredis] Unhandled error event" with a stack for every failed attempt that no
+  // listener takes. The first attempt's failure is this function's to report (with the socket's own
+  // reason, not ioredis' "Connection is closed"); later ones are reconnects, which ioredis makes by
+  // itself and which the worker logs through its own listener (start-worker.ts).
+  let socketError: Error | undefined;
+  redis.on('error', (error: Error) => {
+    socketError ??= error;
+  });
   try {
     await Promise.race([
       redis.connect(),
@@ -34,7 +42,7 @@ export async function connectRedis(url: string, options: { timeoutMs?: number } 
   } catch (error) {
     redis.disconnect();
     throw new UserFacingError(
-      `cannot reach Redis at ${redactKnownSecrets(safeHost(url))}: ${(error as Error).message}`,
+      `cannot reach Redis at ${redactKnownSecrets(safeHost(url))}: ${(socketError ?? (error as Error)).message}`,
       {
         fix: 'start Redis or correct REDIS_URL; one-shot commands also run without REDIS_URL (jobs run inline)',
         cause: error,

@@ -2,7 +2,7 @@
  * Outgoing notifications: enterprise push notifications to every registered push URL when legacy
  * records become available, and partner disconnect notifications to the partner's notification URL.
  *
- * Push, exactly as the provider documents it (PLATFORM-FACTS.md, "Enterprise push notifications"):
+ * Push, exactly as the provider documents it (docs/platform.md, "Enterprise push notifications"):
  * body `{ "data": [ { "_id": <v1 user _id>, "activity_type": <object>, "activity_date": <the record's
  * timestamp, "+00:00" form>, "source": <app> } ] }`, headers `Content-Type: application/json`,
  * `X-Validic-Timestamp` (send time, in the provider example's form `2015-12-08T16:04:18029095657000`:

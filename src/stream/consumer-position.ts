@@ -245,7 +245,7 @@ export function planReplay(s: MachineState, nowMs: number): ReturnType<typeof pl
 
 /**
  * How to fill a gap in the main stream, as a pure function of "now" and the gap start T
- * (PLATFORM-FACTS.md, "Replay"): replay from T's UTC date until an event with `created_at` ≥ T arrives,
+ * (docs/platform.md, "Replay"): replay from T's UTC date until an event with `created_at` ≥ T arrives,
  * then reconnect the main stream, which resumes from its own server-side checkpoint.
  *
  * Two limits bend that plan:

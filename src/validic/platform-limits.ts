@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import { UsageError } from '../errors/index.ts';
 
 /**
- * The platform's documented numbers, in one place (PLATFORM-FACTS.md and the v2 spec). Code that plans
+ * The platform's documented numbers, in one place (docs/platform.md). Code that plans
  * windows, connections, replays or the request budget takes them from here, never as a bare literal.
  */
 

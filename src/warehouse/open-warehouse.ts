@@ -5,6 +5,7 @@
  * `close()`.
  */
 import { mkdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { PGlite } from '@electric-sql/pglite';
@@ -17,6 +18,7 @@ import { redactUrl } from '../redact/redact-secrets.ts';
 import { withSpan } from '../telemetry/tracer.ts';
 import { type CopyRow, copyStatement, encodeCopyChunks } from './copy-text-format.ts';
 import type { Database } from './database.ts';
+import { lockEmbeddedWarehouse } from './embedded-lock.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
 
 export type CopyRows = (table: string, columns: readonly string[], rows: Iterable<CopyRow>) => Promise<void>;
@@ -111,6 +113,27 @@ export function displayDatabaseUrl(databaseUrl: string): string {
   }
 }
 
+/**
+ * Which warehouse a command writes, for its log and its first lines: PostgreSQL's host, port, database
+ * and user (never the password), or the embedded one's folder, named as the default it is.
+ */
+export function describeWarehouse(options: {
+  databaseUrl?: string | undefined;
+  dataDir?: string | undefined;
+}): string {
+  if (!options.databaseUrl) {
+    return `the embedded warehouse (PGlite) in ${resolve(options.dataDir ?? DEFAULT_PGLITE_DIR)}, as DATABASE_URL is not set`;
+  }
+  try {
+    const url = new URL(options.databaseUrl);
+    const database = decodeURIComponent(url.pathname.replace(/^\//, '')) || "(the user's default database)";
+    const user = url.username ? ` as ${decodeURIComponent(url.username)}` : '';
+    return `PostgreSQL database ${database} on ${url.hostname || 'the local socket'}:${url.port || 5432}${user} (DATABASE_URL)`;
+  } catch {
+    return 'PostgreSQL at an unparseable DATABASE_URL';
+  }
+}
+
 function isUnreachable(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return true;
@@ -137,8 +160,12 @@ export function warehouseApplicationName(pid = process.pid): string {
 
 export async function openWarehouse(options: OpenWarehouseOptions = {}): Promise<Warehouse> {
   const log = options.log ?? silentLogger;
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.maxConnections ?? 10, log);
-  return openPGlite(options.dataDir ?? DEFAULT_PGLITE_DIR, log);
+  const warehouse = options.databaseUrl
+    ? await openPostgres(options.databaseUrl, options.maxConnections ?? 10, log)
+    : await openPGlite(options.dataDir ?? DEFAULT_PGLITE_DIR);
+  const description = describeWarehouse(options);
+  log.info({ warehouse: description }, `warehouse: ${description}`);
+  return warehouse;
 }
 
 async function openPostgres(databaseUrl: string, max: number, log: Logger): Promise<Warehouse> {
@@ -178,7 +205,6 @@ async function openPostgres(databaseUrl: string, max: number, log: Logger): Prom
       });
   };
 
-  log.debug({ database: displayDatabaseUrl(databaseUrl) }, 'warehouse: PostgreSQL');
   return {
     db,
     kind: 'postgres',
@@ -229,15 +255,17 @@ async function openPostgres(databaseUrl: string, max: number, log: Logger): Prom
   };
 }
 
-async function openPGlite(dataDir: string, log: Logger): Promise<Warehouse> {
+async function openPGlite(dataDir: string): Promise<Warehouse> {
   await mkdir(dataDir, { recursive: true });
   const parsers = Object.fromEntries(
     Object.entries(customParsers).map(([oid, parse]) => [oid, (value: string) => parse(value)]),
   );
+  const unlock = lockEmbeddedWarehouse(dataDir);
   let pglite: PGlite;
   try {
     pglite = await PGlite.create({ dataDir, parsers });
   } catch (error) {
+    unlock();
     throw new UserFacingError(
       `Cannot open the embedded database in ${dataDir}: ${(error as Error).message}`,
       {
@@ -255,7 +283,6 @@ async function openPGlite(dataDir: string, log: Logger): Promise<Warehouse> {
       await pglite.query(copyStatement(table, columns, `'/dev/blob'`), [], { blob });
     });
 
-  log.debug({ dataDir }, 'warehouse: embedded PGlite');
   return {
     db,
     kind: 'pglite',
@@ -284,7 +311,11 @@ async function openPGlite(dataDir: string, log: Logger): Promise<Warehouse> {
       await db.connection().execute(() => copyRows(table, columns, rows));
     },
     async close() {
-      await db.destroy();
+      try {
+        await db.destroy();
+      } finally {
+        unlock();
+      }
     },
   };
 }

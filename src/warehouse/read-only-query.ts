@@ -47,14 +47,37 @@ export type Row = Record<string, unknown>;
 /** SQLSTATE of a statement cancelled by `statement_timeout`. */
 const QUERY_CANCELED = '57014';
 
-/** The message and fix of a query that failed (bad SQL, a refused write, a timeout): exit 1. */
+/**
+ * The message and fix of a query the database did not run to its end: refused by the guards above (a
+ * write, several statements, a change of the transaction's mode or role: exit 2, as a statement refused
+ * before it reaches the database) or failed (bad SQL, what the login may not use, the timeout: exit 1).
+ */
 export function queryFailed(message: string, timeoutMs: number, cause?: unknown): UserFacingError {
   const code = (cause as { code?: string } | undefined)?.code;
   if (code === QUERY_CANCELED) return timedOut(timeoutMs, cause);
+  const refused = refusal(message, code);
+  if (refused) return refused;
   return new UserFacingError(`query failed: ${message}`, {
     fix: 'send one SELECT (or WITH … SELECT) statement; tables and columns are listed in docs/warehouse.md. Writes and several statements are refused here.',
     cause,
   });
+}
+
+/**
+ * SQLSTATEs of a statement the read-only guards refuse: 25006 a write in the read-only transaction (a
+ * writable CTE, a function that inserts, `nextval`), 25001 a change of the transaction's mode, 42501 a
+ * role switch, and 42601 when it says several statements were sent. What the login itself may not use
+ * (a table, a function: the rest of 42501) is the query failing on the login's rights, exit 1.
+ */
+function refusal(message: string, code: string | undefined): UsageError | undefined {
+  const writes = code === '25006' || /read-only transaction/.test(message);
+  const several = (code === '42601' || code === undefined) && /multiple commands/.test(message);
+  const role = code === '42501' && /permission denied to set role/.test(message);
+  if (!writes && !several && !role && code !== '25001') return undefined;
+  return new UsageError(
+    `the sql command refused the statement: ${message}`,
+    'send one statement that only reads: SELECT, or WITH … SELECT without INSERT, UPDATE or DELETE, as the login it is. The sql command never writes',
+  );
 }
 
 function timedOut(timeoutMs: number, cause?: unknown): UserFacingError {

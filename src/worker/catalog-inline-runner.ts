@@ -3,9 +3,11 @@
  * from the runtime, and whose fan-out (`ctx.enqueue`) lands in the same runner.
  */
 import { jobCatalog } from '../../jobs/index.ts';
+import { classifyFailure } from '../errors/index.ts';
 import { type InlineJob, InlineRunner } from '../queue/inline-runner.ts';
 import type { CatalogPayloads, JobName, ResultOf } from '../queue/job-catalog.ts';
 import type { JobDefinition } from '../queue/job-definition.ts';
+import { redactedMessage } from '../redact/redact-secrets.ts';
 import { jobAttributes, withSpan } from '../telemetry/tracer.ts';
 import type { Runtime } from './runtime.ts';
 
@@ -47,20 +49,42 @@ export function createInlineRunner(
         ),
       ),
   });
-  runner.on('retrying', (job, error, delayMs) =>
-    runtime.log.warn(
-      { job: job.name, jobId: job.id, attempt: job.attempt, delayMs, err: error },
-      'job failed, retrying',
-    ),
+  // A one-shot command reports what failed itself, once, with its fix: these lines say what happens
+  // meanwhile, with the reason and without a stack (which LOG_LEVEL=debug adds), and nothing once the
+  // run is stopping.
+  const why = (error: Error) =>
+    runtime.log.isLevelEnabled('debug') ? { err: error } : { reason: redactedMessage(error) };
+  runner.on(
+    'retrying',
+    (job, error, delayMs) =>
+      signal.aborted ||
+      runtime.log.warn(
+        { job: job.name, jobId: job.id, attempt: job.attempt, delayMs, ...why(error) },
+        'job failed, retrying',
+      ),
   );
-  runner.on('waiting', (job, error, delayMs) =>
-    runtime.log.warn(
-      { job: job.name, jobId: job.id, attempt: job.attempt, delayMs, err: error },
-      'job waits (rate limited or a service is unreachable) without spending an attempt',
-    ),
+  runner.on(
+    'waiting',
+    (job, error, delayMs) =>
+      signal.aborted ||
+      runtime.log.warn(
+        { job: job.name, jobId: job.id, attempt: job.attempt, delayMs, ...why(error) },
+        `job waits ${Math.round(delayMs / 1000)} s without spending an attempt: ${waitReason(error)}`,
+      ),
   );
   runner.on('failed', (job, error) =>
-    runtime.log.error({ job: job.name, jobId: job.id, err: error }, 'job failed'),
+    runtime.log.debug({ job: job.name, jobId: job.id, err: error }, 'job failed'),
   );
   return runner;
+}
+
+function waitReason(error: Error): string {
+  switch (classifyFailure(error).kind) {
+    case 'rate-limited':
+      return 'the platform asked for a pause (429)';
+    case 'conflict':
+      return 'the transaction lost a race with another (deadlock or serialization failure)';
+    default:
+      return 'a service did not answer (the platform, PostgreSQL or Redis)';
+  }
 }

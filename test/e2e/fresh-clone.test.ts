@@ -3,14 +3,18 @@
  * command exactly as written there: `npm ci` and the demo, without DATABASE_URL or REDIS_URL. The
  * README's second command, the tests, is not run again in the clone (that doubled CI's time and load):
  * CI is itself a clean clone that installs with `npm ci` and runs `npm test`, so this test checks that
- * the README's test command is the one `.ci/run` runs.
+ * the README's test command is the one `.ci/run` runs. Then the README's one local command,
+ * `npm run dev`, in the same clone (after its `npm ci`): with the embedded warehouse and the machine's
+ * Redis, its line of status shows the stream live with a lag under 10 s, and bull-board lists the jobs.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../helpers/cli.ts';
+import { createTestRedis } from '../helpers/redis.ts';
+import { waitForStep } from '../helpers/wait-for-step.ts';
 
 const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
 /** The fenced block under "## Two commands": one command per line, comments after `#`. */
@@ -59,6 +63,13 @@ function newcomerEnvironment(): NodeJS.ProcessEnv {
   return env;
 }
 
+/** The fenced block under "## Run it locally", alike. */
+const localCommands = /## Run it locally\s+```sh\n([\s\S]*?)```/
+  .exec(readme)![1]!
+  .split('\n')
+  .map((line) => line.replace(/\s+#.*$/, '').trim())
+  .filter(Boolean);
+
 describe('a fresh clone', () => {
   const dir = mkdtempSync(join(tmpdir(), 'validic-sync-clone-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -79,5 +90,49 @@ describe('a fresh clone', () => {
     expect(demo.output).toMatch(/What landed in the warehouse/);
     expect(demo.output).toMatch(/Analyst query: Daily steps per user/);
     expect(demo.output).toMatch(/Done in/);
+  });
+
+  it('runs the README local command as written: npm run dev', { timeout: 300_000 }, async () => {
+    expect(localCommands).toEqual(['npm ci', 'npm run dev']);
+    expect(existsSync(join(dir, 'node_modules')), 'the clone is installed by the test before').toBe(true);
+    // The newcomer's environment; the port and the Redis prefix keep this run apart on a shared machine.
+    const redis = createTestRedis('fresh-clone-dev');
+    const env = { ...newcomerEnvironment(), HTTP_PORT: '0', VALIDIC_REDIS_PREFIX: redis.prefix.slice(0, -1) };
+    const [command, ...args] = localCommands[1]!.split(' ');
+    const child = spawn(command!, args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let output = '';
+    for (const stream of [child.stdout, child.stderr])
+      stream.on('data', (d: Buffer) => {
+        output += d.toString('utf8');
+      });
+    const ended = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    try {
+      const live = await waitForStep(
+        'npm run dev to show the stream live with a lag under 10 s',
+        () => {
+          const lines = [
+            ...output.matchAll(/dev \d\d:\d\d:\d\d: stream live \(heard \d+ s ago\), lag (\d+) s/g),
+          ];
+          const line = lines.find((m) => Number(m[1]) < 10);
+          if (!line) throw new Error(`not yet: ${output.slice(-1500)}`);
+          return line[0];
+        },
+        { timeout: 240_000, interval: 500 },
+      );
+      expect(live).toMatch(/stream live/);
+      const admin = /worker listening on (\S+)/.exec(output)![1]!;
+      const api = (await (
+        await fetch(`${admin}/queues/api/queues?activeQueue=jobs&status=completed&page=1`)
+      ).json()) as {
+        queues: { name: string; jobs: { name: string }[] }[];
+      };
+      expect(api.queues[0]!.jobs.map((j) => j.name)).toContain('users.sync');
+    } finally {
+      // npm, and the worker under it: the whole group gets the Ctrl-C.
+      process.kill(-child.pid!, 'SIGINT');
+      await ended;
+      await redis.cleanup();
+    }
+    expect(output).toMatch(/worker stopped/);
   });
 });

@@ -91,7 +91,9 @@ describe('runs whose process died', () => {
     await sql`delete from validic_sync.backfill_windows`.execute(db.warehouse.db);
     await sql`delete from validic_sync.runs`.execute(db.warehouse.db);
     const refused = await runCli([...args, '--restart'], { ...env(), VALIDIC_TOKEN: 'not-the-token' });
-    expect(refused.code, refused.stdout + refused.stderr).toBe(1);
+    // A refused token is a setting to fix (exit 2), named in one message.
+    expect(refused.code, refused.stdout + refused.stderr).toBe(2);
+    expect(refused.stderr).toMatch(/VALIDIC_TOKEN: the platform refused the token/);
     expect(await runs()).toMatchObject([{ status: 'interrupted' }]);
     expect(await shownStatus(new Date())).toEqual(['interrupted']);
   });

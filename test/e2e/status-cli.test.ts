@@ -3,6 +3,8 @@
  * backfill, as a table and as JSON; and on Postgres with Redis, where it adds queue depths, failed jobs
  * and stream slot holders.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { jobCatalog } from '../../jobs/index.ts';
 import type { SyncStatus } from '../../src/metrics/sync-status.ts';
@@ -24,9 +26,11 @@ describe('status', () => {
 
   it('reports an embedded warehouse after a backfill, as a table and as JSON', async () => {
     const env = sandboxEnv(sandbox, { VALIDIC_DATA_DIR: dataDir.path });
+    // Reading an embedded warehouse that does not exist would create an empty one: refused, exit 2.
     const empty = await runCli(['status'], env);
-    expect(empty.code).toBe(1);
-    expect(empty.stderr).toMatch(/validic-sync migrate/);
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toMatch(/there is no embedded warehouse in .*VALIDIC_DATA_DIR/s);
+    expect(existsSync(join(dataDir.path, 'PG_VERSION'))).toBe(false);
 
     const backfill = await runCli(['backfill', '--from', day(8), '--to', day(0)], env);
     expect(backfill.code, backfill.stderr).toBe(0);
@@ -85,7 +89,7 @@ describe('status', () => {
       const table = await runCli(['status'], env);
       expect(table.code, table.stderr).toBe(0);
       expect(table.stdout).toMatch(/== queue/);
-      expect(table.stdout).toMatch(/slots held: 0 by /);
+      expect(table.stdout).toMatch(/connections: 1 \(slot 0 held by /);
     } finally {
       await slots.releaseAll();
       await jobQueue.close();

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load-config.ts';
 import { escapeHtml, renderReport } from '../../src/report/render-report.ts';
 import { readReportData } from '../../src/report/report-data.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
@@ -141,11 +142,17 @@ describe('hostile uids, names and notes', () => {
         driftIds: outcome === 'drift' ? [NASTY_TEXT[2]!] : [],
       });
     const out = join(dir, 'report.html');
-    const cli = await runCli(['report', '--out', out], sandboxEnv(sandbox, { DATABASE_URL: db.url }));
+    const env = sandboxEnv(sandbox, { DATABASE_URL: db.url });
+    const cli = await runCli(['report', '--out', out], env);
     expect(cli.code, cli.stderr).toBe(0);
     const html = readFileSync(out, 'utf8');
+    // Read with the CLI's config: the streams section names the configured streams.
+    const config = loadConfig(env);
     expect(html).toBe(
-      renderReport({ ...(await readReportData(db.warehouse.db)), generatedAt: extractGenerated(html) }),
+      renderReport({
+        ...(await readReportData(db.warehouse.db, { config })),
+        generatedAt: extractGenerated(html),
+      }),
     );
 
     for (const source of NASTY_SOURCES) {

@@ -59,13 +59,17 @@ interface Case {
 
 const READ_ONLY = /read-only transaction/;
 
-/** The attempts both backends must refuse; the long query differs (PGlite's pg_sleep does not sleep). */
+/**
+ * The attempts both backends must refuse; the long query differs (PGlite's pg_sleep does not sleep). A
+ * statement the guards refuse exits 2 (README: "Exit 2 for a refused statement"), whether the keyword
+ * check or the database refused it; a query that ran too long exits 1.
+ */
 function attempts(longQuery: string): Case[] {
   return [
     {
       name: 'several statements',
       query: 'select 1; create table validic.pwned (x int)',
-      code: 1,
+      code: 2,
       stderr: /multiple commands/,
     },
     {
@@ -77,7 +81,7 @@ function attempts(longQuery: string): Case[] {
     {
       name: 'commit, then DDL (after a select)',
       query: 'select 1; commit; create table validic.pwned (x int)',
-      code: 1,
+      code: 2,
       stderr: /multiple commands/,
     },
     {
@@ -89,14 +93,14 @@ function attempts(longQuery: string): Case[] {
     {
       name: 'read write through set_config',
       query: "select set_config('transaction_read_only', 'off', true)",
-      code: 1,
+      code: 2,
       stderr: /read-write mode must be set before any query/,
     },
     { name: 'set role', query: 'set role postgres', code: 2, stderr: /queries only, not SET/ },
     {
       name: 'set role through set_config, then a write',
       query: "select set_config('role', 'postgres', true), validic.sneaky_insert()",
-      code: 1,
+      code: 2,
       stderr: /permission denied to set role|read-only transaction/,
     },
     {
@@ -109,13 +113,13 @@ function attempts(longQuery: string): Case[] {
       name: 'a writable CTE',
       query:
         "with x as (insert into validic.users (org_id, uid, raw) values ('org-sql', 'pwned', '{}') returning 1) select * from x",
-      code: 1,
+      code: 2,
       stderr: READ_ONLY,
     },
     {
       name: 'a volatile SECURITY DEFINER function that inserts',
       query: 'select validic.sneaky_insert()',
-      code: 1,
+      code: 2,
       stderr: READ_ONLY,
     },
     {

@@ -2,8 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { estimateCompleteness } from '../../src/audit/completeness-interval.ts';
 import type { AuditStatus } from '../../src/metrics/audit-status.ts';
 import { escapeHtml, renderReport } from '../../src/report/render-report.ts';
-import type { ReportData } from '../../src/report/report-data.ts';
+import type { ReportData, StreamReport } from '../../src/report/report-data.ts';
 import type { AuditKind, AuditTotals } from '../../src/warehouse/audits.ts';
+import type { ReconcilePassRow } from '../../src/warehouse/stream-bookkeeping.ts';
 
 const hostile = `<script>alert("x")</script>'; drop table users; -- $(rm -rf /) & "quoted"`;
 const hostileOrg = `org"><img src=x onerror=alert(1)>`;
@@ -67,6 +68,69 @@ function data(overrides: Partial<ReportData> = {}): ReportData {
     ],
     quarantine: [{ kind: 'record', reason: hostile, items: 2, lastSeenAt: null }],
     audits: [{ orgId: 'org-a', audit: audit() }],
+    streams: [stream()],
+    ...overrides,
+  };
+}
+
+/** A finished delivery: a pass of the reconciliation stream, or a replay of gaps it cannot reach. */
+function delivery(source: 'stream' | 'replay', id: number, startedAt: string): ReconcilePassRow {
+  return {
+    id,
+    streamName: 'validic-sync-reconcile',
+    streamId: 's-1',
+    source,
+    trigger: 'gap',
+    startedAt,
+    endedAt: '2026-11-20T12:00:00.000Z',
+    outcome: 'caught-up',
+    chainFrom: '2026-11-20T08:00:00.000Z',
+    reachFrom: '2026-11-19T08:00:00.000Z',
+    reachTo: '2026-11-20T10:00:30.000Z',
+    coverFrom: '2026-11-19T08:00:00.000Z',
+    committedTo: '2026-11-20T10:00:30.000Z',
+    readTo: '2026-11-20T10:00:30.000Z',
+    nextCoverFrom: '2026-11-20T10:00:30.000Z',
+    host: 'vm',
+    pid: 7,
+    heartbeatAt: '2026-11-20T12:00:00.000Z',
+    frames: 120,
+    missed: 3,
+    counts: { inserted: 2, updated: 1, unchanged: 117, stale: 0, quarantined: 0 },
+  };
+}
+
+/** An org with one open gap, a week of gaps mostly covered, and passes that found some loss. */
+function stream(overrides: Partial<StreamReport> = {}): StreamReport {
+  return {
+    orgId: hostileOrg,
+    streamName: 'validic-sync',
+    gaps: {
+      open: 1,
+      oldest: [
+        {
+          id: 7,
+          streamName: 'validic-sync',
+          slot: 0,
+          from: '2026-11-20T09:00:00.000Z',
+          to: '2026-11-20T09:03:00.000Z',
+          reason: 'stale',
+          recordedAt: '2026-11-20T09:03:01.000Z',
+          handledBy: 'reconcile',
+          coveredAt: null,
+        },
+      ],
+      recorded7d: 5,
+      covered7d: 4,
+    },
+    reconciliation: {
+      streamName: 'validic-sync-reconcile',
+      lastPass: delivery('stream', 3, '2026-11-20T10:00:00.000Z'),
+      lastDelivery: delivery('replay', 4, '2026-11-20T11:00:00.000Z'),
+      interrupted: 1,
+      last24h: { passes: 25, missed: 3, frames: 900 },
+      last7d: { passes: 170, missed: 11, frames: 6100 },
+    },
     ...overrides,
   };
 }
@@ -94,6 +158,52 @@ describe('renderReport', () => {
     expect(html).toContain('None.');
     expect(html).toContain('<h2>Completeness audit</h2>');
     expect(html).toContain('No organization yet.');
+  });
+});
+
+describe('the streams and reconciliation section', () => {
+  const section = (html: string) =>
+    html.slice(
+      html.indexOf('<h2>Streams and reconciliation</h2>'),
+      html.indexOf('<h2>Completeness audit</h2>'),
+    );
+
+  it('shows the gaps open and covered, the last pass, and what the passes found missing', () => {
+    const html = section(renderReport(data()));
+    expect(html).toContain('<b>org&quot;&gt;&lt;img src=x onerror=alert(1)&gt;</b>, stream validic-sync');
+    expect(html).not.toContain('<img');
+    expect(html).toContain('<b>1 open</b> now; in the last 7 days 5 recorded, 4 covered.');
+    expect(html).toContain(
+      '<tr><td>2026-11-20T09:00:00.000Z</td><td>2026-11-20T09:03:00.000Z</td><td>stale</td><td>reconcile</td><td>2026-11-20T09:03:01.000Z</td></tr>',
+    );
+    expect(html).toContain(
+      'Last pass: caught-up, started 2026-11-20T10:00:00.000Z (gap); re-delivered 120, missed by the stream 3.',
+    );
+    expect(html).toContain(
+      'Last replay of gaps (from 2026-11-19): caught-up, started 2026-11-20T11:00:00.000Z (gap); re-delivered 120, missed by the stream 3.',
+    );
+    expect(html).toContain('1 delivery is marked running although the process is gone');
+    expect(html).toContain('<tr><td>last 24 hours</td><td>25</td><td>900</td><td>3</td></tr>');
+    expect(html).toContain('<tr><td>last 7 days</td><td>170</td><td>6100</td><td>11</td></tr>');
+  });
+
+  it("says when the provider's replay delivers the gaps instead of a reconciliation stream", () => {
+    const off = stream({
+      reconciliation: {
+        streamName: null,
+        lastPass: null,
+        lastDelivery: null,
+        interrupted: 0,
+        last24h: { passes: 0, missed: 0, frames: 0 },
+        last7d: { passes: 0, missed: 0, frames: 0 },
+      },
+    });
+    const html = section(renderReport(data({ streams: [off] })));
+    expect(html).toContain(
+      "Reconciliation stream: off (stream.reconcile is false): the provider's replay delivers the gaps.",
+    );
+    expect(html).not.toContain('marked running');
+    expect(section(renderReport(data({ streams: [] })))).toContain('No organization yet.');
   });
 });
 

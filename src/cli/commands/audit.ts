@@ -4,7 +4,8 @@
  * simple random sample of the range's cells (user × resource × ≤ 30-day window), fetches each from the
  * platform, compares it with the warehouse, loads what is missing or stale (`arrived_via = 'audit'`),
  * and reports the outcomes with the completeness estimate and its 95 % interval. The run and each cell
- * are kept in validic_sync.audits and validic_sync.audit_cells; `status` shows the last run.
+ * are kept in validic_sync.audits and validic_sync.audit_cells; `status` shows the last run. Its
+ * progress counts cells: audited of drawn.
  */
 import type { Command } from 'commander';
 import { formatShare } from '../../audit/completeness-interval.ts';
@@ -14,6 +15,7 @@ import type { CommandRunner } from '../command-runner.ts';
 import { EXIT_FAILED } from '../command-runner.ts';
 import { runInlineCommand } from '../inline-command.ts';
 import { parseDateRange, parseList, parseShare } from '../parse-options.ts';
+import { createProgress } from '../progress.ts';
 
 interface AuditOptions {
   from: string;
@@ -54,9 +56,19 @@ export function registerAudit(program: Command, run: CommandRunner): void {
           retryHint: 'run the audit again to retry (cells already repaired are found equal)',
           startOrg({ org, runner, runtime }) {
             let auditId: number | undefined;
+            const progress = createProgress({ label: `audit ${org.orgId}`, unit: 'cells' });
+            let cellsDone = 0;
             runner.on('completed', (job, result) => {
               const audited = resultOf('records.audit', job, result);
-              if (audited && 'population' in audited) auditId = audited.auditId ?? undefined;
+              if (!audited) return;
+              if ('population' in audited) {
+                auditId = audited.auditId ?? undefined;
+                progress.setTotal(audited.cells);
+              } else {
+                // Every cell of the job, also those an earlier attempt of it recorded.
+                cellsDone += (job.payload as { cells?: readonly unknown[] }).cells?.length ?? audited.cells;
+              }
+              progress.update(cellsDone, '');
             });
             runner.enqueue('records.audit', {
               orgId: org.orgId,
@@ -68,6 +80,7 @@ export function registerAudit(program: Command, run: CommandRunner): void {
               repair: options.repair,
             });
             return async ({ state, seconds }) => {
+              progress.stop();
               print(`audit ${org.orgId} ${range.from}..${range.to}: ${state} in ${seconds} s`);
               const audit =
                 auditId === undefined ? undefined : await readAudit(runtime.warehouse.db, auditId);

@@ -9,7 +9,8 @@
  * event created since its last pass; what they add is what the stream lost, so one-shot users get the
  * same completeness as the worker. Without a reconciliation stream (the platform's 5 streams are taken,
  * or `stream.reconcile` is off) the provider's replay from where the last delivery left off (or --from)
- * does the pass's work, and the output says so.
+ * does the pass's work, and the output says so. Its progress counts the `/connections` windows paged,
+ * then says when the reconciliation runs.
  */
 import type { Command } from 'commander';
 import { selectOrganizations } from '../../config/load-config.ts';
@@ -21,6 +22,7 @@ import { resultOf } from '../../worker/catalog-inline-runner.ts';
 import type { CommandRunner } from '../command-runner.ts';
 import { runInlineCommand } from '../inline-command.ts';
 import { parseDateRange } from '../parse-options.ts';
+import { createProgress } from '../progress.ts';
 import { printReconciliation } from './stream.ts';
 
 interface ReconcileOptions {
@@ -60,6 +62,9 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
             const totals = { events: 0, added: 0, missed: 0, pages: 0, quarantined: 0 };
             let windowsDone = 0;
             let pass: ReconcileOrgSummary | undefined;
+            const progress = createProgress({ label: `reconcile ${org.orgId}`, unit: 'windows' });
+            progress.setTotal(windows.length);
+            const detail = () => `${totals.events} connection events seen, ${totals.added} added`;
             runner.on('completed', (job, result) => {
               pass = resultOf('streams.reconcile', job, result) ?? pass;
               const window = resultOf('connections.reconcile', job, result);
@@ -72,7 +77,14 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
               windowsDone += 1;
               // After /connections is paged: the pass's count is then the records the stream lost.
               // Without a reconciliation stream, the provider's replay from --from delivers instead.
-              if (windowsDone === windows.length)
+              const paged = windowsDone === windows.length;
+              progress.update(
+                windowsDone,
+                paged
+                  ? `${detail()}; now the reconciliation of the stream, until it has caught up`
+                  : detail(),
+              );
+              if (paged)
                 runner.enqueue('streams.reconcile', {
                   orgId: org.orgId,
                   trigger: 'command',
@@ -86,6 +98,7 @@ export function registerReconcile(program: Command, run: CommandRunner): void {
                 endDate: w.endDate,
               });
             return async ({ state, seconds }) => {
+              progress.stop();
               if (state === 'done') {
                 // Each window's job wrote its own `reconcile:last`; the command's totals replace them.
                 const { events, missed } = totals;

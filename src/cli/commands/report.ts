@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { CommandRunner } from '../command-runner.ts';
 import { withWarehouse } from '../command-runner.ts';
+import { explainPermissionDenied, requireExistingWarehouse } from '../read-warehouse.ts';
 
 export function registerReport(program: Command, run: CommandRunner): void {
   program
@@ -16,10 +17,13 @@ export function registerReport(program: Command, run: CommandRunner): void {
       run(async ({ config, log, print }) => {
         const { readReportData } = await import('../../report/report-data.ts');
         const { renderReport } = await import('../../report/render-report.ts');
+        requireExistingWarehouse(config);
         await withWarehouse(config, log, async (warehouse) => {
           const path = resolve(options.out);
           await writeFile(path, renderReport(await readReportData(warehouse.db, { config })));
           print(`wrote ${path}`);
+        }).catch((error: unknown) => {
+          throw explainPermissionDenied(error, 'report');
         });
       }),
     );

@@ -3,13 +3,14 @@
  * configured warehouse, so analysts can reach the embedded (PGlite) warehouse without a PostgreSQL
  * server. One statement, in a READ ONLY transaction with a statement timeout, always rolled back; on
  * PostgreSQL a superuser or BYPASSRLS login is refused (src/warehouse/read-only-query.ts).
- * Exit codes: 0 rows printed; 1 the query failed (bad SQL, a write refused, the timeout); 2 bad usage
- * or a refused login.
+ * Exit codes: 0 rows printed; 1 the query failed (bad SQL, what the login may not use, the timeout); 2
+ * bad usage, a refused statement (a write, several statements, a role or mode change) or a refused login.
  */
 import type { Command } from 'commander';
 import { ConfigError, UsageError, UserFacingError } from '../../errors/index.ts';
 import { escapeControlChars, formatTable, terminalSafeJson } from '../../report/format-table.ts';
 import type { CommandRunner } from '../command-runner.ts';
+import { requireExistingWarehouse } from '../read-warehouse.ts';
 
 export const DEFAULT_SQL_TIMEOUT_SECONDS = 60;
 
@@ -37,6 +38,7 @@ export function registerSql(program: Command, run: CommandRunner): void {
     )
     .action((query: string, options: { json?: boolean; timeout?: string }) =>
       run(async ({ config, print }) => {
+        requireExistingWarehouse(config);
         const seconds =
           options.timeout === undefined ? DEFAULT_SQL_TIMEOUT_SECONDS : parseTimeout(options.timeout);
         const { runReadOnlyQuery } = await import('../../warehouse/read-only-query.ts');

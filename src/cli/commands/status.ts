@@ -18,6 +18,7 @@ import { reconcileStreamName } from '../../stream/reconciliation.ts';
 import type { CommandRunner } from '../command-runner.ts';
 import { EXIT_OK } from '../command-runner.ts';
 import { formatAuditStatus } from '../format-audit-status.ts';
+import { explainPermissionDenied, requireExistingWarehouse } from '../read-warehouse.ts';
 
 interface StatusOptions {
   json?: boolean;
@@ -32,7 +33,8 @@ export function registerStatus(program: Command, run: CommandRunner): void {
     .option('--json', 'print one JSON document instead of tables')
     .action((options: StatusOptions) =>
       run(async ({ config, log, print }) => {
-        const { openWarehouse } = await import('../../warehouse/open-warehouse.ts');
+        requireExistingWarehouse(config);
+        const { openWarehouse, describeWarehouse } = await import('../../warehouse/open-warehouse.ts');
         const { collectSyncStatus } = await import('../../metrics/sync-status.ts');
         const warehouse = await openWarehouse({
           databaseUrl: config.databaseUrl,
@@ -107,11 +109,20 @@ export function registerStatus(program: Command, run: CommandRunner): void {
                 cause: error,
               });
             }
-            throw error;
+            throw explainPermissionDenied(error, 'status');
           }
           if (queueError) status.queueError = queueError;
           if (options.json) print(JSON.stringify(status, null, 2));
-          else for (const line of formatStatus(status)) print(line);
+          else for (const line of formatStatus(status, describeWarehouse(config))) print(line);
+          // What status could read is printed; what it could not is an error, so a script or a probe
+          // that runs it does not take a partial answer for a whole one.
+          if (queueError)
+            throw new UserFacingError(
+              `status could not read the queue, failed jobs and stream slots: ${queueError}`,
+              {
+                fix: 'start Redis or correct REDIS_URL (the warehouse part above is complete); unset REDIS_URL to leave the queue out',
+              },
+            );
         } finally {
           for (const close of closers) await close();
         }
@@ -249,8 +260,9 @@ function formatFirstSync(f: FirstSyncStatus, lagOf: (at: string | null) => strin
   return `  first sync: ${f.state}: ${f.reason}`;
 }
 
-export function formatStatus(status: SyncStatus): string[] {
-  const out: string[] = [`status at ${status.at} (warehouse: ${status.warehouse})`];
+/** `status`'s lines; `warehouse` says which one was read (host and database, or the embedded folder). */
+export function formatStatus(status: SyncStatus, warehouse: string = status.warehouse): string[] {
+  const out: string[] = [`status at ${status.at} of ${warehouse}`];
   const clock = status.platformClock;
   if (clock && Math.abs(clock.offsetSeconds) > 60) {
     const ahead = clock.offsetSeconds < 0 ? 'ahead of' : 'behind';
@@ -293,9 +305,12 @@ export function formatStatus(status: SyncStatus): string[] {
     );
     out.push('', `stream ${org.stream.name ?? '(not configured)'}`);
     if (org.stream.slots) {
+      // Slots are numbered from 0: "slot 0 held by …", never "slots held: 0", which reads as none.
       const held = Object.entries(org.stream.slots);
       out.push(
-        `  slots held: ${held.length ? held.map(([slot, owner]) => `${slot} by ${owner}`).join(', ') : 'none (no worker is consuming)'}`,
+        held.length
+          ? `  connections: ${held.length} (${held.map(([slot, owner]) => `slot ${slot} held by ${owner}`).join(', ')})`
+          : '  connections: none (no worker holds a stream slot)',
       );
     }
     if (org.stream.checkpoints.length === 0) out.push('  no checkpoint yet');
