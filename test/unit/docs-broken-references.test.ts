@@ -38,7 +38,7 @@ describe('references to repository files', () => {
           'See [the facts](../../docs/platform.md#replay) and [gone](../../docs/gone.md).',
           'The state machine: `STATE-MACHINE.md`, `reconciliation.ts`, `src/cli/commands/status.ts`.',
           'Missing: `src/stream/replay-gap.ts`, `cli/nothing/`, `../../jobs/none/`; present: `cli/commands/`.',
-          'The facts live in PLATFORM-FACTS.md, "Replay"; the guide in (docs/platform.md).',
+          'The facts live in VENDOR-NOTES.md, "Replay"; the guide in (docs/platform.md).',
           'Not references: [web](https://example.com/x.md), [anchor](#replay), `a/b`, `K/N`, `.json`,',
           '`dist/src/cli/main.js`, `.data/demo`, `/tmp/x.md`, `stream-*`, `<uid>/x.ts`.',
         ].join('\n'),
@@ -48,7 +48,7 @@ describe('references to repository files', () => {
       '3: src/stream/replay-gap.ts',
       '3: cli/nothing/',
       '3: ../../jobs/none/',
-      '4: PLATFORM-FACTS.md',
+      '4: VENDOR-NOTES.md',
     ]);
   });
 
@@ -58,7 +58,7 @@ describe('references to repository files', () => {
         'src/stream/consumer.ts',
         [
           '/**',
-          ' * How to fill a gap (PLATFORM-FACTS.md, "Replay"); see `stream/STATE-MACHINE.md` and',
+          ' * How to fill a gap (VENDOR-NOTES.md, "Replay"); see `stream/STATE-MACHINE.md` and',
           ' * `src/README.md`, `README.md`, `../../jobs/README.md`, and `docs/missing.md`.',
           ' */',
           "const file = join(dir, 'config.json'); // written by the test: `config/local.json`",
@@ -66,7 +66,7 @@ describe('references to repository files', () => {
           "const doc = 'NOTES.md';",
         ].join('\n'),
       ),
-    ).toEqual(['2: PLATFORM-FACTS.md', '3: docs/missing.md', '5: config/local.json']);
+    ).toEqual(['2: VENDOR-NOTES.md', '3: docs/missing.md', '5: config/local.json']);
     expect(brokenIn('deploy/compose.yml', '# see `docs/nothing.md`\nimage: x # `docs/platform.md`')).toEqual([
       '1: docs/nothing.md',
     ]);
