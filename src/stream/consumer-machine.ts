@@ -168,11 +168,16 @@ export type ConsumerEvent =
   /** The driver closed the connection the machine asked to close, and fed the frames left over. */
   | { kind: 'closed'; now: number; jitter: number }
   | { kind: 'committed'; now: number }
-  /** The commit handed over failed; `permanent`: the same write would fail again (no retry). */
+  /**
+   * The commit handed over failed; `permanent`: the same write would fail again (no retry). `earlier`: the
+   * frames of a write handed over before it, which the pipelined writer had started and which failed: the
+   * machine holds them too, first (the writer keeps nothing).
+   */
   | {
       kind: 'commit-failed';
       now: number;
       permanent: boolean;
+      earlier?: DataFrame[] | undefined;
       error: unknown;
       /** The error's message, redacted. */
       message: string;

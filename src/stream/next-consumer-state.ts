@@ -239,7 +239,9 @@ function commitFailed(
     fx.push({ kind: 'fail', error: event.error });
     return;
   }
-  s.unsaved = failed;
+  // The machine is the one owner of what did not land: an earlier write that failed in the pipelined
+  // writer comes back with this failure, and goes first.
+  s.unsaved = event.earlier?.length ? { ...failed, frames: [...event.earlier, ...failed.frames] } : failed;
   log(
     fx,
     'warn',

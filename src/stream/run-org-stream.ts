@@ -32,6 +32,7 @@ import { committedThroughOf, utcDate } from './consumer-position.ts';
 import { openSse, toRawItems } from './frames.ts';
 import { gapFiller, splitAtReplayReach } from './gap-delivery.ts';
 import { closeDeadDeliveries } from './interrupted-deliveries.ts';
+import { pipelineWrites } from './pipelined-writer.ts';
 import type { EnqueueGapBackfill } from './reconcile-org.ts';
 import {
   findReconcileStream,
@@ -40,7 +41,7 @@ import {
   streamCreatedAt,
 } from './reconciliation.ts';
 import { reportConnect422 } from './report-connect-422.ts';
-import { pipelineWrites, StreamConsumer } from './stream-consumer.ts';
+import { StreamConsumer } from './stream-consumer.ts';
 import { addLoadCounts, addStreamCounters, type OrgStreamSummary } from './stream-summary.ts';
 import type { CommitMeta, DataFrame, ReplayClaim, StreamState } from './types.ts';
 
@@ -368,7 +369,7 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
       });
     };
     // The consumer reads the next batch while this one is written (the pipelined commit, stream-consumer.ts).
-    const writer = pipelineWrites(writeBatch);
+    const writer = pipelineWrites(writeBatch, (_prepared, frames) => frames);
     const consumer = new StreamConsumer(
       {
         openStream: async (s) => {

@@ -1,10 +1,11 @@
 /**
  * `pipelineWrites`: writes land in order, one at a time; `commit` returns once the previous write has
- * landed (so the consumer reads on meanwhile); a write that keeps failing is reported by the next
- * `commit` or by `drain`, which try it again first.
+ * landed (so the consumer reads on meanwhile); a write that failed is reported, with its frames, by the
+ * next `commit` or by `drain`, which retry nothing: the consumer's machine holds what did not land.
  */
 import { describe, expect, it } from 'vitest';
-import { pipelineWrites } from '../../src/stream/stream-consumer.ts';
+import { EarlierWriteFailed, pipelineWrites } from '../../src/stream/pipelined-writer.ts';
+import type { DataFrame } from '../../src/stream/types.ts';
 
 function deferred() {
   let resolve: () => void = () => {};
@@ -20,13 +21,16 @@ describe('pipelineWrites', () => {
     const gates = [deferred(), deferred(), deferred()];
     let running = 0;
     let maxRunning = 0;
-    const writer = pipelineWrites(async (n: number) => {
-      running += 1;
-      maxRunning = Math.max(maxRunning, running);
-      await gates[n]!.promise;
-      running -= 1;
-      landed.push(n);
-    });
+    const writer = pipelineWrites(
+      async (n: number) => {
+        running += 1;
+        maxRunning = Math.max(maxRunning, running);
+        await gates[n]!.promise;
+        running -= 1;
+        landed.push(n);
+      },
+      () => [],
+    );
     await writer.commit(0); // started, not landed
     expect(landed).toEqual([]);
     let secondReturned = false;
@@ -47,33 +51,37 @@ describe('pipelineWrites', () => {
     expect(maxRunning).toBe(1);
   });
 
-  it('does not retry a failing write itself: the next commit reports it, and tries it again first', async () => {
+  it('keeps nothing of a failing write: the next commit hands its frames back and starts nothing', async () => {
     const calls: number[] = [];
-    let failuresLeft = 2;
+    const frames = (n: number): DataFrame[] => [
+      { kind: 'bad', text: `f${n}`, reason: 'x', receivedAt: 0, bytes: 1 },
+    ];
     const writer = pipelineWrites(async (n: number) => {
       calls.push(n);
-      if (n === 0 && failuresLeft > 0) {
-        failuresLeft -= 1;
-        throw new Error('database blip');
-      }
-    });
+      if (n === 0) throw new Error('database blip');
+    }, frames);
     await writer.commit(0);
-    expect(writer.busy()).toBe(true);
-    // The next commit retries batch 0 first; it fails again and is reported (batch 1 is not started).
-    await expect(writer.commit(1)).rejects.toThrow('database blip');
-    expect(calls).toEqual([0, 0]);
-    // The caller (the consumer, which holds its frames) retries: batch 0 lands first, then batch 1.
-    await writer.commit(1);
-    await writer.drain();
-    expect(calls).toEqual([0, 0, 0, 1]);
+    // The next commit reports batch 0 with its frames, and does not start batch 1 (nor retry batch 0).
+    const failure = await writer.commit(1).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(EarlierWriteFailed);
+    expect((failure as EarlierWriteFailed).frames).toEqual(frames(0));
+    expect(((failure as EarlierWriteFailed).cause as Error).message).toBe('database blip');
+    expect(calls).toEqual([0]);
+    // The caller (the consumer's machine, the one owner of what did not land) retries both, in order.
     expect(writer.busy()).toBe(false);
+    await writer.commit(2);
+    await writer.drain();
+    expect(calls).toEqual([0, 2]);
   });
 
   it('drain reports a write that failed', async () => {
-    const writer = pipelineWrites(async () => {
-      throw new Error('gone');
-    });
+    const writer = pipelineWrites(
+      async () => {
+        throw new Error('gone');
+      },
+      () => [],
+    );
     await writer.commit();
-    await expect(writer.drain()).rejects.toThrow('gone');
+    await expect(writer.drain()).rejects.toThrow('an earlier stream write failed: gone');
   });
 });

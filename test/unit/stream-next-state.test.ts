@@ -324,6 +324,30 @@ describe('a failed commit stops reading and holds (I11)', () => {
     jitter: 0,
   });
 
+  it('holds the frames of an earlier pipelined write that failed too, first: the machine is their one owner', () => {
+    const m = new Machine({ microBatch: { maxFrames: 1 } });
+    m.live();
+    const earlier = data(T0 + 1, T0 + 1, 'earlier');
+    const fx = next(m.state, { kind: 'frame', now: T0 + 2, frame: data(T0 + 2, T0 + 2, 'current') });
+    m.state = fx.state;
+    const earlierFrame = {
+      kind: 'data' as const,
+      payload: { id: 'earlier' },
+      createdAt: undefined,
+      receivedAt: earlier.receivedAt,
+      bytes: 1,
+    };
+    m.feed({
+      ...(failed(T0 + 3) as Extract<ConsumerEvent, { kind: 'commit-failed' }>),
+      earlier: [earlierFrame],
+    });
+    const held = m.state.unsaved?.frames.map((f) =>
+      f.kind === 'data' ? (f.payload as { id: string }).id : f.kind,
+    );
+    expect(held).toEqual(['earlier', expect.any(String)]);
+    expect(m.state.unsaved?.frames).toHaveLength(2);
+  });
+
   it('closes the connection, reports the unclean end, retries until the commit lands, then reconnects', () => {
     const m = new Machine({ microBatch: { maxFrames: 1 }, commitRetryMaxMs: 8_000 });
     m.live();
