@@ -335,22 +335,6 @@ export interface FrameList {
 /** The empty list (shared: nothing ever changes a list). */
 export const NO_FRAMES: FrameList = Object.freeze({ length: 0, newest: undefined, before: undefined });
 
-/** A new list: `list` with `frame` appended (`list` itself is unchanged). */
-export function appendFrame(list: FrameList, frame: DataFrame): FrameList {
-  return { length: list.length + 1, newest: frame, before: list };
-}
-
-/** The frames of `list` in the order they were appended, in a new array. */
-export function framesInOrder(list: FrameList): DataFrame[] {
-  const frames = new Array<DataFrame>(list.length);
-  let node = list;
-  for (let i = list.length - 1; i >= 0; i--) {
-    frames[i] = node.newest as DataFrame;
-    node = node.before as FrameList;
-  }
-  return frames;
-}
-
 /** The consumer's counters: all at zero, and a copy (the transition function never shares them). */
 
 /** Every counter at zero (also the start of the summaries that add up several consumers). */

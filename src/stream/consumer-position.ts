@@ -9,8 +9,8 @@ import {
   type StreamPosition,
   UNCLEAN_END_REASONS,
 } from '../warehouse/cursors.ts';
-import { appendFrame, type Effect, framesInOrder, type MachineState, NO_FRAMES } from './consumer-machine.ts';
-import type { CommitReason, DataFrame, StreamVia } from './types.ts';
+import type { MachineState } from './consumer-machine.ts';
+import type { DataFrame } from './types.ts';
 
 /**
  * Pure helpers of the transition function around the checkpoint and the micro-batch: what a commit
@@ -49,7 +49,7 @@ export function pickPosition(loaded: StreamPosition): StreamPosition {
   return out;
 }
 
-function samePosition(a: StreamPosition, b: StreamPosition): boolean {
+export function samePosition(a: StreamPosition, b: StreamPosition): boolean {
   return (
     a.newestCreatedAt === b.newestCreatedAt &&
     a.lastLiveAt === b.lastLiveAt &&
@@ -63,7 +63,7 @@ function samePosition(a: StreamPosition, b: StreamPosition): boolean {
   );
 }
 
-function nextPosition(s: MachineState, frames: DataFrame[]): StreamPosition {
+export function nextPosition(s: MachineState, frames: DataFrame[]): StreamPosition {
   // A commit still in flight (the same transition flushed twice) is the base: it lands first.
   const next: StreamPosition = { ...(s.committing?.checkpoint ?? s.checkpoint) };
   let newestMs = parseTime(next.newestCreatedAt);
@@ -85,53 +85,6 @@ function nextPosition(s: MachineState, frames: DataFrame[]): StreamPosition {
   if (s.uncleanEnd) next.uncleanEnd = s.uncleanEnd;
   else delete next.uncleanEnd;
   return next;
-}
-
-/**
- * Commits the buffered frames with the checkpoint they reach (a `commit` effect; the state takes the
- * checkpoint on `committed`). Frames of a commit that failed (`unsaved`) go first: every commit is also
- * the retry of what is held. With `checkpointOnly`, commits even without frames when the checkpoint
- * changed (gap opened or closed, heartbeat, stop). Returns whether a commit was asked for.
- */
-export function flush(
-  s: MachineState,
-  fx: Effect[],
-  now: number,
-  via: StreamVia,
-  reason: CommitReason,
-  checkpointOnly: boolean,
-): boolean {
-  const held = s.unsaved;
-  // A new array for the commit (the buffer is a persistent list, consumer-machine.ts): what the commit carries
-  // is never shared with the buffer that goes on filling, nor with the state `next` was given.
-  const frames = held ? [...held.frames, ...framesInOrder(s.buffer)] : framesInOrder(s.buffer);
-  const next = nextPosition(s, frames);
-  if (
-    frames.length === 0 &&
-    (!checkpointOnly || samePosition(next, s.committing?.checkpoint ?? s.checkpoint))
-  ) {
-    s.lastCommitAt = now;
-    return false;
-  }
-  const frameVia = held ? held.via : s.bufferVia;
-  s.buffer = NO_FRAMES;
-  s.bufferBytes = 0;
-  s.unsaved = undefined;
-  const commit = { frames, checkpoint: next, via: frames.length > 0 ? frameVia : via, reason };
-  s.committing = commit;
-  fx.push({ kind: 'commit', ...commit });
-  return true;
-}
-
-/**
- * Buffers `item` for the next micro-batch (O(1): the buffer is a persistent list, consumer-machine.ts; the
- * list the state had before is unchanged, so a state `next` was given never sees the frame).
- */
-export function push(s: MachineState, now: number, via: StreamVia, item: DataFrame): void {
-  if (s.buffer.length === 0) s.bufferSince = now;
-  s.bufferVia = via;
-  s.buffer = appendFrame(s.buffer, item);
-  s.bufferBytes += item.bytes;
 }
 
 /** The main stream dropped: the gap starts at its last frame (anything after may be missing). */

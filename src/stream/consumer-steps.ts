@@ -18,17 +18,16 @@ import {
 } from './consumer-machine.ts';
 import {
   committedThrough,
-  flush,
   iso,
   notePlatformTime,
   openGap,
   parseTime,
   platformTimeEarly,
   platformTimeLate,
-  push,
   uncleanGap,
 } from './consumer-position.ts';
-import { classifyFrame } from './frames.ts';
+import { classifyFrame } from './frame-kinds.ts';
+import { flush, flushIfDue, push } from './micro-batch.ts';
 import type { ClassifiedFrame, CommitReason, DataFrame, SseFrame, StreamState } from './types.ts';
 
 /**
@@ -305,11 +304,7 @@ export function readFrame(
       });
       break;
   }
-  const { microBatch } = s.options;
-  if (s.buffer.length >= microBatch.maxFrames) flush(s, fx, now, via, 'count', false);
-  else if (s.bufferBytes >= microBatch.maxBytes) flush(s, fx, now, via, 'bytes', false);
-  else if (s.buffer.length > 0 && now >= s.bufferSince + microBatch.maxWaitMs)
-    flush(s, fx, now, via, 'time', false);
+  flushIfDue(s, fx, now, via);
 }
 
 /** A replayed data frame created before what was already committed (`replayFloorMs`): not written again. */

@@ -22,7 +22,6 @@
 import type { ConnectionState, ConsumerEvent, Effect, MachineState, Transition } from './consumer-machine.ts';
 import { copyStreamCounters, rateLimitedDelay } from './consumer-machine.ts';
 import {
-  flush,
   gapDescription,
   gapNeedsReplay,
   iso,
@@ -49,6 +48,7 @@ import {
   transition,
   uncleanEnd,
 } from './consumer-steps.ts';
+import { flush } from './micro-batch.ts';
 import type { StreamVia } from './types.ts';
 
 export function next(state: MachineState, event: ConsumerEvent): Transition {

@@ -39,11 +39,12 @@ import {
 import type { PassOutcome } from './consumer-machine.ts';
 import { resolveStreamConsumerOptions, type StreamConsumerOptionsInput } from './consumer-options.ts';
 import { CLOCK_ESTIMATE_TOLERANCE_MS, committedThroughOf } from './consumer-position.ts';
-import { openSse, toRawItems } from './frames.ts';
 import { midnightOf } from './gap-delivery.ts';
 import { MissedJudge, primaryView } from './judge-missed.ts';
+import { openSse } from './sse-reader.ts';
 import { StreamConsumer } from './stream-consumer.ts';
 import { addLoadCounts } from './stream-summary.ts';
+import { toRawItems } from './stream-writer.ts';
 
 /** The reconciliation stream's name: `stream.reconcileName`, default `<stream name>-reconcile`. */
 export function reconcileStreamName(settings: { name: string; reconcileName?: string | undefined }): string {

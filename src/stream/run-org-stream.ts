@@ -10,13 +10,7 @@ import { redactedMessage } from '../redact/redact-secrets.ts';
 import type { Clock } from '../time/clock.ts';
 import { MAX_STREAM_CONNECTIONS, STREAM_CHECKPOINT_RETENTION_DAYS } from '../validic/platform-limits.ts';
 import type { StreamInfo, StreamsClient } from '../validic/streams-client.ts';
-import {
-  readCursor,
-  type StreamGap,
-  type StreamPosition,
-  streamPositionCursor,
-} from '../warehouse/cursors.ts';
-import { applyPreparedBatch, type PreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
+import { readCursor, type StreamGap, streamPositionCursor } from '../warehouse/cursors.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import {
   type GapHandledBy,
@@ -29,10 +23,8 @@ import {
 import { emptyStreamCounters } from './consumer-machine.ts';
 import type { StreamConsumerOptionsInput } from './consumer-options.ts';
 import { committedThroughOf, utcDate } from './consumer-position.ts';
-import { openSse, toRawItems } from './frames.ts';
 import { gapFiller, splitAtReplayReach } from './gap-delivery.ts';
 import { closeDeadDeliveries } from './interrupted-deliveries.ts';
-import { pipelineWrites } from './pipelined-writer.ts';
 import type { EnqueueGapBackfill } from './reconcile-org.ts';
 import {
   findReconcileStream,
@@ -41,8 +33,10 @@ import {
   streamCreatedAt,
 } from './reconciliation.ts';
 import { reportConnect422 } from './report-connect-422.ts';
+import { openSse } from './sse-reader.ts';
 import { StreamConsumer } from './stream-consumer.ts';
 import { addLoadCounts, addStreamCounters, type OrgStreamSummary } from './stream-summary.ts';
+import { createStreamWriter } from './stream-writer.ts';
 import type { CommitMeta, DataFrame, ReplayClaim, StreamState } from './types.ts';
 
 /**
@@ -340,36 +334,30 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
   const runSlot = async (slot: number, stop: AbortSignal): Promise<void> => {
     const cursor = streamPositionCursor(settings.name, slot);
     const consumerLog = log.child({ slot });
-    const writeBatch = async (
-      prepared: PreparedBatch,
-      frames: DataFrame[],
-      checkpoint: StreamPosition,
-      meta: CommitMeta,
-    ) => {
-      const started = now();
-      const result = await applyPreparedBatch(
-        warehouse,
-        prepared,
-        // Extra fields (stream id, slot) are for `status`; loadPosition's reader ignores them.
-        { cursors: [cursor.write({ ...checkpoint, streamId: stream.id, slot })] },
-        { log: consumerLog },
-      );
-      const committedAt = now();
-      addLoadCounts(records, result);
-      if (frames.some((f) => f.kind === 'data')) lastDataAt = committedAt;
-      void recordPendingGaps();
-      options.hooks?.onCommit?.({
-        slot,
-        via: meta.via,
-        reason: meta.reason,
-        frames,
-        result,
-        committedAt,
-        durationMs: committedAt - started,
-      });
-    };
-    // The consumer reads the next batch while this one is written (the pipelined commit, stream-consumer.ts).
-    const writer = pipelineWrites(writeBatch, (_prepared, frames) => frames);
+    // The consumer reads the next batch while this one is written (stream-writer.ts).
+    const writer = createStreamWriter({
+      warehouse,
+      orgId,
+      cursor,
+      // Beside the position, for `status`; loadPosition's reader ignores them.
+      extra: { streamId: stream.id, slot },
+      log: consumerLog,
+      now,
+      onWritten: ({ frames, meta, result, startedAt, committedAt }) => {
+        addLoadCounts(records, result);
+        if (frames.some((f) => f.kind === 'data')) lastDataAt = committedAt;
+        void recordPendingGaps();
+        options.hooks?.onCommit?.({
+          slot,
+          via: meta.via,
+          reason: meta.reason,
+          frames,
+          result,
+          committedAt,
+          durationMs: committedAt - startedAt,
+        });
+      },
+    });
     const consumer = new StreamConsumer(
       {
         openStream: async (s) => {
@@ -387,18 +375,7 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
             org.config.token,
             s,
           ),
-        // Normalized here, before the writer waits for the previous write: the two overlap.
-        commit: async (frames, checkpoint, meta) =>
-          writer.commit(
-            await prepareBatch(
-              { orgId, arrivedVia: meta.via, items: toRawItems(frames) },
-              // The next batch is prepared while this one is written: its COPY text too.
-              { encodeAhead: true },
-            ),
-            frames,
-            checkpoint,
-            meta,
-          ),
+        commit: writer.commit,
         loadPosition: async () => {
           const position = {
             connectedSince: new Date(platformNow()).toISOString(),

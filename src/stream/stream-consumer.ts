@@ -23,9 +23,9 @@ import {
 } from './consumer-machine.ts';
 import { resolveStreamConsumerOptions, type StreamConsumerOptionsInput } from './consumer-options.ts';
 import { parseTime } from './consumer-position.ts';
-import { readSseFrameBatches } from './frames.ts';
 import { next } from './next-consumer-state.ts';
-import { EarlierWriteFailed } from './pipelined-writer.ts';
+import { readSseFrameBatches } from './sse-reader.ts';
+import { EarlierWriteFailed } from './stream-writer.ts';
 import type {
   SseFrame,
   SseLog,

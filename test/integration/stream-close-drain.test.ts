@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createHttpClient } from '../../src/http/http-client.ts';
 import type { HttpClient } from '../../src/http/http-client-types.ts';
-import { openSse } from '../../src/stream/frames.ts';
+import { openSse } from '../../src/stream/sse-reader.ts';
 import { StreamConsumer } from '../../src/stream/stream-consumer.ts';
 import type { DataFrame } from '../../src/stream/types.ts';
 import type { StreamGap } from '../../src/warehouse/cursors.ts';

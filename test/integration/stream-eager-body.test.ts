@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpClient } from '../../src/http/http-client.ts';
 import type { HttpClient } from '../../src/http/http-client-types.ts';
-import { eagerBody, readSseFrames } from '../../src/stream/frames.ts';
+import { eagerBody, readSseFrames } from '../../src/stream/sse-reader.ts';
 import type { SseFrame } from '../../src/stream/types.ts';
 import { sseFrame } from '../helpers/fixtures/index.ts';
 

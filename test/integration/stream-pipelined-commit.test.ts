@@ -4,7 +4,7 @@
  * next `commit` or by `drain`, which retry nothing: the consumer's machine holds what did not land.
  */
 import { describe, expect, it } from 'vitest';
-import { EarlierWriteFailed, pipelineWrites } from '../../src/stream/pipelined-writer.ts';
+import { EarlierWriteFailed, pipelineWrites } from '../../src/stream/stream-writer.ts';
 import type { DataFrame } from '../../src/stream/types.ts';
 
 function deferred() {

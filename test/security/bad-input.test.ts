@@ -16,7 +16,9 @@ import { BodyTooLargeError, UnexpectedResponseError } from '../../src/errors/ind
 import { createHttpClient } from '../../src/http/http-client.ts';
 import { normalizeItem } from '../../src/normalize/normalize-item.ts';
 import type { RawItem } from '../../src/pipeline/batch.ts';
-import { classifyFrame, readSseFrames, toRawItems } from '../../src/stream/frames.ts';
+import { classifyFrame } from '../../src/stream/frame-kinds.ts';
+import { readSseFrames } from '../../src/stream/sse-reader.ts';
+import { toRawItems } from '../../src/stream/stream-writer.ts';
 import type { DataFrame } from '../../src/stream/types.ts';
 import { listItems } from '../../src/validic/requests.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { normalizeItem } from '../../src/normalize/normalize-item.ts';
-import { classifyFrame } from '../../src/stream/frames.ts';
+import { classifyFrame } from '../../src/stream/frame-kinds.ts';
 import { numberField, pageSignature } from '../../src/validic/requests.ts';
 import { createV2Client } from '../../src/validic/v2-client.ts';
 import { useMockAgent } from '../helpers/mock-agent.ts';

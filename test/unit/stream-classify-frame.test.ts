@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { classifyFrame, extractCreatedAt, toRawItems } from '../../src/stream/frames.ts';
+import { classifyFrame, extractCreatedAt } from '../../src/stream/frame-kinds.ts';
+import { toRawItems } from '../../src/stream/stream-writer.ts';
 import type { SseFrame } from '../../src/stream/types.ts';
 import { rawRecord } from '../helpers/fixtures/index.ts';
 

@@ -4,7 +4,8 @@
  * arrival order in an array of its own.
  */
 import { describe, expect, it } from 'vitest';
-import { appendFrame, framesInOrder, NO_FRAMES } from '../../src/stream/consumer-machine.ts';
+import { NO_FRAMES } from '../../src/stream/consumer-machine.ts';
+import { appendFrame, framesInOrder } from '../../src/stream/micro-batch.ts';
 import type { DataFrame } from '../../src/stream/types.ts';
 
 const frame = (id: string): DataFrame => ({

@@ -11,7 +11,6 @@ import {
   type ConsumerEvent,
   type Effect,
   EVENT_KINDS,
-  framesInOrder,
   initialMachineState,
   type MachineState,
   STREAM_STATES,
@@ -22,6 +21,7 @@ import {
   type StreamConsumerOptionsInput,
 } from '../../src/stream/consumer-options.ts';
 import { CLOCK_ESTIMATE_TOLERANCE_MS } from '../../src/stream/consumer-position.ts';
+import { framesInOrder } from '../../src/stream/micro-batch.ts';
 import { next } from '../../src/stream/next-consumer-state.ts';
 import type { SseFrame } from '../../src/stream/types.ts';
 import type { StreamPosition } from '../../src/warehouse/cursors.ts';

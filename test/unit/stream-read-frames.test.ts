@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { readSseFrames } from '../../src/stream/frames.ts';
+import { readSseFrames } from '../../src/stream/sse-reader.ts';
 import type { SseFrame } from '../../src/stream/types.ts';
 
 const encoder = new TextEncoder();

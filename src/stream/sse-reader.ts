@@ -1,14 +1,12 @@
 /**
- * From bytes to frames: the SSE response body read eagerly as it arrives, turned into frames
- * (eventsource-parser does the SSE grammar), each frame classified (data, poke, bad, oversized), and the
- * committed ones mapped onto the loader's batch items.
+ * From bytes to frames: an SSE connection opened (the server's clock from its `Date`), its body read
+ * eagerly as it arrives and bounded, and turned into frames (eventsource-parser does the SSE grammar),
+ * each frame bounded in size. What a frame means is frame-kinds.ts.
  */
 import type { EventEmitter } from 'node:events';
 import { createParser } from 'eventsource-parser';
 import type { HttpClient } from '../http/http-client-types.ts';
-import type { RawItem } from '../pipeline/batch.ts';
-import { parseJsonExactly } from '../pipeline/exact-json.ts';
-import type { ClassifiedFrame, DataFrame, SseFrame, SseSource } from './types.ts';
+import type { SseFrame, SseSource } from './types.ts';
 
 /**
  * Reads an SSE response body as it arrives, keeping up to `maxBufferedBytes` queued for the consumer.
@@ -372,70 +370,4 @@ function nextOrAbort<T>(
       },
     );
   });
-}
-
-/**
- * What a frame means, as a pure function. `data` frames carry one JSON record or connection event;
- * a `data` frame that is not a JSON object is `bad` (quarantined by the caller with its text, never an
- * exception). `poke` frames are liveness only, so an unparseable poke is still a poke. Any other event
- * name (`rule`, `connection`, `message`, …) is `other`: counted and logged, never a crash.
- */
-export function classifyFrame(frame: SseFrame): ClassifiedFrame {
-  if (frame.type === 'oversized') {
-    return {
-      kind: 'bad',
-      event: frame.event,
-      text: frame.excerpt,
-      reason: `SSE frame larger than ${frame.maxFrameBytes} bytes (at least ${frame.bytes}); only its first bytes are kept`,
-    };
-  }
-  if (frame.event === 'data') {
-    let payload: unknown;
-    try {
-      // Numbers exactly as sent: records are stored as the platform sent them.
-      payload = parseJsonExactly(frame.data);
-    } catch (error) {
-      return {
-        kind: 'bad',
-        event: frame.event,
-        text: frame.data,
-        reason: `data frame is not valid JSON: ${(error as Error).message}`,
-      };
-    }
-    if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
-      return { kind: 'bad', event: frame.event, text: frame.data, reason: 'data frame is not a JSON object' };
-    }
-    return { kind: 'data', payload, createdAt: extractCreatedAt(payload) };
-  }
-  if (frame.event === 'poke') {
-    let payload: unknown = frame.data;
-    try {
-      payload = JSON.parse(frame.data);
-    } catch {
-      // A poke's body is informational (members count); its arrival is what matters.
-    }
-    return { kind: 'poke', payload };
-  }
-  return { kind: 'other', event: frame.event, data: frame.data };
-}
-
-/** `payload.created_at` when it is a string that parses as a time; otherwise undefined. */
-export function extractCreatedAt(payload: unknown): string | undefined {
-  if (payload === null || typeof payload !== 'object') return undefined;
-  const value = (payload as { created_at?: unknown }).created_at;
-  if (typeof value !== 'string' || Number.isNaN(Date.parse(value))) return undefined;
-  return value;
-}
-
-/**
- * Maps committed stream/replay items onto the loader's batch items (src/pipeline/batch.ts): a data
- * frame's payload is a `frame` (routed by shape: record of any type or connection event), a bad frame
- * goes to quarantine as `unparseable` with its reason.
- */
-export function toRawItems(frames: DataFrame[]): RawItem[] {
-  return frames.map((frame) =>
-    frame.kind === 'data'
-      ? { kind: 'frame', raw: frame.payload }
-      : { kind: 'unparseable', text: frame.text, reason: frame.reason },
-  );
 }

@@ -1,0 +1,96 @@
+/**
+ * The micro-batch: frames buffered for the next commit, and the commit that takes them with the cursor
+ * they reach. A frame read by the machine enters here once (`takeIntoBatch`), and leaves in a `commit`
+ * effect (`flush`).
+ */
+import { type Effect, type FrameList, type MachineState, NO_FRAMES } from './consumer-machine.ts';
+import { nextPosition, samePosition } from './consumer-position.ts';
+import type { CommitReason, DataFrame, StreamVia } from './types.ts';
+
+/** A new list: `list` with `frame` appended (`list` itself is unchanged). */
+export function appendFrame(list: FrameList, frame: DataFrame): FrameList {
+  return { length: list.length + 1, newest: frame, before: list };
+}
+
+/** The frames of `list` in the order they were appended, in a new array. */
+export function framesInOrder(list: FrameList): DataFrame[] {
+  const frames = new Array<DataFrame>(list.length);
+  let node = list;
+  for (let i = list.length - 1; i >= 0; i--) {
+    frames[i] = node.newest as DataFrame;
+    node = node.before as FrameList;
+  }
+  return frames;
+}
+
+/**
+ * Commits the buffered frames with the checkpoint they reach (a `commit` effect; the state takes the
+ * checkpoint on `committed`). Frames of a commit that failed (`unsaved`) go first: every commit is also
+ * the retry of what is held. With `checkpointOnly`, commits even without frames when the checkpoint
+ * changed (gap opened or closed, heartbeat, stop). Returns whether a commit was asked for.
+ */
+export function flush(
+  s: MachineState,
+  fx: Effect[],
+  now: number,
+  via: StreamVia,
+  reason: CommitReason,
+  checkpointOnly: boolean,
+): boolean {
+  const held = s.unsaved;
+  // A new array for the commit (the buffer is a persistent list, consumer-machine.ts): what the commit carries
+  // is never shared with the buffer that goes on filling, nor with the state `next` was given.
+  const frames = held ? [...held.frames, ...framesInOrder(s.buffer)] : framesInOrder(s.buffer);
+  const next = nextPosition(s, frames);
+  if (
+    frames.length === 0 &&
+    (!checkpointOnly || samePosition(next, s.committing?.checkpoint ?? s.checkpoint))
+  ) {
+    s.lastCommitAt = now;
+    return false;
+  }
+  const frameVia = held ? held.via : s.bufferVia;
+  s.buffer = NO_FRAMES;
+  s.bufferBytes = 0;
+  s.unsaved = undefined;
+  const commit = { frames, checkpoint: next, via: frames.length > 0 ? frameVia : via, reason };
+  s.committing = commit;
+  fx.push({ kind: 'commit', ...commit });
+  return true;
+}
+
+/**
+ * Buffers `item` for the next micro-batch (O(1): the buffer is a persistent list, consumer-machine.ts; the
+ * list the state had before is unchanged, so a state `next` was given never sees the frame).
+ */
+export function push(s: MachineState, now: number, via: StreamVia, item: DataFrame): void {
+  if (s.buffer.length === 0) s.bufferSince = now;
+  s.bufferVia = via;
+  s.buffer = appendFrame(s.buffer, item);
+  s.bufferBytes += item.bytes;
+}
+
+/**
+ * Buffers a data or bad frame and commits the batch when it is due: `microBatch.maxFrames` frames,
+ * `maxBytes` of data, or its oldest frame `maxWaitMs` old, whichever comes first.
+ */
+export function takeIntoBatch(
+  s: MachineState,
+  fx: Effect[],
+  now: number,
+  via: StreamVia,
+  item: DataFrame,
+): void {
+  push(s, now, via, item);
+  flushIfDue(s, fx, now, via);
+}
+
+/** Commits the batch if it is due (size, bytes, age); returns whether a commit was asked for. */
+export function flushIfDue(s: MachineState, fx: Effect[], now: number, via: StreamVia): boolean {
+  const { microBatch } = s.options;
+  if (s.buffer.length >= microBatch.maxFrames) return flush(s, fx, now, via, 'count', false);
+  if (s.bufferBytes >= microBatch.maxBytes) return flush(s, fx, now, via, 'bytes', false);
+  if (s.buffer.length > 0 && now >= s.bufferSince + microBatch.maxWaitMs)
+    return flush(s, fx, now, via, 'time', false);
+  return false;
+}

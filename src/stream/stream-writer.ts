@@ -1,0 +1,158 @@
+/**
+ * What one stream connection writes, end to end: its committed frames as the loader's items, normalized
+ * while the previous write is still landing, then written one at a time with the connection's cursor in
+ * the same transaction (the pipelined commit, below). The frame's path to its row (README.md, "How a frame
+ * becomes a row") passes through this file once.
+ *
+ * Why pipelined: `StreamConsumer` awaits `commit` before it reads on. Without pipelining it would stop
+ * reading for every transaction; frames would wait unread during the commit, and their `receivedAt` would
+ * be stamped only after it, so the time rule (`maxWaitMs`) would start late too. Here `commit` first waits
+ * for the PREVIOUS write to land, then starts this one and returns. At most one batch is being written and
+ * one is filling, so memory stays bounded.
+ *
+ * Safety is unchanged. Writes run one after another in order, and each carries its own cursor in the same
+ * transaction, so a cursor never moves past data that is not committed. A write that fails is not kept or
+ * retried here: the next `commit` (or `drain`) rejects with `EarlierWriteFailed`, which carries the failed
+ * write's frames, and starts nothing. The consumer's machine is then the one owner of everything that did
+ * not land: it holds those frames with the batch it was committing, stops reading, and retries them with
+ * back-off until they land (STATE-MACHINE.md, "Commits"). A crash can lose only frames held in memory
+ * whose cursor never moved; the reconciliation re-delivers them.
+ */
+import type { Logger } from '../log/logger.ts';
+import type { LoadResult, RawItem } from '../pipeline/batch.ts';
+import type { Cursor, StreamPosition } from '../warehouse/cursors.ts';
+import { applyPreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
+import type { Warehouse } from '../warehouse/open-warehouse.ts';
+import type { CommitMeta, DataFrame } from './types.ts';
+
+/**
+ * Maps committed stream/replay items onto the loader's batch items (src/pipeline/batch.ts): a data
+ * frame's payload is a `frame` (routed by shape: record of any type or connection event), a bad frame
+ * goes to quarantine as `unparseable` with its reason.
+ */
+export function toRawItems(frames: DataFrame[]): RawItem[] {
+  return frames.map((frame) =>
+    frame.kind === 'data'
+      ? { kind: 'frame', raw: frame.payload }
+      : { kind: 'unparseable', text: frame.text, reason: frame.reason },
+  );
+}
+
+export interface StreamWriterOptions {
+  warehouse: Warehouse;
+  orgId: string;
+  /** The connection's cursor; `extra` fields (stream id, slot) are stored beside the position for `status`. */
+  cursor: Cursor<StreamPosition, any>;
+  extra: Record<string, unknown>;
+  log: Logger;
+  now: () => number;
+  /** After each write landed (counts, hooks, metrics). */
+  onWritten(event: {
+    frames: DataFrame[];
+    meta: CommitMeta;
+    result: LoadResult;
+    startedAt: number;
+    committedAt: number;
+  }): void;
+}
+
+/** One connection's writer: `commit` is the consumer's `commit` dependency. */
+export function createStreamWriter(
+  options: StreamWriterOptions,
+): PipelinedWriter<[DataFrame[], StreamPosition, CommitMeta]> {
+  const { warehouse, orgId, cursor, log, now } = options;
+  const pipeline = pipelineWrites(
+    async (
+      prepared: Awaited<ReturnType<typeof prepareBatch>>,
+      frames: DataFrame[],
+      position: StreamPosition,
+      meta: CommitMeta,
+    ) => {
+      const startedAt = now();
+      const result = await applyPreparedBatch(
+        warehouse,
+        prepared,
+        { cursors: [cursor.write({ ...position, ...options.extra })] },
+        { log },
+      );
+      options.onWritten({ frames, meta, result, startedAt, committedAt: now() });
+    },
+    (_prepared, frames) => frames,
+  );
+  return {
+    // Normalized here, before the pipeline waits for the previous write: the two overlap (its COPY text too).
+    commit: async (frames, position, meta) =>
+      pipeline.commit(
+        await prepareBatch({ orgId, arrivedVia: meta.via, items: toRawItems(frames) }, { encodeAhead: true }),
+        frames,
+        position,
+        meta,
+      ),
+    drain: () => pipeline.drain(),
+    busy: () => pipeline.busy(),
+  };
+}
+
+/** A write handed over earlier failed: its frames, and why. */
+export class EarlierWriteFailed extends Error {
+  readonly frames: DataFrame[];
+  override readonly cause: unknown;
+
+  constructor(frames: DataFrame[], cause: unknown) {
+    super(`an earlier stream write failed: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    this.name = 'EarlierWriteFailed';
+    this.frames = frames;
+    this.cause = cause;
+  }
+}
+
+export interface PipelinedWriter<Args extends unknown[]> {
+  /**
+   * Resolves once the previous write has landed and this one has started; rejects with
+   * `EarlierWriteFailed` (and starts nothing) if the previous write failed.
+   */
+  commit(...args: Args): Promise<void>;
+  /** Resolves when every started write has landed; rejects with `EarlierWriteFailed` if one failed. */
+  drain(): Promise<void>;
+  /** True while a write is in flight: something is not committed yet. */
+  busy(): boolean;
+}
+
+/**
+ * `framesOf` tells which frames a write's arguments carry (what the consumer must hold if it fails).
+ */
+export function pipelineWrites<Args extends unknown[]>(
+  write: (...args: Args) => Promise<void>,
+  framesOf: (...args: Args) => DataFrame[],
+): PipelinedWriter<Args> {
+  // Settles when the write in flight has landed or failed; never rejects.
+  let inFlight: Promise<void> | undefined;
+  let writing = false;
+  let failed: EarlierWriteFailed | undefined;
+
+  const settle = async (): Promise<void> => {
+    if (inFlight) await inFlight;
+    inFlight = undefined;
+    const failure = failed;
+    failed = undefined;
+    if (failure) throw failure;
+  };
+
+  return {
+    async commit(...args: Args): Promise<void> {
+      await settle();
+      writing = true;
+      inFlight = (async () => {
+        try {
+          await write(...args);
+        } catch (error) {
+          failed = new EarlierWriteFailed(framesOf(...args), error);
+        } finally {
+          writing = false;
+        }
+      })();
+    },
+    drain: settle,
+    busy: () => writing || failed !== undefined,
+  };
+}
