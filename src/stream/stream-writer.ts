@@ -78,6 +78,10 @@ export function createStreamWriter(
       options.onWritten({ frames, meta, result, startedAt, committedAt: now() });
     },
     (_prepared, frames) => frames,
+    // A held batch's retry decides whether the consumer reads on (`holding` → resume): it must have
+    // landed, not merely started, or reading would resume on a write that may still fail (a database
+    // outage then let the primary read on, its frames failing one write after another).
+    (_prepared, _frames, _position, meta) => meta.reason === 'retry',
   );
   return {
     // Normalized here, before the pipeline waits for the previous write: the two overlap (its COPY text too).
@@ -108,8 +112,9 @@ export class EarlierWriteFailed extends Error {
 
 export interface PipelinedWriter<Args extends unknown[]> {
   /**
-   * Resolves once the previous write has landed and this one has started; rejects with
-   * `EarlierWriteFailed` (and starts nothing) if the previous write failed.
+   * Resolves once the previous write has landed and this one has started (or, for a write `mustLand`
+   * marks, has landed); rejects with `EarlierWriteFailed` (and starts nothing) if the previous write
+   * failed, or with this write's own error (not wrapped: the caller still holds its frames) if it must land.
    */
   commit(...args: Args): Promise<void>;
   /** Resolves when every started write has landed; rejects with `EarlierWriteFailed` if one failed. */
@@ -120,10 +125,12 @@ export interface PipelinedWriter<Args extends unknown[]> {
 
 /**
  * `framesOf` tells which frames a write's arguments carry (what the consumer must hold if it fails).
+ * `mustLand` marks writes whose `commit` waits until they have landed, and rejects with their own failure.
  */
 export function pipelineWrites<Args extends unknown[]>(
   write: (...args: Args) => Promise<void>,
   framesOf: (...args: Args) => DataFrame[],
+  mustLand: (...args: Args) => boolean = () => false,
 ): PipelinedWriter<Args> {
   // Settles when the write in flight has landed or failed; never rejects.
   let inFlight: Promise<void> | undefined;
@@ -151,6 +158,12 @@ export function pipelineWrites<Args extends unknown[]>(
           writing = false;
         }
       })();
+      if (mustLand(...args)) {
+        // Its own failure is thrown as itself: the caller still holds these frames (they are not earlier).
+        await settle().catch((error: EarlierWriteFailed) => {
+          throw error.cause;
+        });
+      }
     },
     drain: settle,
     busy: () => writing || failed !== undefined,

@@ -84,4 +84,34 @@ describe('pipelineWrites', () => {
     await writer.commit();
     await expect(writer.drain()).rejects.toThrow('an earlier stream write failed: gone');
   });
+
+  it('waits for a write that must land, and throws its own error as itself', async () => {
+    const gate = deferred();
+    const calls: number[] = [];
+    const writer = pipelineWrites(
+      async (n: number) => {
+        calls.push(n);
+        await gate.promise;
+        if (n === 1) throw new Error('still down');
+      },
+      () => [],
+      (n: number) => n >= 1, // the held batch's retry
+    );
+    let landed = false;
+    const retry = writer.commit(1).then(
+      () => (landed = true),
+      (error: unknown) => error,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(landed).toBe(false); // started, not landed: the consumer must not read on yet
+    gate.resolve();
+    const error = await retry;
+    // Its own failure, not an earlier write's: the caller holds these frames already.
+    expect(error).not.toBeInstanceOf(EarlierWriteFailed);
+    expect((error as Error).message).toBe('still down');
+    expect(writer.busy()).toBe(false);
+    await writer.commit(2);
+    await writer.drain();
+    expect(calls).toEqual([1, 2]);
+  });
 });
