@@ -54,7 +54,7 @@ const ENV_TO_KEY: Record<string, string> = {
   VALIDIC_WORKER_STREAMS: 'worker.streams',
   VALIDIC_SCHEDULES: 'schedules.enabled',
   VALIDIC_REDIS_PREFIX: 'redisPrefix',
-  // --- push (issue 15) ---
+  // --- push ---
   VALIDIC_APPLICATION_SECRET: 'organizations.0.applicationSecret',
   PUSH_SIGNATURE_MAX_AGE_SECONDS: 'push.signatureMaxAgeSeconds',
   PUSH_MAX_ITEMS: 'push.maxItems',

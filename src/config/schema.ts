@@ -101,7 +101,7 @@ export const organizationSchema = z.object({
       deleteCheckShare: z.coerce.number().min(0).max(0.5).default(0.05),
     })
     .prefault({}),
-  // --- push (issue 15) ---
+  // --- push ---
   /**
    * Application secret the provider signs push notifications with (`VALIDIC_APPLICATION_SECRET`),
    * issued on request; with it, a push whose `X-Validic-Signature` verifies belongs to this org.
@@ -240,47 +240,54 @@ export const configSchema = z.object({
     })
     .prefault({}),
   stream: z
-    .object({
-      /** Drop and reconnect when no frame (not even a poke) arrives for this long (three missed 5 s pokes). */
-      staleAfterMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.staleAfterMs),
-      /** A disconnect longer than this is filled by replay (shorter ones resume from the stream's own checkpoint). */
-      gapAfterMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.gapAfterMs),
-      /** A replay that has not handed off after this long is given up; its gap goes to a REST backfill. */
-      replayTimeoutMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.replayTimeoutMs),
-      /** Micro-batch: commit after this many frames… */
-      batchMaxFrames: z.coerce.number().int().positive().default(STREAM_DEFAULTS.microBatch.maxFrames),
-      /** …or after this long, whichever comes first. */
-      batchMaxWaitMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.microBatch.maxWaitMs),
-      /** Connection hygiene: drop after this many pokes in a row without data (0 = off). */
-      maxPokesWithoutData: z.coerce.number().int().min(0).default(0),
-      /** Least wait before any reconnect, ms: the platform answers 422 while it rebalances after a disconnect. */
-      reconnectMinMs: z.coerce.number().int().min(0).default(STREAM_DEFAULTS.backoff.minMs),
-      /** Jitter span of the first reconnect, ms, added to `reconnectMinMs` (doubling per failed attempt). */
-      backoffInitialMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.backoff.initialMs),
-      /** Largest reconnect delay, ms; never more than `staleAfterMs` (larger values are clamped). */
-      backoffMaxMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.backoff.maxMs),
-      /**
-       * First wait after a 429 on connect or replay, ms, doubling per 429 in a row (half of it jitter),
-       * never below a `Retry-After`: the hour's request budget is spent, so retrying sooner only spends more.
-       */
-      rateLimitedInitialMs: z.coerce
-        .number()
-        .int()
-        .positive()
-        .default(STREAM_DEFAULTS.backoff.rateLimitedInitialMs),
-      /** Largest wait after 429s in a row, ms. Independent of `staleAfterMs`. */
-      rateLimitedMaxMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.backoff.rateLimitedMaxMs),
-      /** Pokes in a row, stamped at or after the hand-off time, that end a replay or a reconciliation pass. */
-      quietPokes: z.coerce.number().int().min(1).default(STREAM_DEFAULTS.quietPokes),
-      /** A reconciliation pass that has not caught up after this long commits what it read and ends. */
-      passTimeoutMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.passTimeoutMs),
-      /**
-       * The worker runs a pass this long after a gap (an unclean end of a connection) rather than at the
-       * next scheduled one: long enough for the primary to catch up after a reconnect, so the pass
-       * finds what it lost rather than what it was about to deliver.
-       */
-      passAfterGapSeconds: z.coerce.number().int().min(0).default(60),
-    })
+    .preprocess(
+      readRenamedStreamKeys,
+      z.object({
+        /** Drop and reconnect when no frame (not even a poke) arrives for this long (three missed 5 s pokes). */
+        staleAfterMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.staleAfterMs),
+        /** A disconnect longer than this is filled by replay (shorter ones resume from the stream's own checkpoint). */
+        gapAfterMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.gapAfterMs),
+        /** A replay that has not handed off after this long is given up; its gap goes to a REST backfill. */
+        replayTimeoutMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.replayTimeoutMs),
+        /** Micro-batch: commit after this many frames… */
+        batchMaxFrames: z.coerce.number().int().positive().default(STREAM_DEFAULTS.microBatch.maxFrames),
+        /** …or after this long, whichever comes first. */
+        batchMaxWaitMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.microBatch.maxWaitMs),
+        /** Connection hygiene: drop after this many pokes in a row without data (0 = off). */
+        maxPokesWithoutData: z.coerce.number().int().min(0).default(0),
+        /** Least wait before any reconnect, ms: the platform answers 422 while it rebalances after a disconnect. */
+        reconnectMinMs: z.coerce.number().int().min(0).default(STREAM_DEFAULTS.backoff.minMs),
+        /** Jitter span of the first reconnect, ms, added to `reconnectMinMs` (doubling per failed attempt). */
+        backoffBaseMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.backoff.baseMs),
+        /** Largest reconnect delay, ms; never more than `staleAfterMs` (larger values are clamped). */
+        backoffCapMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.backoff.capMs),
+        /**
+         * First wait after a 429 on connect or replay, ms, doubling per 429 in a row (half of it jitter),
+         * never below a `Retry-After`: the hour's request budget is spent, so retrying sooner only spends more.
+         */
+        rateLimitedBaseMs: z.coerce
+          .number()
+          .int()
+          .positive()
+          .default(STREAM_DEFAULTS.backoff.rateLimitedBaseMs),
+        /** Largest wait after 429s in a row, ms. Independent of `staleAfterMs`. */
+        rateLimitedCapMs: z.coerce
+          .number()
+          .int()
+          .positive()
+          .default(STREAM_DEFAULTS.backoff.rateLimitedCapMs),
+        /** Pokes in a row, stamped at or after the hand-off time, that end a replay or a reconciliation pass. */
+        quietPokes: z.coerce.number().int().min(1).default(STREAM_DEFAULTS.quietPokes),
+        /** A reconciliation pass that has not caught up after this long commits what it read and ends. */
+        passTimeoutMs: z.coerce.number().int().positive().default(STREAM_DEFAULTS.passTimeoutMs),
+        /**
+         * The worker runs a pass this long after a gap (an unclean end of a connection) rather than at the
+         * next scheduled one: long enough for the primary to catch up after a reconnect, so the pass
+         * finds what it lost rather than what it was about to deliver.
+         */
+        passAfterGapSeconds: z.coerce.number().int().min(0).default(60),
+      }),
+    )
     .prefault({}),
   worker: z
     .object({
@@ -370,7 +377,7 @@ export const configSchema = z.object({
       auditShare: z.coerce.number().min(0).max(0.5).default(0.05),
     })
     .prefault({}),
-  // --- push (issue 15) ---
+  // --- push ---
   /** Limits of the push-notification endpoint (see src/push/README.md). */
   push: z
     .object({
@@ -433,3 +440,28 @@ export const configSchema = z.object({
   organizations: z.array(organizationSchema).default([]),
 });
 export type Config = z.infer<typeof configSchema>;
+
+/**
+ * The back-off keys take the names of the formula they feed (`baseMs`, `capMs`, as in
+ * src/time/backoff-delay.ts). A config file written with their earlier names (`backoffInitialMs`,
+ * `backoffMaxMs`, `rateLimitedInitialMs`, `rateLimitedMaxMs`) still means the same: each is read as its
+ * new name unless that one is given too.
+ */
+const RENAMED_STREAM_KEYS: Record<string, string> = {
+  backoffInitialMs: 'backoffBaseMs',
+  backoffMaxMs: 'backoffCapMs',
+  rateLimitedInitialMs: 'rateLimitedBaseMs',
+  rateLimitedMaxMs: 'rateLimitedCapMs',
+};
+
+function readRenamedStreamKeys(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+  const out: Record<string, unknown> = { ...value };
+  for (const [earlier, current] of Object.entries(RENAMED_STREAM_KEYS)) {
+    if (earlier in out) {
+      if (!(current in out)) out[current] = out[earlier];
+      delete out[earlier];
+    }
+  }
+  return out;
+}

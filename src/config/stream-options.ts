@@ -16,19 +16,19 @@ export interface StreamBackoffSettings {
    */
   minMs: number;
   /** Jitter span of the first reconnect, added to `minMs`, ms. Default 1000. */
-  initialMs: number;
+  baseMs: number;
   /** Largest delay, ms (clamped to `staleAfterMs`, see STATE-MACHINE.md). Default 15_000. */
-  maxMs: number;
+  capMs: number;
   /** Growth per attempt. Default 2. */
   factor: number;
   /**
    * After a 429 (the platform refuses for the hour's budget, not for a rebalancing): jitter span of the
-   * first wait, ms, doubling per 429 in a row up to `rateLimitedMaxMs`; a `Retry-After` wins when longer.
+   * first wait, ms, doubling per 429 in a row up to `rateLimitedCapMs`; a `Retry-After` wins when longer.
    * Independent of the stale rule's cap. Default 30_000.
    */
-  rateLimitedInitialMs: number;
+  rateLimitedBaseMs: number;
   /** Longest wait after a 429, ms. Default 900_000 (15 minutes). */
-  rateLimitedMaxMs: number;
+  rateLimitedCapMs: number;
 }
 
 export interface IdleHygieneOptions {
@@ -120,16 +120,16 @@ export const DEFAULT_STREAM_CONSUMER_OPTIONS: StreamConsumerOptions = {
   // Three missed pokes: one late poke is jitter, three in a row is a dead connection.
   staleAfterMs: 3 * STREAM_POKE_INTERVAL_MS,
   // minMs: the platform answers 422 while it rebalances right after a disconnect (observed: 0.4 s is
-  // too early). maxMs: never longer than the stale rule tolerates (the consumer clamps it to staleAfterMs).
+  // too early). capMs: never longer than the stale rule tolerates (the consumer clamps it to staleAfterMs).
   // rateLimited*: a 429 refuses for the hour's budget; reconnecting every few seconds would only spend
   // more of it, so 429s back off on their own, growing to minutes (STATE-MACHINE.md, "Back-off").
   backoff: {
     minMs: 2_000,
-    initialMs: 1_000,
-    maxMs: 15_000,
+    baseMs: 1_000,
+    capMs: 15_000,
     factor: 2,
-    rateLimitedInitialMs: 30_000,
-    rateLimitedMaxMs: 900_000,
+    rateLimitedBaseMs: 30_000,
+    rateLimitedCapMs: 900_000,
   },
   idleHygiene: { enabled: false, maxPokesWithoutData: 5, delaysMs: [5_000, 15_000, 60_000, 300_000] },
   gapAfterMs: 300_000,

@@ -15,6 +15,7 @@ import { CONFLICT_CODES } from '../errors/index.ts';
 import type { RequestEvent } from '../http/http-client-types.ts';
 import type { LoadCounts } from '../pipeline/batch.ts';
 import { VERSION } from '../runtime/version.ts';
+import { STREAM_STATES } from '../stream/consumer-machine.ts';
 import type { PlatformClockReading } from '../time/platform-clock.ts';
 import { LEGACY_OBJECTS, recordTypeOf, V2_RESOURCES } from '../validic/platform-limits.ts';
 import { type AuditMetricsRow, registerAuditMetrics } from './audit-status.ts';
@@ -64,17 +65,8 @@ export interface MetricSources {
   isFleetReporter?: () => Promise<boolean>;
 }
 
-/** Connection states (src/stream/STATE-MACHINE.md) plus the wait for a fleet slot. */
-export const STREAM_STATES = [
-  'waiting_slot',
-  'connecting',
-  'live',
-  'stale',
-  'backing_off',
-  'replaying',
-  'holding',
-  'stopped',
-] as const;
+/** The gauge's states: a connection's (src/stream/STATE-MACHINE.md) and the wait for a fleet slot before it has one. */
+const GAUGE_STREAM_STATES = ['waiting_slot', ...STREAM_STATES] as const;
 
 export interface WorkerMetrics {
   registry: Registry;
@@ -184,7 +176,7 @@ export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics 
     collect() {
       this.reset();
       for (const [org, connections] of Object.entries(sources.streamStates?.() ?? {})) {
-        const counts = new Map<string, number>(STREAM_STATES.map((s) => [s, 0]));
+        const counts = new Map<string, number>(GAUGE_STREAM_STATES.map((s) => [s, 0]));
         for (const state of Object.values(connections)) counts.set(state, (counts.get(state) ?? 0) + 1);
         for (const [state, n] of counts) this.set({ org, state }, n);
       }

@@ -100,7 +100,7 @@ export function routeFrame(payload: unknown): FrameRoute {
 /**
  * Users of the v2 users list: keyed by `uid` (the customer's id, the one used in paths; one that cannot
  * be a path segment, such as `..`, is quarantined). Per-user
- * secrets never reach the warehouse (issue 15, item 4): `marketplace.token` and `mobile.token` let
+ * secrets never reach the warehouse: `marketplace.token` and `mobile.token` let
  * anyone who holds them connect sources or the mobile SDK as that user, so every field named `token`
  * (or another secret name) is replaced by [REDACTED], and the token values are masked wherever else
  * they appear (the marketplace URL carries the marketplace token in its path). Secret-looking URL

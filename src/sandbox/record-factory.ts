@@ -180,8 +180,8 @@ export function buildRecord(ctx: RecordContext): V2Record {
 }
 
 /**
- * The record as it can exist at `nowMs` (issue 15, item 7: the sandbox never serves a record "measured"
- * in the future of its clock). A series (intraday, cgm) that has begun keeps the points up to now and
+ * The record as it can exist at `nowMs` (the sandbox never serves a record "measured" in the future of
+ * its clock). A series (intraday, cgm) that has begun keeps the points up to now and
  * its range ends at the last one, as a day in progress does on the real platform; any other record
  * exists only once it has ended. null: nothing of it has happened yet.
  */

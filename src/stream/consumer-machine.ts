@@ -419,38 +419,38 @@ export function quietForMs(input: QuietInput): number {
  * Delay before a reconnect: at least `minMs` (the platform answers 422 while it rebalances right after a
  * disconnect, so no reconnect comes earlier, whatever ended the connection, a 422 included), plus full
  * jitter over a span that grows by `factor` per failed attempt, the whole never above `capMs`.
- * `capMs` is `maxMs` clamped to `staleAfterMs` by the consumer (STATE-MACHINE.md, "Timing rules").
+ * `capMs` here is the `backoff.capMs` setting clamped to `staleAfterMs` by the consumer (STATE-MACHINE.md, "Timing rules").
  */
 export function reconnectDelay(
   attempt: number,
-  options: Pick<StreamBackoffSettings, 'minMs' | 'initialMs' | 'factor'>,
+  options: Pick<StreamBackoffSettings, 'minMs' | 'baseMs' | 'factor'>,
   capMs: number,
   random: () => number,
 ): number {
   return backoffDelay(
     attempt + 1,
-    { baseMs: options.initialMs, capMs, factor: options.factor, minMs: options.minMs },
+    { baseMs: options.baseMs, capMs, factor: options.factor, minMs: options.minMs },
     random,
   );
 }
 
 /**
  * Delay before reconnecting after the `attempt`-th 429 in a row (0-based): half-jittered exponential
- * growth from `rateLimitedInitialMs` to `rateLimitedMaxMs`, never below `minMs`, and at least the
+ * growth from `rateLimitedBaseMs` to `rateLimitedCapMs`, never below `minMs`, and at least the
  * server's `Retry-After`. Not clamped to `staleAfterMs`: a 429 refuses for the hour's budget, and every
  * early reconnect would spend more of it.
  */
 export function rateLimitedDelay(
   attempt: number,
-  options: Pick<StreamBackoffSettings, 'minMs' | 'factor' | 'rateLimitedInitialMs' | 'rateLimitedMaxMs'>,
+  options: Pick<StreamBackoffSettings, 'minMs' | 'factor' | 'rateLimitedBaseMs' | 'rateLimitedCapMs'>,
   random: () => number,
   retryAfterMs: number | undefined,
 ): number {
   const delay = backoffDelay(
     attempt + 1,
     {
-      baseMs: options.rateLimitedInitialMs,
-      capMs: Math.max(options.rateLimitedMaxMs, options.minMs),
+      baseMs: options.rateLimitedBaseMs,
+      capMs: Math.max(options.rateLimitedCapMs, options.minMs),
       factor: options.factor,
       minMs: options.minMs,
       jitter: 0.5,
@@ -462,17 +462,17 @@ export function rateLimitedDelay(
 
 /**
  * Delay before retrying, for the `attempt`-th time in a row (0-based), a commit that failed: half-jittered
- * growth from `initialMs` to `commitRetryMaxMs` (an outage of the database is waited out, not hammered).
+ * growth from `baseMs` to `commitRetryMaxMs` (an outage of the database is waited out, not hammered).
  */
 export function holdDelay(
   attempt: number,
-  options: Pick<StreamBackoffSettings, 'initialMs' | 'factor'>,
+  options: Pick<StreamBackoffSettings, 'baseMs' | 'factor'>,
   commitRetryMaxMs: number,
   random: () => number,
 ): number {
   return backoffDelay(
     attempt + 1,
-    { baseMs: options.initialMs, capMs: Math.max(commitRetryMaxMs, 1), factor: options.factor, jitter: 0.5 },
+    { baseMs: options.baseMs, capMs: Math.max(commitRetryMaxMs, 1), factor: options.factor, jitter: 0.5 },
     random,
   );
 }

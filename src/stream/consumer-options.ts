@@ -45,10 +45,10 @@ export function consumerOptionsFromConfig(stream: Config['stream']): StreamConsu
     microBatch: { maxFrames: stream.batchMaxFrames, maxWaitMs: stream.batchMaxWaitMs },
     backoff: {
       minMs: stream.reconnectMinMs,
-      initialMs: stream.backoffInitialMs,
-      maxMs: Math.max(stream.backoffMaxMs, stream.backoffInitialMs),
-      rateLimitedInitialMs: stream.rateLimitedInitialMs,
-      rateLimitedMaxMs: Math.max(stream.rateLimitedMaxMs, stream.rateLimitedInitialMs),
+      baseMs: stream.backoffBaseMs,
+      capMs: Math.max(stream.backoffCapMs, stream.backoffBaseMs),
+      rateLimitedBaseMs: stream.rateLimitedBaseMs,
+      rateLimitedCapMs: Math.max(stream.rateLimitedCapMs, stream.rateLimitedBaseMs),
     },
     idleHygiene:
       stream.maxPokesWithoutData > 0

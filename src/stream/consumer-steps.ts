@@ -133,7 +133,7 @@ export function stop(s: MachineState, fx: Effect[], now: number, reason: string)
 export function nextBackoff(s: MachineState, jitter: number): number {
   const { backoff, staleAfterMs } = s.options;
   // Never longer than a silent connection is tolerated (STATE-MACHINE.md, "Timing rules").
-  const delay = reconnectDelay(s.attempt, backoff, Math.min(backoff.maxMs, staleAfterMs), () => jitter);
+  const delay = reconnectDelay(s.attempt, backoff, Math.min(backoff.capMs, staleAfterMs), () => jitter);
   s.attempt += 1;
   return delay;
 }

@@ -14,7 +14,7 @@ export interface OrgStreamSummary {
   connections: number;
   counters: StreamCounters;
   records: LoadCounts;
-  /** Gaps recorded in `stream:gaps` (too long for replay, replay refused, checkpoint expired). */
+  /** Gaps recorded in `validic_sync.stream_gaps` by this run (unclean ends, replays that could not fill theirs). */
   gaps: number;
   /** `records.backfill` jobs enqueued for gaps. */
   backfillsEnqueued: number;

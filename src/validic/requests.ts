@@ -121,7 +121,7 @@ export function numberField(obj: RawObject | undefined, key: string): number | u
 }
 
 /**
- * What a 422 from the streams API means, read from its body (issue 15, item 5). The platform answers
+ * What a 422 from the streams API means, read from its body. The platform answers
  * 422 for several unrelated reasons: a sixth stream (at most 5 per customer), a filter naming a type it
  * does not stream, too many client connections to one stream (at most 3; also seen briefly while the
  * server rebalances after a reconnect), or another invalid field. Each needs a different fix, so the

@@ -33,7 +33,7 @@ describe('reconcile adds the connection events the stream missed', () => {
 
   it('counts and adds what the stream missed, once', async () => {
     const config = await dir.writeJson('config.json', {
-      stream: { staleAfterMs: 3000, gapAfterMs: 60_000, batchMaxWaitMs: 50, backoffInitialMs: 20 },
+      stream: { staleAfterMs: 3000, gapAfterMs: 60_000, batchMaxWaitMs: 50, backoffBaseMs: 20 },
       organizations: [{ stream: { name: 'measurements-only', resources: ['measurement'] } }],
     });
     const env = sandboxEnv(sandbox, { DATABASE_URL: db.url, VALIDIC_SYNC_CONFIG: config });

@@ -13,7 +13,7 @@ import { useTestDatabase } from '../helpers/use-test-database.ts';
 import { waitForStep } from '../helpers/wait-for-step.ts';
 import { compareStreamWithTruth, NO_STREAM_DIFFERENCES } from './stream-compare.ts';
 
-const STREAM = { staleAfterMs: 3000, batchMaxWaitMs: 50, backoffInitialMs: 20, backoffMaxMs: 300 };
+const STREAM = { staleAfterMs: 3000, batchMaxWaitMs: 50, backoffBaseMs: 20, backoffCapMs: 300 };
 
 describe('stream downtime is filled by replay', () => {
   const sandbox = useSandbox({

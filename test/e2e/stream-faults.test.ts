@@ -39,8 +39,8 @@ describe('stream with every stream fault on', () => {
         staleAfterMs: 2000,
         gapAfterMs: 10_000,
         batchMaxWaitMs: 50,
-        backoffInitialMs: 20,
-        backoffMaxMs: 300,
+        backoffBaseMs: 20,
+        backoffCapMs: 300,
       },
       organizations: [{ stream: { connections: 2 } }],
     });

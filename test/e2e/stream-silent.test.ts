@@ -25,8 +25,8 @@ describe('silent stream', () => {
         staleAfterMs: STALE_AFTER_MS,
         gapAfterMs: 60_000,
         batchMaxWaitMs: 50,
-        backoffInitialMs: 50,
-        backoffMaxMs: BACKOFF_MAX_MS,
+        backoffBaseMs: 50,
+        backoffCapMs: BACKOFF_MAX_MS,
       },
     });
     const fromSeq = sandbox.truth.events().length;

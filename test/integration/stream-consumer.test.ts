@@ -141,7 +141,7 @@ interface Harness {
 
 const fast: StreamConsumerOptionsInput = {
   staleAfterMs: 1_000,
-  backoff: { minMs: 0, initialMs: 20, maxMs: 100, factor: 2 },
+  backoff: { minMs: 0, baseMs: 20, capMs: 100, factor: 2 },
   microBatch: { maxFrames: 500, maxWaitMs: 20 },
   gapAfterMs: 60_000,
   heartbeatCommitMs: 600_000,

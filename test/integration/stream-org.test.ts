@@ -31,7 +31,7 @@ const DAY_MS = 86_400_000;
 const OPTIONS = {
   staleAfterMs: 3000,
   gapAfterMs: 1000,
-  backoff: { initialMs: 20, maxMs: 200 },
+  backoff: { baseMs: 20, capMs: 200 },
   microBatch: { maxFrames: 200, maxWaitMs: 20 },
 };
 

@@ -21,6 +21,23 @@ describe('stream defaults', () => {
   it('gapAfterMs is 5 minutes: twenty reconnects at the back-off cap, an outage and not a rebalancing storm', () => {
     const { gapAfterMs, staleAfterMs, backoff } = DEFAULT_STREAM_CONSUMER_OPTIONS;
     expect(gapAfterMs).toBe(300_000);
-    expect(gapAfterMs / Math.min(backoff.maxMs, staleAfterMs)).toBe(20);
+    expect(gapAfterMs / Math.min(backoff.capMs, staleAfterMs)).toBe(20);
+  });
+
+  it('reads a config file written with the back-off keys earlier names as the new ones', () => {
+    const stream = configSchema.shape.stream.parse({
+      backoffInitialMs: 20,
+      backoffMaxMs: 300,
+      rateLimitedInitialMs: 200,
+      rateLimitedCapMs: 1_000,
+      rateLimitedMaxMs: 5_000, // its new name is given too: the new one wins
+    });
+    expect(stream).toMatchObject({
+      backoffBaseMs: 20,
+      backoffCapMs: 300,
+      rateLimitedBaseMs: 200,
+      rateLimitedCapMs: 1_000,
+    });
+    expect(stream).not.toHaveProperty('backoffInitialMs');
   });
 });

@@ -240,7 +240,7 @@ describe('replay hand-off (I6)', () => {
 describe('back-off (I7)', () => {
   const options = {
     staleAfterMs: 15_000,
-    backoff: { minMs: 2_000, initialMs: 1_000, maxMs: 60_000, factor: 2 },
+    backoff: { minMs: 2_000, baseMs: 1_000, capMs: 60_000, factor: 2 },
   };
 
   it('waits at least minMs, doubles the jitter span, never beyond staleAfterMs, and resets on a frame', () => {
@@ -296,10 +296,10 @@ describe('back-off (I7)', () => {
 });
 
 describe('429s back off for minutes (I7)', () => {
-  it('grows from rateLimitedInitialMs to rateLimitedMaxMs, past the stale cap, and honours Retry-After', () => {
+  it('grows from rateLimitedBaseMs to rateLimitedCapMs, past the stale cap, and honours Retry-After', () => {
     const m = new Machine({
       staleAfterMs: 15_000,
-      backoff: { minMs: 2_000, rateLimitedInitialMs: 30_000, rateLimitedMaxMs: 900_000 },
+      backoff: { minMs: 2_000, rateLimitedBaseMs: 30_000, rateLimitedCapMs: 900_000 },
     });
     m.feed({ kind: 'start', now: T0, checkpoint: null });
     for (let i = 0; i < 8; i += 1) {

@@ -170,7 +170,7 @@ function record(id: string, createdAtMs: number) {
 }
 
 describe('reconnectDelay', () => {
-  const options = { minMs: 2_000, initialMs: 1_000, factor: 2 };
+  const options = { minMs: 2_000, baseMs: 1_000, factor: 2 };
   it('never comes before the minimum, never above the cap, and grows with the attempts', () => {
     fc.assert(
       fc.property(fc.nat(40), fc.double({ min: 0, max: 0.999_999, noNaN: true }), (attempt, r) => {
@@ -231,7 +231,7 @@ describe('StreamConsumer timing rules (injected clock)', () => {
 
   it('grows the jittered back-off through a storm but never above the cap (clamped to staleAfterMs)', async () => {
     const h = harness(
-      { backoff: { maxMs: 60_000 } },
+      { backoff: { capMs: 60_000 } },
       { connects: [422, 422, 422, 422, 422, 422, 422, 'ok'], random: () => 0.999 },
     );
     await h.start();

@@ -1,7 +1,5 @@
 /**
- * The loader: applies one batch and its progress in ONE transaction (the README's "How data flows").
- *
- * The loader: applies one batch and its checkpoint in ONE transaction (the README's "How data flows":
+ * The loader: applies one batch and its cursors in ONE transaction (the README's "How data flows":
  * every arrival path hands the loader the same batch).
  *
  * 1. Normalize every item (pure; bad items become quarantine entries, never exceptions).
