@@ -12,8 +12,8 @@ import {
   LEGACY_LATEST_CURSOR_PREFIX,
   listCursors,
   reconcileLastCursor,
-  STREAM_POSITIONS_PREFIX,
-  streamPositionPrefix,
+  STREAM_CURSOR_KEY_PREFIX,
+  streamCursorKeyPrefix,
   usersFullSyncCursor,
 } from '../warehouse/cursors.ts';
 import type { Database } from '../warehouse/database.ts';
@@ -97,7 +97,7 @@ export interface OrgStatus {
   };
   stream: {
     name: string | null;
-    checkpoints: CursorStatus[];
+    cursors: CursorStatus[];
     /** Spans in which the stream may have lost events, open until a reconciliation pass covers them. */
     gaps: StreamGapsStatus;
     /** Slot → holder, when Redis is available. */
@@ -184,7 +184,7 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
       d == null ? null : Math.max(0, Math.round((now.getTime() - new Date(d).getTime()) / 1000));
 
     const streamName = options.streamNames?.[orgId] ?? null;
-    const checkpointPrefix = streamName ? streamPositionPrefix(streamName) : STREAM_POSITIONS_PREFIX;
+    const cursorPrefix = streamName ? streamCursorKeyPrefix(streamName) : STREAM_CURSOR_KEY_PREFIX;
     const byKey = new Map(cursors.map((c) => [c.key, c]));
     const used = new Set<string>();
     const take = (predicate: (key: string) => boolean) =>
@@ -194,7 +194,7 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
           used.add(c.key);
           return cursor(c);
         });
-    const checkpoints = take((k) => k.startsWith(checkpointPrefix));
+    const streamCursors = take((k) => k.startsWith(cursorPrefix));
     const legacy = take((k) => k.startsWith(LEGACY_LATEST_CURSOR_PREFIX));
     const usersFullSync = usersFullSyncCursor();
     const reconcileLast = reconcileLastCursor();
@@ -223,7 +223,7 @@ export async function collectSyncStatus(options: CollectStatusOptions): Promise<
 
     const stream: OrgStatus['stream'] = {
       name: streamName,
-      checkpoints,
+      cursors: streamCursors,
       gaps: await readStreamGapsStatus(db, orgId),
     };
     if (options.slots && streamName) stream.slots = await options.slots.holders(orgId, streamName);

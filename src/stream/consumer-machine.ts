@@ -6,7 +6,7 @@
 import type { StreamBackoffSettings, StreamConsumerOptions } from '../config/stream-options.ts';
 import { classifyFailure } from '../errors/index.ts';
 import { backoffDelay } from '../time/backoff-delay.ts';
-import type { StreamGap, StreamPosition } from '../warehouse/cursors.ts';
+import type { StreamCursorValue, StreamGap } from '../warehouse/cursors.ts';
 import type { CommitReason, DataFrame, SseFrame, StreamCounters, StreamState, StreamVia } from './types.ts';
 
 /**
@@ -62,7 +62,7 @@ export interface PlannedReplay {
 /** A commit handed to the driver: what it writes, kept until it landed (or held after it failed). */
 export interface PendingCommit {
   frames: DataFrame[];
-  checkpoint: StreamPosition;
+  cursor: StreamCursorValue;
   via: StreamVia;
   reason: CommitReason;
 }
@@ -74,8 +74,8 @@ export interface MachineState {
   readonly options: StreamConsumerOptions;
   phase: StreamState;
   counters: StreamCounters;
-  /** The checkpoint as last committed (or loaded). */
-  checkpoint: StreamPosition;
+  /** The cursor as last committed (or loaded). */
+  cursor: StreamCursorValue;
   /** Handed to `commit` and not yet confirmed (`committed`): at most one at a time. */
   committing: PendingCommit | undefined;
   /**
@@ -92,9 +92,9 @@ export interface MachineState {
   bufferVia: StreamVia;
   bufferSince: number;
   lastCommitAt: number;
-  /** Start T of the open gap (ms), mirrored in `checkpoint.lastDisconnectAt`; undefined while live. */
+  /** Start T of the open gap (ms), mirrored in `cursor.lastDisconnectAt`; undefined while live. */
   gapStartMs: number | undefined;
-  /** The unclean end of the last disconnect, mirrored in `checkpoint.uncleanEnd`; cleared once live again. */
+  /** The unclean end of the last disconnect, mirrored in `cursor.uncleanEnd`; cleared once live again. */
   uncleanEnd: StreamGap | undefined;
   gapReported: boolean;
   /** Last frame on the main stream (ms): "connected until here". */
@@ -134,14 +134,14 @@ export interface MachineState {
   passEndedQuiet: boolean;
   /**
    * Platform time of the last poke on this connection (the main stream, or a pass) that found nothing
-   * uncommitted: everything the platform had sent it before then is committed (`StreamPosition.quietAt`).
+   * uncommitted: everything the platform had sent it before then is committed (`StreamCursorValue.quietAt`).
    */
   quietThroughMs: number | undefined;
 }
 
 export type ConsumerEvent =
-  /** The checkpoint was loaded: leave `stopped`. */
-  | { kind: 'start'; now: number; checkpoint: StreamPosition | null }
+  /** The cursor was loaded: leave `stopped`. */
+  | { kind: 'start'; now: number; cursor: StreamCursorValue | null }
   /** The run's signal aborted: flush and stop. */
   | { kind: 'stop'; now: number }
   /** A step boundary with nothing to wait for: `stale` backs off, `replaying` plans and opens a replay. */
@@ -225,7 +225,7 @@ export type Effect =
   /** Announce a state change (`onStateChange`). */
   | { kind: 'notify'; from: StreamState; to: StreamState; reason: string }
   | { kind: 'log'; level: LogLevel; fields: Record<string, unknown>; message: string }
-  /** Write frames + checkpoint in one transaction; then feed `committed` or `commit-failed`. */
+  /** Write frames + cursor in one transaction; then feed `committed` or `commit-failed`. */
   | ({ kind: 'commit' } & PendingCommit)
   /** Hand a gap to `onGap` (awaited). */
   | { kind: 'report-gap'; gap: StreamGap }
@@ -264,7 +264,7 @@ export function initialMachineState(options: StreamConsumerOptions): MachineStat
     options,
     phase: 'stopped',
     counters: emptyStreamCounters(),
-    checkpoint: {},
+    cursor: {},
     committing: undefined,
     unsaved: undefined,
     holdAttempt: 0,

@@ -5,15 +5,15 @@
 import {
   PASS_END_REASONS,
   REPLAY_GAP_REASONS,
+  type StreamCursorValue,
   type StreamGap,
-  type StreamPosition,
   UNCLEAN_END_REASONS,
 } from '../warehouse/cursors.ts';
 import type { MachineState } from './consumer-machine.ts';
 import type { DataFrame } from './types.ts';
 
 /**
- * Pure helpers of the transition function around the checkpoint and the micro-batch: what a commit
+ * Pure helpers of the transition function around the cursor and the micro-batch: what a commit
  * carries, when a gap needs replay, and where the replay starts and hands off (on the platform's clock).
  */
 
@@ -27,9 +27,9 @@ export function iso(ms: number): string {
   return new Date(ms).toISOString();
 }
 
-/** The fields of a stored checkpoint the consumer reads (the caller may store more). */
-export function pickPosition(loaded: StreamPosition): StreamPosition {
-  const out: StreamPosition = {};
+/** The fields of a stored cursor the consumer reads (the caller may store more). */
+export function pickPosition(loaded: StreamCursorValue): StreamCursorValue {
+  const out: StreamCursorValue = {};
   if (typeof loaded.newestCreatedAt === 'string') out.newestCreatedAt = loaded.newestCreatedAt;
   if (typeof loaded.lastLiveAt === 'string') out.lastLiveAt = loaded.lastLiveAt;
   if (typeof loaded.lastDisconnectAt === 'string') out.lastDisconnectAt = loaded.lastDisconnectAt;
@@ -49,7 +49,7 @@ export function pickPosition(loaded: StreamPosition): StreamPosition {
   return out;
 }
 
-export function samePosition(a: StreamPosition, b: StreamPosition): boolean {
+export function samePosition(a: StreamCursorValue, b: StreamCursorValue): boolean {
   return (
     a.newestCreatedAt === b.newestCreatedAt &&
     a.lastLiveAt === b.lastLiveAt &&
@@ -63,9 +63,9 @@ export function samePosition(a: StreamPosition, b: StreamPosition): boolean {
   );
 }
 
-export function nextPosition(s: MachineState, frames: DataFrame[]): StreamPosition {
+export function nextPosition(s: MachineState, frames: DataFrame[]): StreamCursorValue {
   // A commit still in flight (the same transition flushed twice) is the base: it lands first.
-  const next: StreamPosition = { ...(s.committing?.checkpoint ?? s.checkpoint) };
+  const next: StreamCursorValue = { ...(s.committing?.cursor ?? s.cursor) };
   let newestMs = parseTime(next.newestCreatedAt);
   for (const frame of frames) {
     if (frame.kind !== 'data') continue;
@@ -125,17 +125,15 @@ export function platformTimeEarly(s: MachineState, ms: number): number {
  * first commit loses the backlog too); undefined when that is not known either.
  */
 export function committedThrough(s: MachineState): number | undefined {
-  const marks = [
-    parseTime(s.checkpoint.newestCreatedAt),
-    parseTime(s.checkpoint.quietAt),
-    s.quietThroughMs,
-  ].filter((ms): ms is number => ms !== undefined);
+  const marks = [parseTime(s.cursor.newestCreatedAt), parseTime(s.cursor.quietAt), s.quietThroughMs].filter(
+    (ms): ms is number => ms !== undefined,
+  );
   if (marks.length > 0) return Math.max(...marks);
-  return parseTime(s.checkpoint.deliveryFrom);
+  return parseTime(s.cursor.deliveryFrom);
 }
 
-/** `committedThrough` of a committed checkpoint alone (what a crash right now would leave). */
-export function committedThroughOf(position: StreamPosition): number | undefined {
+/** `committedThrough` of a committed cursor alone (what a crash right now would leave). */
+export function committedThroughOf(position: StreamCursorValue): number | undefined {
   const marks = [parseTime(position.newestCreatedAt), parseTime(position.quietAt)].filter(
     (ms): ms is number => ms !== undefined,
   );
@@ -188,7 +186,7 @@ export function planReplay(s: MachineState, nowMs: number): ReturnType<typeof pl
   const offset = s.platformOffsetMs ?? 0;
   const gapStart = s.gapStartMs ?? nowMs;
   const plan = planGapFill(nowMs + offset, gapStart + offset, s.options);
-  const newest = parseTime(s.checkpoint.newestCreatedAt);
+  const newest = parseTime(s.cursor.newestCreatedAt);
   // created_at has millisecond precision: one millisecond later is the first instant not yet committed.
   const afterNewest = newest === undefined ? undefined : newest + 1;
   return afterNewest !== undefined && afterNewest > plan.catchUpAtMs

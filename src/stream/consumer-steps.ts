@@ -78,7 +78,7 @@ export function reportGap(s: MachineState, fx: Effect[], gap: StreamGap): void {
 
 /**
  * The stream ended uncleanly: whatever the platform had sent and we had not committed may be lost (its
- * checkpoint moved on send). The gap goes into the checkpoint, committed first with `commit` (a restart
+ * checkpoint moved on send). The gap goes into the cursor, committed first with `commit` (a restart
  * that finds it reports it again), then it is reported. Without `commit` (the commit itself failed) it
  * rides on the retry of the held frames.
  */
@@ -260,13 +260,13 @@ export function readFrame(
       if (via === 'stream') s.lastPokeAtMs = frame.receivedAt;
       const stamped = pokeTime(classified.payload) ?? frame.receivedAt + (s.platformOffsetMs ?? 0);
       // Nothing else flows and nothing of this connection is uncommitted: everything it was sent before
-      // this poke is committed (or on its way, in order, before any later checkpoint).
+      // this poke is committed (or on its way, in order, before any later cursor).
       if ((via === 'stream' || s.options.role === 'pass') && s.buffer.length === 0 && !s.unsaved) {
         s.quietThroughMs = stamped;
         // The first such poke after data commits it: a crash's gap, and a pass judging what this connection
         // could still commit, start there (not at the next 60 s heartbeat).
-        const committedQuiet = parseTime((s.committing?.checkpoint ?? s.checkpoint).quietAt);
-        const newest = parseTime((s.committing?.checkpoint ?? s.checkpoint).newestCreatedAt);
+        const committedQuiet = parseTime((s.committing?.cursor ?? s.cursor).quietAt);
+        const newest = parseTime((s.committing?.cursor ?? s.cursor).newestCreatedAt);
         if (committedQuiet === undefined || (newest !== undefined && committedQuiet < newest)) {
           if (flush(s, fx, now, via, 'heartbeat', true)) c.commitStartedAt = now;
         }

@@ -39,7 +39,7 @@ export interface PrimaryView {
 
 /**
  * The primary's view from its connections' cursors at platform time `nowMs`: a connection is live when it
- * recorded no disconnect and was heard from within `liveWithinMs` (its checkpoint is written with every
+ * recorded no disconnect and was heard from within `liveWithinMs` (its cursor is written with every
  * commit and at least every `heartbeatCommitMs` while only pokes arrive).
  */
 export function primaryView(

@@ -24,9 +24,9 @@ export function framesInOrder(list: FrameList): DataFrame[] {
 }
 
 /**
- * Commits the buffered frames with the checkpoint they reach (a `commit` effect; the state takes the
- * checkpoint on `committed`). Frames of a commit that failed (`unsaved`) go first: every commit is also
- * the retry of what is held. With `checkpointOnly`, commits even without frames when the checkpoint
+ * Commits the buffered frames with the cursor they reach (a `commit` effect; the state takes the
+ * cursor on `committed`). Frames of a commit that failed (`unsaved`) go first: every commit is also
+ * the retry of what is held. With `cursorOnly`, commits even without frames when the cursor
  * changed (gap opened or closed, heartbeat, stop). Returns whether a commit was asked for.
  */
 export function flush(
@@ -35,17 +35,14 @@ export function flush(
   now: number,
   via: StreamVia,
   reason: CommitReason,
-  checkpointOnly: boolean,
+  cursorOnly: boolean,
 ): boolean {
   const held = s.unsaved;
   // A new array for the commit (the buffer is a persistent list, consumer-machine.ts): what the commit carries
   // is never shared with the buffer that goes on filling, nor with the state `next` was given.
   const frames = held ? [...held.frames, ...framesInOrder(s.buffer)] : framesInOrder(s.buffer);
   const next = nextPosition(s, frames);
-  if (
-    frames.length === 0 &&
-    (!checkpointOnly || samePosition(next, s.committing?.checkpoint ?? s.checkpoint))
-  ) {
+  if (frames.length === 0 && (!cursorOnly || samePosition(next, s.committing?.cursor ?? s.cursor))) {
     s.lastCommitAt = now;
     return false;
   }
@@ -53,7 +50,7 @@ export function flush(
   s.buffer = NO_FRAMES;
   s.bufferBytes = 0;
   s.unsaved = undefined;
-  const commit = { frames, checkpoint: next, via: frames.length > 0 ? frameVia : via, reason };
+  const commit = { frames, cursor: next, via: frames.length > 0 ? frameVia : via, reason };
   s.committing = commit;
   fx.push({ kind: 'commit', ...commit });
   return true;

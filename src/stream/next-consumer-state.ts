@@ -67,7 +67,7 @@ function handle(s: MachineState, fx: Effect[], event: ConsumerEvent): boolean {
   switch (event.kind) {
     case 'start':
       if (s.phase !== 'stopped') return false;
-      start(s, fx, event.now, event.checkpoint ?? {});
+      start(s, fx, event.now, event.cursor ?? {});
       return true;
     case 'stop':
       if (s.phase === 'stopped' || c?.ending) return false;
@@ -189,7 +189,7 @@ function handle(s: MachineState, fx: Effect[], event: ConsumerEvent): boolean {
       return true;
     case 'committed':
       if (!s.committing) return false;
-      s.checkpoint = s.committing.checkpoint;
+      s.cursor = s.committing.cursor;
       s.counters.commits += 1;
       s.counters.committedFrames += s.committing.frames.length;
       s.committing = undefined;
@@ -273,9 +273,9 @@ function start(
   s: MachineState,
   fx: Effect[],
   now: number,
-  loaded: NonNullable<MachineState['checkpoint']>,
+  loaded: NonNullable<MachineState['cursor']>,
 ): void {
-  s.checkpoint = pickPosition(loaded);
+  s.cursor = pickPosition(loaded);
   s.committing = undefined;
   s.lastStreamFrameAt = parseTime(loaded.lastLiveAt);
   // Not live yet: the gap runs from the last disconnect, or from the last sign of life if the
@@ -292,7 +292,7 @@ function start(
   s.replay = undefined;
   s.connection = undefined;
   // The offset the stored times were written with: it puts the gap start on the platform's clock.
-  s.platformOffsetMs = s.checkpoint.platformOffsetMs;
+  s.platformOffsetMs = s.cursor.platformOffsetMs;
   s.unsaved = undefined;
   s.holdAttempt = 0;
   s.rateLimitAttempt = 0;
@@ -300,8 +300,8 @@ function start(
   s.passOutcome = undefined;
   s.passReachedMs = undefined;
   s.passEndedQuiet = false;
-  s.quietThroughMs = parseTime(s.checkpoint.quietAt);
-  s.uncleanEnd = s.checkpoint.uncleanEnd;
+  s.quietThroughMs = parseTime(s.cursor.quietAt);
+  s.uncleanEnd = s.cursor.uncleanEnd;
   if (s.options.role === 'pass') {
     s.gapStartMs = undefined;
     s.replayStartedAt = now;
@@ -350,7 +350,7 @@ function connected(s: MachineState, fx: Effect[], now: number): void {
   const hadGap = s.gapStartMs !== undefined || s.uncleanEnd !== undefined;
   // A connection that never committed anything commits that it is live now: a crash before its first
   // data commit is then found at the next start (and its gap begins at `deliveryFrom`).
-  const firstConnect = s.checkpoint.lastLiveAt === undefined;
+  const firstConnect = s.cursor.lastLiveAt === undefined;
   s.gapStartMs = undefined;
   s.uncleanEnd = undefined;
   s.gapReported = false;

@@ -18,7 +18,7 @@ import type { HttpClient } from '../http/http-client-types.ts';
 import { type Logger, silentLogger } from '../log/logger.ts';
 import { abortableSleep, type Clock, systemClock } from '../time/clock.ts';
 import type { StreamsClient } from '../validic/streams-client.ts';
-import { readCursor, streamPositionCursor } from '../warehouse/cursors.ts';
+import { readCursor, streamCursor } from '../warehouse/cursors.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import {
   type GapHandledBy,
@@ -87,7 +87,7 @@ export async function reconcileOrg(options: ReconcileOrgOptions): Promise<Reconc
   const orgId = org.config.orgId;
   const log = (options.log ?? silentLogger).child({ orgId });
   const clock = options.clock ?? systemClock;
-  const primary = await readCursor(warehouse.db, orgId, streamPositionCursor(org.config.stream.name, 0));
+  const primary = await readCursor(warehouse.db, orgId, streamCursor(org.config.stream.name, 0));
   const platformNow = () => clock.now() + (primary?.platformOffsetMs ?? 0);
   const common = {
     warehouse,

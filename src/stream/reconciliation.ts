@@ -18,7 +18,7 @@ import { redactedMessage } from '../redact/redact-secrets.ts';
 import { abortableSleep, type Clock, systemClock } from '../time/clock.ts';
 import { MAX_STREAM_CONNECTIONS, STREAM_CHECKPOINT_RETENTION_DAYS } from '../validic/platform-limits.ts';
 import type { StreamInfo, StreamsClient } from '../validic/streams-client.ts';
-import { readCursor, streamPositionCursor } from '../warehouse/cursors.ts';
+import { readCursor, streamCursor } from '../warehouse/cursors.ts';
 import { applyPreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import {
@@ -212,7 +212,7 @@ export async function runDelivery(options: DeliveryOptions): Promise<ReconcilePa
 
   // The platform's clock, from the primary stream's last pokes (its checkpoint): T is on it.
   const primaryName = org.config.stream.name;
-  const primary = await readCursor(warehouse.db, orgId, streamPositionCursor(primaryName, 0));
+  const primary = await readCursor(warehouse.db, orgId, streamCursor(primaryName, 0));
   const offsetMs = primary?.platformOffsetMs ?? 0;
   const platformNow = () => now() + offsetMs;
   const startMs = started + offsetMs;
@@ -259,7 +259,7 @@ export async function runDelivery(options: DeliveryOptions): Promise<ReconcilePa
     clock,
     maxWaitMs: consumerOptions.heartbeatCommitMs,
     maxHeld: consumerOptions.microBatch.maxFrames,
-    // Live: connected and heard from within the heartbeat (a live connection commits its checkpoint at
+    // Live: connected and heard from within the heartbeat (a live connection commits its cursor at
     // least that often), with some room for a slow commit.
     primary: async () =>
       primaryView(
@@ -289,7 +289,7 @@ export async function runDelivery(options: DeliveryOptions): Promise<ReconcilePa
   const consumers: StreamConsumer[] = [];
   /** Everything read before this (platform ms) is committed: where a crash's gap would begin. */
   const committedTo = (): string => {
-    const marks = consumers.map((c) => committedThroughOf(c.checkpoint()) ?? coverFromMs);
+    const marks = consumers.map((c) => committedThroughOf(c.cursor()) ?? coverFromMs);
     const held = judge.oldestHeldMs();
     const through = Math.min(...marks, held === undefined ? Infinity : held - 1);
     return new Date(Number.isFinite(through) ? through : coverFromMs).toISOString();
@@ -341,7 +341,7 @@ export async function runDelivery(options: DeliveryOptions): Promise<ReconcilePa
             await judge.take(batch);
             await record();
           },
-          loadPosition: async () => ({
+          loadCursor: async () => ({
             ...(primary?.platformOffsetMs === undefined ? {} : { platformOffsetMs: offsetMs }),
             deliveryFrom,
           }),

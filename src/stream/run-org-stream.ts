@@ -10,7 +10,7 @@ import { redactedMessage } from '../redact/redact-secrets.ts';
 import type { Clock } from '../time/clock.ts';
 import { MAX_STREAM_CONNECTIONS, STREAM_CHECKPOINT_RETENTION_DAYS } from '../validic/platform-limits.ts';
 import type { StreamInfo, StreamsClient } from '../validic/streams-client.ts';
-import { readCursor, type StreamGap, streamPositionCursor } from '../warehouse/cursors.ts';
+import { readCursor, type StreamGap, streamCursor } from '../warehouse/cursors.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import {
   type GapHandledBy,
@@ -43,9 +43,9 @@ import type { CommitMeta, DataFrame, ReplayClaim, StreamState } from './types.ts
  * One organization's stream, end to end: find the configured stream by name (or create it, with the
  * optional resource filter) and its reconciliation stream, then keep 1..3 connections to the primary,
  * each a `StreamConsumer` (src/stream) whose commits go through the loader with the connection's
- * checkpoint in the SAME transaction as the data.
+ * cursor in the SAME transaction as the data.
  *
- * - Each connection has its own cursor (`stream:checkpoint:<name>:<slot>`, `streamPositionCursor` in src/warehouse/cursors.ts),
+ * - Each connection has its own cursor (`stream:checkpoint:<name>:<slot>`, `streamCursor` in src/warehouse/cursors.ts),
  *   so one connection's disconnect (its gap) is never erased by another connection's commits.
  * - Under the worker, `acquireSlot` hands out fleet-wide lock slots (at most 3 per stream, the
  *   platform's limit); the slot number names the cursor, so two processes never share one.
@@ -80,7 +80,7 @@ export interface OrgStreamOptions {
   warehouse: Warehouse;
   /** The org's clients (`runtime.org(orgId)`): streams client, HTTP client, org config. */
   org: { config: OrganizationConfig; http: HttpClient; streams: StreamsClient };
-  /** Stops every connection (each flushes its micro-batch and commits its checkpoint first). */
+  /** Stops every connection (each flushes its micro-batch and commits its cursor first). */
   signal: AbortSignal;
   consumerOptions?: StreamConsumerOptionsInput;
   /** Connections to open, 1..3. Default: the org's `stream.connections`. */
@@ -168,7 +168,7 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
   const records = emptyCounts();
   const live = new Map<number, StreamConsumer>();
   // The platform's clock: what a live connection's pokes say, else what the last run stored.
-  const storedOffsetMs = (await readCursor(warehouse.db, orgId, streamPositionCursor(settings.name, 0)))
+  const storedOffsetMs = (await readCursor(warehouse.db, orgId, streamCursor(settings.name, 0)))
     ?.platformOffsetMs;
   const platformNow = (): number => {
     for (const consumer of live.values()) {
@@ -320,7 +320,7 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
     // Replayed data created before what EVERY connection committed is in the warehouse already.
     let floor: string | undefined;
     for (const consumer of live.values()) {
-      const newest = consumer.checkpoint().newestCreatedAt;
+      const newest = consumer.cursor().newestCreatedAt;
       if (newest === undefined) return { granted: true };
       if (floor === undefined || newest < floor) floor = newest;
     }
@@ -332,14 +332,14 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
 
   /** One connection on `slot` until `stop` aborts (it flushes and commits first) or a permanent error. */
   const runSlot = async (slot: number, stop: AbortSignal): Promise<void> => {
-    const cursor = streamPositionCursor(settings.name, slot);
+    const cursor = streamCursor(settings.name, slot);
     const consumerLog = log.child({ slot });
     // The consumer reads the next batch while this one is written (stream-writer.ts).
     const writer = createStreamWriter({
       warehouse,
       orgId,
       cursor,
-      // Beside the position, for `status`; loadPosition's reader ignores them.
+      // Beside the position, for `status`; loadCursor's reader ignores them.
       extra: { streamId: stream.id, slot },
       log: consumerLog,
       now,
@@ -376,7 +376,7 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
             s,
           ),
         commit: writer.commit,
-        loadPosition: async () => {
+        loadCursor: async () => {
           const position = {
             connectedSince: new Date(platformNow()).toISOString(),
             ...(await readCursor(warehouse.db, orgId, cursor)),
@@ -401,7 +401,7 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
     writers.set(slot, writer);
     try {
       await consumer.run(stop);
-      // Stopped: the last micro-batch and checkpoint were handed over; wait until they have landed.
+      // Stopped: the last micro-batch and cursor were handed over; wait until they have landed.
       await writer.drain();
     } catch (error) {
       await writer.drain().catch(() => {});

@@ -8,7 +8,7 @@ import { classifyFailure } from '../errors/index.ts';
 import { silentLogger } from '../log/logger.ts';
 import { redactedMessage } from '../redact/redact-secrets.ts';
 import { type Clock, MAX_TIMER_MS, systemClock } from '../time/clock.ts';
-import type { StreamPosition } from '../warehouse/cursors.ts';
+import type { StreamCursorValue } from '../warehouse/cursors.ts';
 import {
   type ConsumerEvent,
   classifyOpenFailure,
@@ -38,7 +38,7 @@ import type {
 /**
  * The stream consumer: keeps one main-stream connection live, detects stale connections, backs off on
  * 422 rebalancing and errors, fills gaps with replay, and commits frames in micro-batches together
- * with its checkpoint (STATE-MACHINE.md next to this file).
+ * with its cursor (STATE-MACHINE.md next to this file).
  *
  * Its decisions are a pure transition function (next-consumer-state.ts). `StreamConsumer` is the
  * driver: it performs the effects the function asks for (open the stream or a replay, read it, commit,
@@ -109,9 +109,9 @@ export class StreamConsumer {
     });
   }
 
-  /** The checkpoint as last committed (or loaded). */
-  checkpoint(): StreamPosition {
-    return { ...this.#machine.checkpoint };
+  /** The cursor as last committed (or loaded). */
+  cursor(): StreamCursorValue {
+    return { ...this.#machine.cursor };
   }
 
   /** `role: 'pass'`: how the pass ended (undefined while it runs or for the primary stream). */
@@ -135,7 +135,7 @@ export class StreamConsumer {
   }
 
   /**
-   * Runs until `signal` aborts (flushes, commits the checkpoint, resolves) or a permanent error
+   * Runs until `signal` aborts (flushes, commits the cursor, resolves) or a permanent error
    * (rejects with it, state `stopped`). Not re-entrant; may be called again once stopped.
    */
   async run(signal: AbortSignal): Promise<void> {
@@ -151,7 +151,7 @@ export class StreamConsumer {
 
   /**
    * One transition (pg-boss `supervise()` style, for tests and custom drivers): from `stopped` it loads
-   * the checkpoint and enters `connecting` or `replaying`; otherwise it performs what the current state
+   * the cursor and enters `connecting` or `replaying`; otherwise it performs what the current state
    * waits for (`live` and `replaying` read until their connection ends) until a state change is
    * announced. Returns the new state. With `signal` aborted it flushes and enters `stopped`. Rejects
    * (state `stopped`) on a permanent error.
@@ -159,8 +159,8 @@ export class StreamConsumer {
   async step(signal: AbortSignal): Promise<StreamState> {
     try {
       if (this.#announced === 'stopped' && this.#pending.length === 0) {
-        const checkpoint = await this.#deps.loadPosition();
-        if (!signal.aborted) await this.#dispatch({ kind: 'start', now: this.#clock.now(), checkpoint });
+        const cursor = await this.#deps.loadCursor();
+        if (!signal.aborted) await this.#dispatch({ kind: 'start', now: this.#clock.now(), cursor });
         return this.#announced;
       }
       const before = this.#announcements;
@@ -236,7 +236,7 @@ export class StreamConsumer {
       case 'continue':
         return this.#dispatch({ kind: 'continue', now: this.#clock.now(), jitter: this.#random() });
       case 'claim-replay': {
-        const own = this.#machine.checkpoint.newestCreatedAt;
+        const own = this.#machine.cursor.newestCreatedAt;
         const claim = this.#deps.claimReplay?.() ?? { granted: true, floorCreatedAt: own };
         this.#replayClaimed = claim.granted;
         return this.#dispatch({
@@ -374,13 +374,13 @@ export class StreamConsumer {
   }
 
   /**
-   * Writes frames + checkpoint once and tells the machine how it went: a failure is not retried here but
+   * Writes frames + cursor once and tells the machine how it went: a failure is not retried here but
    * held by the machine, which stops reading and retries with back-off (state `holding`).
    */
   async #commit(effect: Extract<Effect, { kind: 'commit' }>): Promise<void> {
-    const { frames, checkpoint, via, reason } = effect;
+    const { frames, cursor, via, reason } = effect;
     try {
-      await this.#deps.commit(frames, checkpoint, { via, reason });
+      await this.#deps.commit(frames, cursor, { via, reason });
     } catch (error) {
       const failed = error instanceof EarlierWriteFailed ? error : undefined;
       const cause = failed ? failed.cause : error;

@@ -20,7 +20,7 @@
  */
 import type { Logger } from '../log/logger.ts';
 import type { LoadResult, RawItem } from '../pipeline/batch.ts';
-import type { Cursor, StreamPosition } from '../warehouse/cursors.ts';
+import type { Cursor, StreamCursorValue } from '../warehouse/cursors.ts';
 import { applyPreparedBatch, prepareBatch } from '../warehouse/loader/apply-batch.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 import type { CommitMeta, DataFrame } from './types.ts';
@@ -42,7 +42,7 @@ export interface StreamWriterOptions {
   warehouse: Warehouse;
   orgId: string;
   /** The connection's cursor; `extra` fields (stream id, slot) are stored beside the position for `status`. */
-  cursor: Cursor<StreamPosition, any>;
+  cursor: Cursor<StreamCursorValue, any>;
   extra: Record<string, unknown>;
   log: Logger;
   now: () => number;
@@ -59,13 +59,13 @@ export interface StreamWriterOptions {
 /** One connection's writer: `commit` is the consumer's `commit` dependency. */
 export function createStreamWriter(
   options: StreamWriterOptions,
-): PipelinedWriter<[DataFrame[], StreamPosition, CommitMeta]> {
+): PipelinedWriter<[DataFrame[], StreamCursorValue, CommitMeta]> {
   const { warehouse, orgId, cursor, log, now } = options;
   const pipeline = pipelineWrites(
     async (
       prepared: Awaited<ReturnType<typeof prepareBatch>>,
       frames: DataFrame[],
-      position: StreamPosition,
+      position: StreamCursorValue,
       meta: CommitMeta,
     ) => {
       const startedAt = now();

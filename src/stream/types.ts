@@ -6,7 +6,7 @@
 
 import type { Logger } from '../log/logger.ts';
 import type { Clock } from '../time/clock.ts';
-import type { StreamGap, StreamPosition } from '../warehouse/cursors.ts';
+import type { StreamCursorValue, StreamGap } from '../warehouse/cursors.ts';
 
 /** One dispatched SSE event. `event` is `message` when the server sent no `event:` field (SSE default). */
 export interface SseEventFrame {
@@ -62,7 +62,7 @@ export type CommitReason = 'count' | 'bytes' | 'time' | 'state-change' | 'heartb
 
 export interface CommitMeta {
   via: StreamVia;
-  /** Why this commit happened (size, age, state change, checkpoint heartbeat, stop). */
+  /** Why this commit happened (size, age, state change, cursor heartbeat, stop). */
   reason: CommitReason;
 }
 
@@ -111,9 +111,9 @@ export interface StreamConsumerDeps {
    * stream (`role: 'pass'`) opens that stream's connection here instead (the date is not used).
    */
   openReplay(date: string, signal: AbortSignal): Promise<SseSource>;
-  /** Writes the frames and the checkpoint in one transaction. `frames` may be empty (checkpoint only). */
-  commit(frames: DataFrame[], checkpoint: StreamPosition, meta: CommitMeta): Promise<void>;
-  loadPosition(): Promise<StreamPosition | null>;
+  /** Writes the frames and the cursor in one transaction. `frames` may be empty (cursor only). */
+  commit(frames: DataFrame[], cursor: StreamCursorValue, meta: CommitMeta): Promise<void>;
+  loadCursor(): Promise<StreamCursorValue | null>;
   /**
    * Called once per gap: an unclean end of the stream, or a replay that could not fill its gap. The
    * caller records it and brings the next reconciliation pass forward (or plans a REST backfill for

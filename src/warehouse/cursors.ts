@@ -146,7 +146,7 @@ export const legacyLatestCursor = defineCursor(
 );
 
 /**
- * `stream:checkpoint:<stream name>:<slot>`: one connection's stream checkpoint (StreamPosition, plus
+ * `stream:checkpoint:<stream name>:<slot>`: one connection's stream checkpoint (StreamCursorValue, plus
  * the stream id and slot it was written by). Every connection (slot 0..2) of a stream has its own,
  * because each connection sees its own disconnects: a shared cursor would let a live connection erase
  * the gap another one just opened. A field of the wrong type reads as absent; the others are kept.
@@ -156,7 +156,7 @@ export const legacyLatestCursor = defineCursor(
  * The consumer's cursor, stored by the caller as one JSON value in the same transaction as the frames
  * it comes with. All times are ISO-8601 strings.
  */
-export interface StreamPosition {
+export interface StreamCursorValue {
   /** Newest `created_at` among the data frames committed so far (stream or replay). */
   newestCreatedAt?: string;
   /** Last time a frame (data or poke) arrived on the main stream: "we were connected until here". */
@@ -255,17 +255,20 @@ export type UncleanEndReason = (typeof UNCLEAN_END_REASONS)[number];
 export type PassEndReason = (typeof PASS_END_REASONS)[number];
 export type StreamGapReason = UncleanEndReason | PassEndReason | (typeof REPLAY_GAP_REASONS)[number];
 
-/** Prefix of the per-connection checkpoints of one stream name (for `status`). */
-export function streamPositionPrefix(streamName: string): string {
-  return `stream:checkpoint:${streamName}:`;
-}
+/**
+ * Key prefix of every stream connection's cursor. The stored keys keep the value they were first written
+ * with (`stream:checkpoint:`), so existing warehouses read on; the word for what we store is "cursor".
+ */
+export const STREAM_CURSOR_KEY_PREFIX = 'stream:checkpoint:';
 
-/** Prefix of every stream's connection checkpoints. */
-export const STREAM_POSITIONS_PREFIX = 'stream:checkpoint:';
+/** Key prefix of the per-connection cursors of one stream name (for `status`). */
+export function streamCursorKeyPrefix(streamName: string): string {
+  return `${STREAM_CURSOR_KEY_PREFIX}${streamName}:`;
+}
 
 const optional = <T extends z.ZodType>(schema: T) => schema.optional().catch(undefined);
 
-const streamPositionValue = z.object({
+const streamCursorSchema = z.object({
   newestCreatedAt: optional(z.string()),
   lastLiveAt: optional(z.string()),
   lastDisconnectAt: optional(z.string()),
@@ -282,9 +285,9 @@ const streamPositionValue = z.object({
   connectedSince: optional(z.string()),
   streamId: optional(z.string()),
   slot: optional(z.number()),
-}) satisfies z.ZodType<StreamPosition>;
+}) satisfies z.ZodType<StreamCursorValue>;
 
-export const streamPositionCursor = defineCursor(
-  (streamName: string, slot: number) => `${streamPositionPrefix(streamName)}${slot}`,
-  streamPositionValue,
+export const streamCursor = defineCursor(
+  (streamName: string, slot: number) => `${streamCursorKeyPrefix(streamName)}${slot}`,
+  streamCursorSchema,
 );

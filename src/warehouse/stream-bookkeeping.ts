@@ -6,7 +6,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { LoadCounts } from '../pipeline/batch.ts';
 import { MAX_STREAM_CONNECTIONS } from '../validic/platform-limits.ts';
-import { readCursor, streamPositionCursor } from './cursors.ts';
+import { readCursor, streamCursor } from './cursors.ts';
 import type { Database } from './database.ts';
 
 /**
@@ -471,7 +471,7 @@ export async function readStreamLastHeard(
   // Exact keys, not a prefix: the org's other cursors (one per user and resource) may be many.
   const keys = Array.from(
     { length: MAX_STREAM_CONNECTIONS },
-    (_, slot) => streamPositionCursor(streamName, slot).key,
+    (_, slot) => streamCursor(streamName, slot).key,
   );
   const { rows } = await sql<{ last: string | null }>`
     select max(value->>'lastLiveAt') as last from validic_sync.checkpoints
@@ -503,7 +503,7 @@ export async function readPrimaryPositions(
 ): Promise<PrimarySlotPosition[]> {
   const out: PrimarySlotPosition[] = [];
   for (let slot = 0; slot < MAX_STREAM_CONNECTIONS; slot++) {
-    const value = await readCursor(db, orgId, streamPositionCursor(streamName, slot));
+    const value = await readCursor(db, orgId, streamCursor(streamName, slot));
     if (!value) continue;
     out.push({
       slot,

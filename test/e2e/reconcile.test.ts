@@ -7,7 +7,7 @@
  */
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { readCursor, reconcileLastCursor, streamPositionCursor } from '../../src/warehouse/cursors.ts';
+import { readCursor, reconcileLastCursor, streamCursor } from '../../src/warehouse/cursors.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { runCli, sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { useSandbox, useTempDir } from '../helpers/use-before-all.ts';
@@ -106,7 +106,7 @@ describe('reconcile adds the connection events the stream missed', () => {
       { orgId: sandbox.orgId, arrivedVia: 'stream', items: [] },
       {
         cursors: [
-          streamPositionCursor('everything', 0).write({
+          streamCursor('everything', 0).write({
             connectedSince: new Date(since).toISOString(),
             newestCreatedAt: new Date(through).toISOString(),
             lastLiveAt: new Date(through).toISOString(),

@@ -6,7 +6,7 @@
  */
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { readCursor, streamPositionCursor } from '../../src/warehouse/cursors.ts';
+import { readCursor, streamCursor } from '../../src/warehouse/cursors.ts';
 import { sandboxEnv, spawnCli } from '../helpers/cli.ts';
 import { useSandbox, useTempDir } from '../helpers/use-before-all.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
@@ -76,11 +76,7 @@ describe('stream downtime is filled by replay', () => {
     const stopped = await first.result;
     expect(stopped.code, stopped.stderr).toBe(0);
     expect(stopped.stdout).toMatch(/interrupted after/);
-    const checkpoint = await readCursor(
-      db.warehouse.db,
-      sandbox.orgId,
-      streamPositionCursor('validic-sync', 0),
-    );
+    const checkpoint = await readCursor(db.warehouse.db, sandbox.orgId, streamCursor('validic-sync', 0));
     expect(checkpoint?.lastDisconnectAt).toEqual(expect.any(String));
     const before = await storedCount();
 

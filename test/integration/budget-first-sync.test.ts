@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { firstSyncRange, firstSyncWindows, readFirstSyncStatus } from '../../src/budget/first-sync.ts';
 import { readBudgetPlan } from '../../src/budget/read-budget-plan.ts';
 import { configSchema } from '../../src/config/schema.ts';
-import { streamPositionCursor } from '../../src/warehouse/cursors.ts';
+import { streamCursor } from '../../src/warehouse/cursors.ts';
 import {
   beginFirstSync,
   completeFirstSync,
@@ -40,7 +40,7 @@ describe('the first sync in the warehouse', () => {
   const t = useTestDatabase();
 
   async function heard(lastLiveAt: string) {
-    const key = streamPositionCursor(STREAM, 0).key;
+    const key = streamCursor(STREAM, 0).key;
     await sql`
       insert into validic_sync.checkpoints (org_id, key, value) values (${ORG}, ${key}, ${JSON.stringify({ lastLiveAt })}::jsonb)
       on conflict (org_id, key) do update set value = excluded.value`.execute(t.warehouse.db);
@@ -193,7 +193,7 @@ describe('the first sync in the warehouse', () => {
     const renamed = configSchema.parse({
       organizations: [{ orgId: ORG, token: 't', stream: { name: 'renamed' } }],
     });
-    const key = streamPositionCursor('renamed', 1).key;
+    const key = streamCursor('renamed', 1).key;
     await sql`insert into validic_sync.checkpoints (org_id, key, value)
       values (${ORG}, ${key}, ${JSON.stringify({ lastLiveAt: new Date(later).toISOString() })}::jsonb)`.execute(
       db,

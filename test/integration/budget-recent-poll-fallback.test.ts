@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { readBudgetPlan } from '../../src/budget/read-budget-plan.ts';
 import { configSchema } from '../../src/config/schema.ts';
-import { streamPositionCursor } from '../../src/warehouse/cursors.ts';
+import { streamCursor } from '../../src/warehouse/cursors.ts';
 import { readStreamLastHeard } from '../../src/warehouse/stream-bookkeeping.ts';
 import { useTestDatabase } from '../helpers/use-test-database.ts';
 
@@ -17,7 +17,7 @@ const NOW = Date.parse('2026-11-27T12:00:00Z');
 const t = useTestDatabase();
 
 async function writeProgress(streamName: string, slot: number, lastLiveAt: string) {
-  const key = streamPositionCursor(streamName, slot).key;
+  const key = streamCursor(streamName, slot).key;
   await sql`
     insert into validic_sync.checkpoints (org_id, key, value) values (${ORG}, ${key}, ${JSON.stringify({ lastLiveAt })}::jsonb)
     on conflict (org_id, key) do update set value = excluded.value`.execute(t.warehouse.db);

@@ -60,7 +60,7 @@ describe('closing a connection', () => {
           }
           committed.push(...frames);
         },
-        loadPosition: async () => ({
+        loadCursor: async () => ({
           lastLiveAt: new Date().toISOString(),
           newestCreatedAt: new Date(0).toISOString(),
         }),

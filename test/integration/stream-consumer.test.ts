@@ -13,7 +13,7 @@ import { StreamConsumer } from '../../src/stream/stream-consumer.ts';
 import type { CommitMeta, DataFrame, SseSource, StreamState } from '../../src/stream/types.ts';
 import type { Clock } from '../../src/time/clock.ts';
 import { systemClock } from '../../src/time/clock.ts';
-import type { StreamGap, StreamPosition } from '../../src/warehouse/cursors.ts';
+import type { StreamCursorValue, StreamGap } from '../../src/warehouse/cursors.ts';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;
 
@@ -121,7 +121,7 @@ async function openSse(url: string, signal: AbortSignal): Promise<SseSource> {
 
 interface Commit {
   frames: DataFrame[];
-  checkpoint: StreamPosition;
+  cursor: StreamCursorValue;
   meta: CommitMeta;
 }
 
@@ -169,7 +169,7 @@ afterEach(async () => {
 
 function harness(
   options: StreamConsumerOptionsInput = {},
-  checkpoint: StreamPosition | null = null,
+  cursor: StreamCursorValue | null = null,
   onState?: (to: StreamState, h: Harness) => void,
 ): Harness {
   let offset = 0;
@@ -191,9 +191,9 @@ function harness(
           failCommits -= 1;
           throw commitError();
         }
-        commits.push({ frames: [...frames], checkpoint: cp, meta });
+        commits.push({ frames: [...frames], cursor: cp, meta });
       },
-      loadPosition: async () => checkpoint,
+      loadCursor: async () => cursor,
       onGap: (gap) => {
         gaps.push(gap);
       },
@@ -270,7 +270,7 @@ describe('StreamConsumer (live)', () => {
     expect(counters.frames).toMatchObject({ data: 2, bad: 1, other: 2 });
     expect(counters.frames.poke).toBeGreaterThanOrEqual(1);
     expect(counters.otherEvents).toEqual({ rule: 1, connection: 1 });
-    expect(h.consumer.checkpoint().newestCreatedAt).toBe('2026-01-01T00:00:03.000Z');
+    expect(h.consumer.cursor().newestCreatedAt).toBe('2026-01-01T00:00:03.000Z');
     await h.stop();
     expect(h.path()).toEqual(['connecting', 'live', 'stopped']);
     expect(h.consumer.state).toBe('stopped');
@@ -324,7 +324,7 @@ describe('StreamConsumer (live)', () => {
     // commit is then found at the next start).
     expect(h.commits).toHaveLength(1);
     expect(h.commits[0]).toMatchObject({ frames: [], meta: { reason: 'state-change' } });
-    expect(h.commits[0]?.checkpoint.lastLiveAt).toEqual(expect.any(String));
+    expect(h.commits[0]?.cursor.lastLiveAt).toEqual(expect.any(String));
     await h.stop();
     expect(h.commits).toHaveLength(2);
     const stop = h.commits[1];
@@ -334,10 +334,10 @@ describe('StreamConsumer (live)', () => {
       's2',
       's3',
     ]);
-    expect(stop?.checkpoint.lastDisconnectAt).toEqual(expect.any(String));
-    expect(stop?.checkpoint.lastLiveAt).toEqual(expect.any(String));
+    expect(stop?.cursor.lastDisconnectAt).toEqual(expect.any(String));
+    expect(stop?.cursor.lastLiveAt).toEqual(expect.any(String));
     // Stopped while data flowed (the last frame was data, not a poke): what was in flight may be lost.
-    expect(stop?.checkpoint.uncleanEnd?.reason).toBe('stopped');
+    expect(stop?.cursor.uncleanEnd?.reason).toBe('stopped');
     expect(h.gaps.map((g) => g.reason)).toEqual(['stopped']);
   });
 
@@ -368,7 +368,7 @@ describe('StreamConsumer (live)', () => {
     expect(h.path().at(-1)).toBe('live');
   });
 
-  it('reconnects after a drop mid-stream and opens then closes the gap in the checkpoint', async () => {
+  it('reconnects after a drop mid-stream and opens then closes the gap in the cursor', async () => {
     platform.connect.push(
       sendsThenDrops([frame('data', rec('before'))]),
       sends([frame('data', rec('after'))], 20),
@@ -377,10 +377,10 @@ describe('StreamConsumer (live)', () => {
     h.start();
     await vi.waitFor(() => expect(h.data()).toEqual([rec('before'), rec('after')]));
     expect(h.path()).toEqual(['connecting', 'live', 'backing_off', 'connecting', 'live']);
-    const gapOpened = h.commits.find((c) => c.checkpoint.lastDisconnectAt !== undefined);
+    const gapOpened = h.commits.find((c) => c.cursor.lastDisconnectAt !== undefined);
     expect(gapOpened?.meta.reason).toBe('state-change');
     const afterGap = h.commits.at(-1)!;
-    expect(afterGap.checkpoint.lastDisconnectAt).toBeUndefined();
+    expect(afterGap.cursor.lastDisconnectAt).toBeUndefined();
     expect(platform.count('/replay')).toBe(0);
   });
 
@@ -485,9 +485,9 @@ describe('StreamConsumer (commits)', () => {
       expect(h.commits.filter((c) => c.meta.reason === 'heartbeat').length).toBeGreaterThan(1),
     );
     const beats = h.commits.filter((c) => c.meta.reason === 'heartbeat');
-    expect(beats.every((c) => c.frames.length === 0 && c.checkpoint.lastLiveAt)).toBe(true);
-    expect(Date.parse(beats.at(-1)!.checkpoint.lastLiveAt!)).toBeGreaterThan(
-      Date.parse(beats[0]!.checkpoint.lastLiveAt!),
+    expect(beats.every((c) => c.frames.length === 0 && c.cursor.lastLiveAt)).toBe(true);
+    expect(Date.parse(beats.at(-1)!.cursor.lastLiveAt!)).toBeGreaterThan(
+      Date.parse(beats[0]!.cursor.lastLiveAt!),
     );
   });
 });
@@ -540,8 +540,8 @@ describe('StreamConsumer (gap filling)', () => {
     expect(h.gaps).toEqual([]);
     const counters = h.consumer.counters();
     expect(counters).toMatchObject({ replays: 1, replaysCaughtUp: 1 });
-    // Live again: the gap is closed in the checkpoint.
-    expect(h.consumer.checkpoint().lastDisconnectAt).toBeUndefined();
+    // Live again: the gap is closed in the cursor.
+    expect(h.consumer.cursor().lastDisconnectAt).toBeUndefined();
   });
 
   it('a long outage during a run (stream drop) is filled by replay before reconnecting', async () => {
@@ -572,7 +572,7 @@ describe('StreamConsumer (gap filling)', () => {
     );
     expect(h.data('replay')).toEqual([handoff]);
     const replayUrl = platform.requests.find((u) => u.pathname === '/replay')!;
-    const gapStart = h.commits.find((c) => c.checkpoint.lastDisconnectAt)?.checkpoint.lastDisconnectAt;
+    const gapStart = h.commits.find((c) => c.cursor.lastDisconnectAt)?.cursor.lastDisconnectAt;
     expect(replayUrl.searchParams.get('date')).toBe(gapStart?.slice(0, 10));
   });
 
@@ -650,7 +650,7 @@ describe('StreamConsumer (gap filling)', () => {
     const h = harness({}, { lastLiveAt: iso(t) });
     h.start();
     await vi.waitFor(() => expect(h.data('stream')).toEqual([rec('live')]));
-    // A checkpoint that was live (no disconnect recorded) is a crash: what it had read is gone too.
+    // A cursor that was live (no disconnect recorded) is a crash: what it had read is gone too.
     expect(h.gaps).toEqual([
       // Nothing committed: from when the stream was last heard, an estimate taken early.
       { from: iso(t - CLOCK_ESTIMATE_TOLERANCE_MS), to: expect.any(String), reason: 'crash' },

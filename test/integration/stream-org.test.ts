@@ -14,13 +14,8 @@ import { collectSyncStatus } from '../../src/metrics/sync-status.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import type { ConnectionSlot } from '../../src/stream/run-org-stream.ts';
 import { type StreamCommitEvent, startOrgStream } from '../../src/stream/run-org-stream.ts';
-import type { StreamPosition } from '../../src/warehouse/cursors.ts';
-import {
-  listCursors,
-  readCursor,
-  streamPositionCursor,
-  streamPositionPrefix,
-} from '../../src/warehouse/cursors.ts';
+import type { StreamCursorValue } from '../../src/warehouse/cursors.ts';
+import { listCursors, readCursor, streamCursor, streamCursorKeyPrefix } from '../../src/warehouse/cursors.ts';
 import { applyBatch } from '../../src/warehouse/loader/apply-batch.ts';
 import { type GapHandledBy, readOpenStreamGaps } from '../../src/warehouse/stream-bookkeeping.ts';
 import { createOrgClients, type OrgClients } from '../../src/worker/runtime.ts';
@@ -58,9 +53,9 @@ describe('startOrgStream', () => {
   });
 
   it('records a gap beyond replay, enqueues its REST backfill, and replays what replay serves', async () => {
-    const checkpoint = streamPositionCursor('old-stream', 0);
+    const checkpoint = streamCursor('old-stream', 0);
     const disconnectedAt = new Date(Date.now() - 40 * DAY_MS).toISOString();
-    const seeded: StreamPosition = { lastLiveAt: disconnectedAt, lastDisconnectAt: disconnectedAt };
+    const seeded: StreamCursorValue = { lastLiveAt: disconnectedAt, lastDisconnectAt: disconnectedAt };
     await applyBatch(
       db.warehouse,
       { orgId: sandbox.orgId, arrivedVia: 'stream', items: [] },
@@ -125,15 +120,15 @@ describe('startOrgStream', () => {
       for (const f of c.frames)
         if (f.kind === 'data' && f.createdAt)
           expect(c.committedAt - Date.parse(f.createdAt)).toBeGreaterThanOrEqual(0);
-    // What `status` shows (`--json`, and the lines): the connection's checkpoint and the recorded gap.
+    // What `status` shows (`--json`, and the lines): the connection's cursor and the recorded gap.
     const status = await collectSyncStatus({
       warehouse: db.warehouse,
       orgIds: [sandbox.orgId],
       streamNames: { [sandbox.orgId]: 'old-stream' },
     });
     const shown = status.orgs.find((o) => o.orgId === sandbox.orgId)!.stream;
-    expect(shown.checkpoints.map((c) => c.key)).toEqual([checkpoint.key]);
-    expect(checkpoint.parse(shown.checkpoints[0]!.value)).toMatchObject({
+    expect(shown.cursors.map((c) => c.key)).toEqual([checkpoint.key]);
+    expect(checkpoint.parse(shown.cursors[0]!.value)).toMatchObject({
       lastDisconnectAt: expect.any(String),
       newestCreatedAt: expect.any(String),
     });
@@ -181,7 +176,7 @@ describe('startOrgStream', () => {
     stop.abort();
     await handle.done;
     expect(leases.map((l) => l.released)).toEqual([true, true]);
-    const keys = (await listCursors(db.warehouse.db, sandbox.orgId, streamPositionPrefix('slotted'))).map(
+    const keys = (await listCursors(db.warehouse.db, sandbox.orgId, streamCursorKeyPrefix('slotted'))).map(
       (c) => c.key,
     );
     expect(keys).toEqual(['stream:checkpoint:slotted:1', 'stream:checkpoint:slotted:2']);

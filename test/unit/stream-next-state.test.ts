@@ -24,7 +24,7 @@ import { CLOCK_ESTIMATE_TOLERANCE_MS } from '../../src/stream/consumer-position.
 import { framesInOrder } from '../../src/stream/micro-batch.ts';
 import { next } from '../../src/stream/next-consumer-state.ts';
 import type { SseFrame } from '../../src/stream/types.ts';
-import type { StreamPosition } from '../../src/warehouse/cursors.ts';
+import type { StreamCursorValue } from '../../src/warehouse/cursors.ts';
 
 const T0 = Date.parse('2026-05-20T12:00:00.000Z');
 const isoOf = (ms: number) => new Date(ms).toISOString();
@@ -63,9 +63,9 @@ class Machine {
     return this.effects.flatMap((e) => (e.kind === 'sleep' ? [e.ms] : []));
   }
 
-  /** Starts with `checkpoint`, opens the stream and starts reading at `now`. */
-  live(now = T0, checkpoint: StreamPosition | null = null): this {
-    this.feed({ kind: 'start', now, checkpoint });
+  /** Starts with `cursor`, opens the stream and starts reading at `now`. */
+  live(now = T0, cursor: StreamCursorValue | null = null): this {
+    this.feed({ kind: 'start', now, cursor });
     this.feed({ kind: 'opened', now });
     this.feed({ kind: 'read-started', now });
     return this;
@@ -147,10 +147,10 @@ describe('gap → replay (I5)', () => {
 
   it('start-up: downtime longer than gapAfterMs since the stored disconnect replays first', () => {
     const m = new Machine({ gapAfterMs: 60_000 });
-    m.feed({ kind: 'start', now: T0, checkpoint: { lastDisconnectAt: isoOf(T0 - 60_001) } });
+    m.feed({ kind: 'start', now: T0, cursor: { lastDisconnectAt: isoOf(T0 - 60_001) } });
     expect(m.state.phase).toBe('replaying');
     const short = new Machine({ gapAfterMs: 60_000 });
-    short.feed({ kind: 'start', now: T0, checkpoint: { lastLiveAt: isoOf(T0 - 60_000) } });
+    short.feed({ kind: 'start', now: T0, cursor: { lastLiveAt: isoOf(T0 - 60_000) } });
     expect(short.state.phase).toBe('connecting');
   });
 
@@ -160,16 +160,16 @@ describe('gap → replay (I5)', () => {
     m.feed({ kind: 'stop', now: T0 + 600 });
     const fx = m.feed({ kind: 'closed', now: T0 + 600, jitter: 0 });
     const commit = fx.find((e) => e.kind === 'commit');
-    expect(commit).toMatchObject({ reason: 'stop', checkpoint: { lastDisconnectAt: isoOf(T0 + 500) } });
+    expect(commit).toMatchObject({ reason: 'stop', cursor: { lastDisconnectAt: isoOf(T0 + 500) } });
     expect(fx.at(-1)).toMatchObject({ kind: 'notify', to: 'stopped' });
   });
 });
 
 describe('replay hand-off (I6)', () => {
   const T = T0 - 3_600_000;
-  const replaying = (checkpoint: StreamPosition = { lastDisconnectAt: isoOf(T) }) => {
+  const replaying = (cursor: StreamCursorValue = { lastDisconnectAt: isoOf(T) }) => {
     const m = new Machine({ replayTimeoutMs: 600_000 });
-    m.feed({ kind: 'start', now: T0, checkpoint });
+    m.feed({ kind: 'start', now: T0, cursor });
     m.feed({ kind: 'continue', now: T0, jitter: 0 });
     m.feed({ kind: 'opened', now: T0 });
     m.feed({ kind: 'read-started', now: T0 });
@@ -245,7 +245,7 @@ describe('back-off (I7)', () => {
 
   it('waits at least minMs, doubles the jitter span, never beyond staleAfterMs, and resets on a frame', () => {
     const m = new Machine(options);
-    m.feed({ kind: 'start', now: T0, checkpoint: null });
+    m.feed({ kind: 'start', now: T0, cursor: null });
     for (let i = 0; i < 6; i += 1) {
       m.feed(rebalancing(T0, 0.999_999));
       m.feed({ kind: 'slept', now: T0 });
@@ -259,28 +259,28 @@ describe('back-off (I7)', () => {
     // The drop backed off at attempt 0 (the frame reset it), this 422 at attempt 1.
     expect(m.sleeps().slice(-2)).toEqual([2_000, 3_999]);
     const floor = new Machine(options);
-    floor.feed({ kind: 'start', now: T0, checkpoint: null });
+    floor.feed({ kind: 'start', now: T0, cursor: null });
     floor.feed(rebalancing(T0, 0));
     expect(floor.sleeps()).toEqual([2_000]);
   });
 
   it('honours a Retry-After longer than the delay', () => {
     const m = new Machine(options);
-    m.feed({ kind: 'start', now: T0, checkpoint: null });
+    m.feed({ kind: 'start', now: T0, cursor: null });
     m.feed({ ...rebalancing(T0), failure: 'retry', retryAfterMs: 30_000 });
     expect(m.sleeps()).toEqual([30_000]);
   });
 
   it('a permanent failure of the stream asks the driver to fail; a refused replay goes to REST', () => {
     const m = new Machine();
-    m.feed({ kind: 'start', now: T0, checkpoint: null });
+    m.feed({ kind: 'start', now: T0, cursor: null });
     const error = new Error('401');
     expect(m.feed({ ...rebalancing(T0), failure: 'permanent', error }).at(-1)).toEqual({
       kind: 'fail',
       error,
     });
     const r = new Machine();
-    r.feed({ kind: 'start', now: T0, checkpoint: { lastDisconnectAt: isoOf(T0 - 3_600_000) } });
+    r.feed({ kind: 'start', now: T0, cursor: { lastDisconnectAt: isoOf(T0 - 3_600_000) } });
     r.feed({ kind: 'continue', now: T0, jitter: 0 });
     const fx = r.feed({ ...rebalancing(T0), failure: 'refused', message: 'replay answered 400' });
     expect(fx).toContainEqual({
@@ -301,7 +301,7 @@ describe('429s back off for minutes (I7)', () => {
       staleAfterMs: 15_000,
       backoff: { minMs: 2_000, rateLimitedBaseMs: 30_000, rateLimitedCapMs: 900_000 },
     });
-    m.feed({ kind: 'start', now: T0, checkpoint: null });
+    m.feed({ kind: 'start', now: T0, cursor: null });
     for (let i = 0; i < 8; i += 1) {
       m.feed({ ...rebalancing(T0, 0), failure: 'rate-limited' });
       m.feed({ kind: 'slept', now: T0 });
@@ -375,7 +375,7 @@ describe('a failed commit stops reading and holds (I11)', () => {
     const resumed = m.feed({ kind: 'continue', now: T0 + 3_001, jitter: 0 });
     expect(resumed.at(-1)).toEqual({ kind: 'open-stream' });
     expect(m.state.unsaved).toBeUndefined();
-    expect(m.state.checkpoint.uncleanEnd?.reason).toBe('commit-failed');
+    expect(m.state.cursor.uncleanEnd?.reason).toBe('commit-failed');
     expect(m.sleeps().length).toBeGreaterThanOrEqual(2);
     expect(Math.max(...m.sleeps())).toBeLessThanOrEqual(8_000);
   });
@@ -394,7 +394,7 @@ describe('unclean ends are reported as gaps (I12)', () => {
     const fx = crash.feed({
       kind: 'start',
       now: T0,
-      checkpoint: { lastLiveAt: isoOf(T0 - 10_000), newestCreatedAt: isoOf(T0 - 12_000) },
+      cursor: { lastLiveAt: isoOf(T0 - 10_000), newestCreatedAt: isoOf(T0 - 12_000) },
     });
     expect(fx).toContainEqual({
       kind: 'report-gap',
@@ -423,7 +423,7 @@ describe('unclean ends are reported as gaps (I12)', () => {
     quiet.feed({ kind: 'stop', now: T0 + 5_001 });
     const clean = quiet.feed({ kind: 'closed', now: T0 + 5_001, jitter: 0 });
     expect(clean.some((e) => e.kind === 'report-gap')).toBe(false);
-    expect(quiet.state.checkpoint.uncleanEnd).toBeUndefined();
+    expect(quiet.state.cursor.uncleanEnd).toBeUndefined();
   });
 });
 
@@ -432,7 +432,7 @@ describe('pokes past T: a replay is given up, a pass is caught up (I6, I13)', ()
 
   it('quietPokes pokes stamped at or after T give a replay up (replay-quiet), its gap reported', () => {
     const m = new Machine({ quietPokes: 2 });
-    m.feed({ kind: 'start', now: T0, checkpoint: { lastDisconnectAt: isoOf(T) } });
+    m.feed({ kind: 'start', now: T0, cursor: { lastDisconnectAt: isoOf(T) } });
     m.feed({ kind: 'continue', now: T0, jitter: 0 });
     m.feed({ kind: 'opened', now: T0 });
     m.feed({ kind: 'frame', now: T0 + 1, frame: poke(T0 + 1) });
@@ -451,7 +451,7 @@ describe('pokes past T: a replay is given up, a pass is caught up (I6, I13)', ()
   it('a pass catches up at an event created at or after its start, or at quietPokes pokes; then stops', () => {
     for (const end of ['data', 'pokes'] as const) {
       const m = new Machine({ role: 'pass', quietPokes: 2 });
-      m.feed({ kind: 'start', now: T0, checkpoint: null });
+      m.feed({ kind: 'start', now: T0, cursor: null });
       expect(m.state.phase).toBe('replaying');
       m.feed({ kind: 'continue', now: T0, jitter: 0 });
       m.feed({ kind: 'opened', now: T0 + 1 });
@@ -475,7 +475,7 @@ describe('one replay per organization, above a floor (I14)', () => {
     shared.state = next(shared.state, {
       kind: 'start',
       now: T0,
-      checkpoint: { lastDisconnectAt: isoOf(T) },
+      cursor: { lastDisconnectAt: isoOf(T) },
     }).state;
     shared.state = next(shared.state, { kind: 'continue', now: T0, jitter: 0 }).state;
     const fx = next(shared.state, { kind: 'replay-claimed', now: T0, granted: false, floorMs: undefined });
@@ -486,7 +486,7 @@ describe('one replay per organization, above a floor (I14)', () => {
     owner.state = next(owner.state, {
       kind: 'start',
       now: T0,
-      checkpoint: { lastDisconnectAt: isoOf(T) },
+      cursor: { lastDisconnectAt: isoOf(T) },
     }).state;
     owner.state = next(owner.state, { kind: 'continue', now: T0, jitter: 0 }).state;
     owner.state = next(owner.state, {
@@ -539,7 +539,7 @@ describe('invariants after every transition (property)', () => {
           m.feed({
             kind: 'start',
             now,
-            checkpoint: withGap ? { lastDisconnectAt: isoOf(T0 - 3_600_000) } : null,
+            cursor: withGap ? { lastDisconnectAt: isoOf(T0 - 3_600_000) } : null,
           });
           for (const [dt, pick, d] of steps) {
             now += dt;

@@ -12,7 +12,7 @@ import { CLOCK_ESTIMATE_TOLERANCE_MS } from '../../src/stream/consumer-position.
 import { StreamConsumer } from '../../src/stream/stream-consumer.ts';
 import type { DataFrame, StreamState } from '../../src/stream/types.ts';
 import type { Clock } from '../../src/time/clock.ts';
-import type { StreamGap, StreamPosition } from '../../src/warehouse/cursors.ts';
+import type { StreamCursorValue, StreamGap } from '../../src/warehouse/cursors.ts';
 import { rawRecord, sseFrame } from '../helpers/fixtures/index.ts';
 
 const START = Date.parse('2026-05-20T12:00:00.000Z');
@@ -94,17 +94,17 @@ function rebalancing(): Error {
 function harness(
   options: StreamConsumerOptionsInput = {},
   {
-    checkpoint = null,
+    cursor = null,
     random = () => 0,
     connects = [],
-  }: { checkpoint?: StreamPosition | null; random?: () => number; connects?: Script[] } = {},
+  }: { cursor?: StreamCursorValue | null; random?: () => number; connects?: Script[] } = {},
 ) {
   const clock = new ManualClock();
   const streams: Body[] = [];
   const replays: { date: string; body: Body }[] = [];
   const connectAttempts: number[] = [];
   const transitions: { from: StreamState; to: StreamState; reason: string; at: number }[] = [];
-  const commits: { frames: DataFrame[]; checkpoint: StreamPosition }[] = [];
+  const commits: { frames: DataFrame[]; cursor: StreamCursorValue }[] = [];
   const gaps: StreamGap[] = [];
   const consumer = new StreamConsumer(
     {
@@ -121,9 +121,9 @@ function harness(
         return { body: body.stream as unknown as AsyncIterable<Uint8Array> };
       },
       commit: async (frames, cp) => {
-        commits.push({ frames: [...frames], checkpoint: cp });
+        commits.push({ frames: [...frames], cursor: cp });
       },
-      loadPosition: async () => checkpoint,
+      loadCursor: async () => cursor,
       onGap: (gap) => {
         gaps.push(gap);
       },
@@ -343,7 +343,7 @@ describe('StreamConsumer timing rules (injected clock)', () => {
     const h = harness(
       {},
       {
-        checkpoint: {
+        cursor: {
           lastLiveAt: new Date(disconnectedAt).toISOString(),
           lastDisconnectAt: new Date(disconnectedAt).toISOString(),
           platformOffsetMs: skew,
@@ -361,8 +361,8 @@ describe('StreamConsumer timing rules (injected clock)', () => {
     expect(h.transitions.find((t) => t.from === 'replaying')?.reason).toBe(
       `replay caught up (created_at ${new Date(disconnectedAt + skew).toISOString()})`,
     );
-    // The offset travels on with the checkpoint.
-    expect(h.commits.at(-1)?.checkpoint.platformOffsetMs).toBe(skew);
+    // The offset travels on with the cursor.
+    expect(h.commits.at(-1)?.cursor.platformOffsetMs).toBe(skew);
     await h.stop();
   });
 
@@ -370,7 +370,7 @@ describe('StreamConsumer timing rules (injected clock)', () => {
     const gapStart = START - 3_600_000;
     const h = harness(
       { replayTimeoutMs: 30_000, quietPokes: 1_000 },
-      { checkpoint: { lastLiveAt: new Date(gapStart).toISOString() } },
+      { cursor: { lastLiveAt: new Date(gapStart).toISOString() } },
     );
     await h.start();
     expect(h.consumer.state).toBe('replaying');
@@ -386,7 +386,7 @@ describe('StreamConsumer timing rules (injected clock)', () => {
     // Estimated platform times err on the safe side: a gap's start earlier, its end later.
     const tolerance = CLOCK_ESTIMATE_TOLERANCE_MS;
     expect(h.gaps).toEqual([
-      // The checkpoint was live when its process stopped: a crash.
+      // The cursor was live when its process stopped: a crash.
       {
         from: new Date(gapStart - tolerance).toISOString(),
         to: new Date(START + tolerance).toISOString(),
@@ -409,7 +409,7 @@ describe('StreamConsumer timing rules (injected clock)', () => {
 
   it('a replay the server ends before the hand-off is retried, not taken as caught up', async () => {
     const gapStart = START - 3_600_000;
-    const h = harness({}, { checkpoint: { lastLiveAt: new Date(gapStart).toISOString() }, random: () => 0 });
+    const h = harness({}, { cursor: { lastLiveAt: new Date(gapStart).toISOString() }, random: () => 0 });
     await h.start();
     h.replays[0]!.body.end();
     await h.clock.advance(0);

@@ -41,7 +41,7 @@ const data = (at: number, id: string) => ({
 
 /** One representative state per phase, reached through the transition function itself. */
 const stopped = initialMachineState(options);
-const connecting = feed(stopped, { kind: 'start', now: T0, checkpoint: null });
+const connecting = feed(stopped, { kind: 'start', now: T0, cursor: null });
 const live = feed(connecting, { kind: 'opened', now: T0 + 10 });
 const stale = feed(
   live,
@@ -60,7 +60,7 @@ const backingOff = feed(connecting, {
 });
 const replaying = feed(
   stopped,
-  { kind: 'start', now: T0, checkpoint: { lastDisconnectAt: new Date(T0 - 3_600_000).toISOString() } },
+  { kind: 'start', now: T0, cursor: { lastDisconnectAt: new Date(T0 - 3_600_000).toISOString() } },
   { kind: 'continue', now: T0, jitter: 0 },
   { kind: 'replay-claimed', now: T0, granted: true, floorMs: undefined },
   { kind: 'opened', now: T0 + 10 },
@@ -95,7 +95,7 @@ function eventOf(kind: EventKind, at: number): ConsumerEvent {
   const now = at + 1_000;
   switch (kind) {
     case 'start':
-      return { kind, now, checkpoint: null };
+      return { kind, now, cursor: null };
     case 'open-failed':
       return {
         kind,

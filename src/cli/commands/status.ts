@@ -28,7 +28,7 @@ export function registerStatus(program: Command, run: CommandRunner): void {
   program
     .command('status')
     .description(
-      'checkpoints, lag, backfill runs, the request budget plan, queue depths and failed jobs, quarantine, stream state',
+      'cursors, lag, backfill runs, the request budget plan, queue depths and failed jobs, quarantine, stream state',
     )
     .option('--json', 'print one JSON document instead of tables')
     .action((options: StatusOptions) =>
@@ -313,12 +313,12 @@ export function formatStatus(status: SyncStatus, warehouse: string = status.ware
           : '  connections: none (no worker holds a stream slot)',
       );
     }
-    if (org.stream.checkpoints.length === 0) out.push('  no checkpoint yet');
+    if (org.stream.cursors.length === 0) out.push('  no cursor yet');
     else
       out.push(
         ...table(
-          ['checkpoint', 'updated', 'value'],
-          org.stream.checkpoints.map((c) => [c.key, `${lagOf(c.updatedAt)} ago`, brief(c.value, 60)]),
+          ['cursor', 'updated', 'value'],
+          org.stream.cursors.map((c) => [c.key, `${lagOf(c.updatedAt)} ago`, brief(c.value, 60)]),
         ).map((l) => `  ${l}`),
       );
     out.push(...formatGapsAndPasses(org, lagOf));
