@@ -6,7 +6,6 @@
  */
 
 import { z } from 'zod';
-import { defineJob } from '../src/queue/job-catalog.ts';
 import { jobKey } from '../src/queue/job-definition.ts';
 import {
   CONNECTION_EVENTS_SINCE,
@@ -14,6 +13,7 @@ import {
   MAX_REQUEST_WINDOW_DAYS,
   planDateWindows,
 } from '../src/validic/platform-limits.ts';
+import { defineJob } from './job-context.ts';
 
 /** The payload: what one run of this job is given. */
 export const connectionsRecentPayload = z.object({

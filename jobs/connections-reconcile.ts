@@ -9,9 +9,9 @@
 
 import { z } from 'zod';
 import { emptyCounts, type LoadCounts } from '../src/pipeline/batch.ts';
-import { defineJob } from '../src/queue/job-catalog.ts';
 import { isoDate, jobKey } from '../src/queue/job-definition.ts';
 import { reconcileLastWrite } from '../src/warehouse/cursors.ts';
+import { defineJob } from './job-context.ts';
 
 /** The payload: what one run of this job is given. */
 export const connectionsReconcilePayload = z.object({

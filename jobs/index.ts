@@ -1,14 +1,16 @@
 /**
  * The job catalog: every job module of this folder, found by reading the folder (as Graphile Worker reads
- * its task directory), so adding a job is adding its file. A job file exports its `defineJob(…)` and
- * adds its payload and result to the catalog's types (src/queue/job-catalog.ts). The worker registers
- * these with BullMQ; one-shot commands run them through the inline runner.
+ * its task directory), so adding a job is adding its file. A job file exports its `defineJob(…)`
+ * (job-context.ts) and adds its payload and result to the catalog's types (src/queue/job-catalog.ts).
+ * The one other module here, job-context.ts, defines no job: it is what every job is given. The worker
+ * registers the jobs with BullMQ; one-shot commands run them through the inline runner.
  */
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { JobCatalog } from '../src/queue/job-catalog.ts';
 import type { JobDefinition } from '../src/queue/job-definition.ts';
+import type { CatalogJobContext } from './job-context.ts';
 
 /** A module's export is a job definition when it has the definition's shape. */
 function isJobDefinition(value: unknown): value is JobDefinition {
@@ -45,4 +47,7 @@ export async function loadJobCatalog(dir: string, extension: string): Promise<Re
 
 const here = import.meta.filename;
 
-export const jobCatalog = (await loadJobCatalog(path.dirname(here), path.extname(here))) as JobCatalog;
+export const jobCatalog = (await loadJobCatalog(
+  path.dirname(here),
+  path.extname(here),
+)) as JobCatalog<CatalogJobContext>;

@@ -35,10 +35,10 @@ import type { SummaryPage } from '../src/legacy/legacy-client.ts';
 import type { LegacyPagesResult } from '../src/legacy/load-legacy-pages.ts';
 import { addLoadResult } from '../src/pipeline/batch.ts';
 import { ACTIVITY_MARGIN_MS, ACTIVITY_SPAN_MS } from '../src/push/push-items.ts';
-import { type CatalogJobContext, defineJob } from '../src/queue/job-catalog.ts';
 import { isoInstant, jobKey, retryOptionsOf } from '../src/queue/job-definition.ts';
 import { jobRetryDecision } from '../src/queue/job-retry-decision.ts';
 import { LEGACY_OBJECTS } from '../src/validic/platform-limits.ts';
+import { type CatalogJobContext, defineJob } from './job-context.ts';
 
 /** The payload: what one run of this job is given. */
 export const legacyFetchPayload = z.object({

@@ -31,10 +31,10 @@ import {
   platformNowForWindows,
 } from '../src/legacy/legacy-windows.ts';
 import type { LegacyPagesResult } from '../src/legacy/load-legacy-pages.ts';
-import { defineJob } from '../src/queue/job-catalog.ts';
 import { isoInstant, jobKey } from '../src/queue/job-definition.ts';
 import { LEGACY_OBJECTS } from '../src/validic/platform-limits.ts';
 import { type LegacyCursorValue, legacyLatestCursor } from '../src/warehouse/cursors.ts';
+import { defineJob } from './job-context.ts';
 
 /** The payload: what one run of this job is given. */
 export const legacyLatestPayload = z

@@ -12,11 +12,11 @@
 
 import { z } from 'zod';
 import { planLegacyWindows, platformNowForWindows } from '../src/legacy/legacy-windows.ts';
-import { defineJob } from '../src/queue/job-catalog.ts';
 import { isoInstant } from '../src/queue/job-definition.ts';
 import type { LegacyObject } from '../src/validic/platform-limits.ts';
 import { LEGACY_OBJECTS } from '../src/validic/platform-limits.ts';
 import { legacyLatestCursor } from '../src/warehouse/cursors.ts';
+import { defineJob } from './job-context.ts';
 
 /** The payload: what one run of this job is given. */
 export const legacySyncPayload = z

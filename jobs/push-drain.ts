@@ -24,8 +24,8 @@ import { z } from 'zod';
 import { WINDOW_TICKS } from '../src/budget/read-budget-plan.ts';
 import { pushDrainAllowance, pushDrainWindow } from '../src/push/process-push-notification.ts';
 import { pushOrgResolver } from '../src/push/push-admission.ts';
-import { type CatalogJobContext, defineJob } from '../src/queue/job-catalog.ts';
 import { isoInstant, jobKey } from '../src/queue/job-definition.ts';
+import { type CatalogJobContext, defineJob } from './job-context.ts';
 import { type LegacyFetchPayload, legacyFetch } from './legacy-fetch.ts';
 
 /** The payload: what one run of this job is given. */

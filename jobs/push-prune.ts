@@ -7,8 +7,8 @@
  */
 
 import { z } from 'zod';
-import { defineJob } from '../src/queue/job-catalog.ts';
 import { jobKey } from '../src/queue/job-definition.ts';
+import { defineJob } from './job-context.ts';
 
 /** The payload: what one run of this job is given. */
 export const pushPrunePayload = z.object({});

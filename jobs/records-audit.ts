@@ -21,10 +21,10 @@ import {
   seededUniform,
   stratumPopulations,
 } from '../src/audit/sample-cells.ts';
-import { type CatalogJobContext, defineJob } from '../src/queue/job-catalog.ts';
 import { isoDate, jobKey } from '../src/queue/job-definition.ts';
 import { EDGE_DAYS, planDateWindows, toV2Resource, V2_RESOURCES } from '../src/validic/platform-limits.ts';
 import type { AuditCell, AuditedCell, AuditTotals } from '../src/warehouse/audits.ts';
+import { type CatalogJobContext, defineJob } from './job-context.ts';
 
 /** One cell of the completeness audit (src/audit/sample-cells.ts). */
 const auditCellPayload = z.object({

@@ -8,11 +8,10 @@
 
 import { z } from 'zod';
 import { classifyFailure } from '../src/errors/index.ts';
-import { defineJob } from '../src/queue/job-catalog.ts';
-import type { JobContext } from '../src/queue/job-context.ts';
 import { isoDate, isoInstant, jobKey } from '../src/queue/job-definition.ts';
 import { planRecordWindows } from '../src/validic/platform-limits.ts';
 import { backfillRunArgs, planBackfillWindows } from '../src/warehouse/backfill-plan.ts';
+import { defineJob, type JobContext } from './job-context.ts';
 import { syncUsers } from './users-sync.ts';
 
 /** The payload: what one run of this job is given. */

@@ -27,10 +27,10 @@ import { z } from 'zod';
 import { httpStatusOf, PermanentError } from '../src/errors/index.ts';
 import type { LoadResult, RawItem, WindowDone } from '../src/pipeline/batch.ts';
 import { addLoadResult, emptyLoadResult } from '../src/pipeline/batch.ts';
-import { defineJob } from '../src/queue/job-catalog.ts';
 import { isoDate, jobKey } from '../src/queue/job-definition.ts';
 import { MAX_KEY_LOCKS } from '../src/warehouse/loader/apply-batch.ts';
 import { recordsWindowKey } from '../src/warehouse/window-ledger.ts';
+import { defineJob } from './job-context.ts';
 
 /** The payload: what one run of this job is given. */
 export const recordsPollPayload = z.preprocess(

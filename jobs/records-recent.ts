@@ -34,11 +34,10 @@ import { firstSyncRange, firstSyncWindows } from '../src/budget/first-sync.ts';
 import { budgetWarnings } from '../src/budget/plan-request-budget.ts';
 import type { OrgBudget } from '../src/budget/read-budget-plan.ts';
 import { recentPollWindows } from '../src/budget/recent-poll.ts';
-import type { CatalogJobContext } from '../src/queue/job-catalog.ts';
-import { defineJob } from '../src/queue/job-catalog.ts';
 import { jobKey } from '../src/queue/job-definition.ts';
 import { MAX_REQUEST_WINDOW_DAYS, toV2Resource } from '../src/validic/platform-limits.ts';
 import { usersFullSyncCursor } from '../src/warehouse/cursors.ts';
+import { type CatalogJobContext, defineJob } from './job-context.ts';
 import { syncUsers } from './users-sync.ts';
 
 /** The payload: what one run of this job is given. */

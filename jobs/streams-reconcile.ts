@@ -9,9 +9,9 @@
  */
 
 import { z } from 'zod';
-import { defineJob } from '../src/queue/job-catalog.ts';
 import { isoDate, jobKey } from '../src/queue/job-definition.ts';
 import type { ReconcileOrgSummary } from '../src/stream/reconcile-org.ts';
+import { defineJob } from './job-context.ts';
 
 /** The payload: what one run of this job is given. */
 export const streamsReconcilePayload = z.object({

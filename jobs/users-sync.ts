@@ -16,10 +16,9 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { IncompleteListingError } from '../src/errors/index.ts';
 import type { LoadCounts } from '../src/pipeline/batch.ts';
-import type { CatalogJobContext } from '../src/queue/job-catalog.ts';
-import { defineJob } from '../src/queue/job-catalog.ts';
 import { jobKey } from '../src/queue/job-definition.ts';
 import { usersFullSyncCursor } from '../src/warehouse/cursors.ts';
+import { type CatalogJobContext, defineJob } from './job-context.ts';
 
 /** The payload: what one run of this job is given. */
 export const usersSyncPayload = z.object({ orgId: z.string().min(1) });

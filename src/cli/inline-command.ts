@@ -10,9 +10,9 @@
  */
 import type { OrganizationConfig } from '../config/schema.ts';
 import { UserFacingError } from '../errors/index.ts';
+import type { EnqueuePayload } from '../queue/enqueue-job.ts';
 import type { InlineJob } from '../queue/inline-runner.ts';
 import type { CatalogPayloads, JobName, ResultOf } from '../queue/job-catalog.ts';
-import type { EnqueuePayload } from '../queue/job-context.ts';
 import type { CatalogInlineRunner } from '../worker/catalog-inline-runner.ts';
 import type { Runtime } from '../worker/runtime.ts';
 import type { CommandContext } from './command-runner.ts';

@@ -6,6 +6,7 @@ import type { Kysely } from 'kysely';
 import { type FirstSyncStatus, readFirstSyncStatus } from '../budget/first-sync.ts';
 import { type BudgetStatus, describeBudget, readBudgetPlan } from '../budget/read-budget-plan.ts';
 import { type Config, configSchema } from '../config/schema.ts';
+import type { FailedJobInfo, JobCounts } from '../queue/job-queue.ts';
 import { deliveryDead } from '../stream/interrupted-deliveries.ts';
 import {
   type CursorEntry,
@@ -40,24 +41,6 @@ import { type AuditStatus, readAuditStatus } from './audit-status.ts';
  * quarantine) and, when given, from Redis (queue depths, failed jobs, schedulers, stream slot holders).
  * Read-only: it never migrates or writes. Works the same on PostgreSQL and on the embedded PGlite.
  */
-
-/** The job queue's counts by state (BullMQ's), as status shows them. */
-export interface JobCounts {
-  waiting: number;
-  prioritized: number;
-  active: number;
-  delayed: number;
-  failed: number;
-  completed: number;
-}
-
-export interface FailedJobInfo {
-  id: string;
-  name: string;
-  failedReason: string;
-  attemptsMade: number;
-  finishedOn: number | undefined;
-}
 
 export interface RunStatus extends LedgerSummary {
   id: string;

@@ -13,7 +13,7 @@ import { EventEmitter } from 'node:events';
 import { PermanentError, toError } from '../errors/index.ts';
 import { backoffDelay } from '../time/backoff-delay.ts';
 import { type Clock, systemClock } from '../time/clock.ts';
-import type { EnqueuePayload, PayloadSchemas } from './job-context.ts';
+import type { EnqueuePayload, PayloadSchemas } from './enqueue-job.ts';
 import { type JobDefinition, retryOptionsOf } from './job-definition.ts';
 import { type JobWaits, jobRetryDecision } from './job-retry-decision.ts';
 

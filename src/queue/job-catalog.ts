@@ -8,10 +8,10 @@
  *
  * so `ctx.enqueue(name, payload)`, the queue's `enqueue` and the inline runner's results are typed by
  * the catalog without a list anyone has to keep: adding a job is adding its file (jobs/index.ts finds it).
+ * The framework declares the catalog empty; only the application's job files fill it.
  */
 import type { z } from 'zod';
-import type { JobContext } from './job-context.ts';
-import { defineJobFor, type JobDefinition } from './job-definition.ts';
+import type { JobDefinition } from './job-definition.ts';
 
 /**
  * Job name → its payload schema and its definition; each job file adds its own entry. (The payload is its
@@ -29,15 +29,9 @@ export type JobName = keyof Jobs & string;
 /** What a job `name` resolves to. */
 export type ResultOf<Name extends JobName> = Awaited<ReturnType<Jobs[Name]['job']['run']>>;
 
-/** What a job of the catalog may touch, its `ctx.enqueue` typed by the catalog. */
-export type CatalogJobContext = JobContext<CatalogPayloads>;
-
-/** Every job of the catalog by name. */
-export type JobCatalog = {
-  [Name in JobName]: JobDefinition<CatalogPayloads[Name] & z.ZodType, ResultOf<Name>, CatalogPayloads> & {
+/** Every job of the catalog by name; `Context` is what their `run` is given (the application's). */
+export type JobCatalog<Context> = {
+  [Name in JobName]: JobDefinition<CatalogPayloads[Name] & z.ZodType, ResultOf<Name>, Context> & {
     name: Name;
   };
 };
-
-/** `defineJob` of the catalog's job files: `ctx.enqueue` takes the payload type of the job it names. */
-export const defineJob = defineJobFor<CatalogPayloads>();

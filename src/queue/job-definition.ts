@@ -3,10 +3,10 @@
  * payload schema validated on enqueue and again on dequeue, its priority, its retry class, the
  * deterministic id of a unit of work, and `run(ctx, payload)`. The same modules run under BullMQ
  * (`worker`) and under the inline runner (one-shot CLI commands). Everything a job module is made of is
- * here: the retry classes, the key of a unit of work, the payloads' date fields.
+ * here: the retry classes, the key of a unit of work, the payloads' date fields. The context a job runs
+ * with is the application's (`Context`): the framework hands it over and never looks inside.
  */
 import { z } from 'zod';
-import type { JobContext, PayloadSchemas } from './job-context.ts';
 
 /** Retry options of a job: attempts, including the first, and exponential back-off from `delay` ms. */
 export interface RetryOptions {
@@ -27,11 +27,11 @@ export const JOB_RETRIES = {
 
 export type RetryClass = keyof typeof JOB_RETRIES;
 
-export interface JobDefinition<
-  Schema extends z.ZodType = z.ZodType,
-  Result = unknown,
-  Payloads extends PayloadSchemas = any,
-> {
+/**
+ * `Context`: what the job's `run` is given, the application's type. Its default is `any`: the queue and
+ * the runners hold definitions of any context, and the application hands each the context it built.
+ */
+export interface JobDefinition<Schema extends z.ZodType = z.ZodType, Result = unknown, Context = any> {
   name: string;
   payload: Schema;
   /**
@@ -46,7 +46,7 @@ export interface JobDefinition<
    * undefined for a payload that has none.
    */
   jobId?: (payload: z.infer<Schema>) => string | undefined;
-  run(ctx: JobContext<Payloads>, payload: z.infer<Schema>): Promise<Result>;
+  run(ctx: Context, payload: z.infer<Schema>): Promise<Result>;
 }
 
 /** The attempts and back-off of a definition: its class's row, or its own options. */
@@ -55,18 +55,14 @@ export function retryOptionsOf(definition: Pick<JobDefinition, 'retry'>): RetryO
 }
 
 /**
- * `defineJob` for a catalog of payloads: its jobs' `ctx.enqueue` is typed by that catalog
- * (job-catalog.ts: `defineJob`). Keeps the name literal and the payload type inferred from the schema
- * at the definition site.
+ * `defineJob` for jobs of one context type (the application's, jobs/job-context.ts: `defineJob`). Keeps
+ * the name literal and the payload type inferred from the schema at the definition site.
  */
-export function defineJobFor<Payloads extends PayloadSchemas>() {
+export function defineJobFor<Context>() {
   return <const Name extends string, Schema extends z.ZodType, Result>(
-    definition: JobDefinition<Schema, Result, Payloads> & { name: Name },
-  ): JobDefinition<Schema, Result, Payloads> & { name: Name } => definition;
+    definition: JobDefinition<Schema, Result, Context> & { name: Name },
+  ): JobDefinition<Schema, Result, Context> & { name: Name } => definition;
 }
-
-/** A job outside the catalog (tests, benchmarks): its `ctx.enqueue` takes any name, checked at run time. */
-export const defineUncatalogedJob = defineJobFor<PayloadSchemas>();
 
 /**
  * The deterministic id of a unit of work: the job name and the payload fields that identify it, each

@@ -5,10 +5,9 @@
 import { type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { PermanentError } from '../errors/index.ts';
-import type { FailedJobInfo, JobCounts } from '../metrics/sync-status.ts';
 import { dropRedis } from '../runtime/connect-redis.ts';
 import { bullmqTelemetry } from '../telemetry/start-tracing.ts';
-import type { EnqueueJob, PayloadSchemas } from './job-context.ts';
+import type { EnqueueJob, PayloadSchemas } from './enqueue-job.ts';
 import { type JobDefinition, retryOptionsOf } from './job-definition.ts';
 
 /**
@@ -19,6 +18,25 @@ import { type JobDefinition, retryOptionsOf } from './job-definition.ts';
 
 export const QUEUE_NAME = 'jobs';
 
+/** The queue's jobs by state (BullMQ's states): what `status` and the metrics show. */
+export interface JobCounts {
+  waiting: number;
+  prioritized: number;
+  active: number;
+  delayed: number;
+  failed: number;
+  completed: number;
+}
+
+/** A job that failed for good, as the queue keeps it (`worker.keepFailed`). */
+export interface FailedJobInfo {
+  id: string;
+  name: string;
+  failedReason: string;
+  attemptsMade: number;
+  finishedOn: number | undefined;
+}
+
 export interface QueueEnqueueOptions {
   delayMs?: number;
   priority?: number;
@@ -26,7 +44,7 @@ export interface QueueEnqueueOptions {
 
 /**
  * `Payloads`: the catalog `enqueue` is typed by (start-worker.ts passes jobs/' `CatalogPayloads`). Its default
- * is `any`, as for JobContext: the framework (worker, stream supervisor, push) passes names it does not
+ * is `any`, as for the application's job context: the framework (worker, stream supervisor, push) passes names it does not
  * know statically, and a typed queue can be handed to it.
  */
 export interface JobQueue<Payloads extends PayloadSchemas = any> {

@@ -1,6 +1,7 @@
 /**
  * The BullMQ worker of one process: takes jobs of the `jobs` queue, validates their payload again,
- * runs the job module with a context cut from the runtime (its `enqueue` goes back to BullMQ), and maps
+ * runs the job module with the context the application builds for it (`runtime.jobContext`; its
+ * `enqueue` goes back to BullMQ), tells the hooks how each attempt ended, and maps
  * our error classes onto BullMQ's outcomes:
  *
  * - stopped by a signal mid-job → the job goes back to the queue at once (no attempt spent); the loader's
@@ -20,31 +21,45 @@
  */
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import type { z } from 'zod';
 import { toError } from '../errors/index.ts';
 import type { Logger } from '../log/logger.ts';
-import type { WorkerMetrics } from '../metrics/worker-metrics.ts';
-import type { LoadCounts } from '../pipeline/batch.ts';
 import { redactKnownSecrets } from '../redact/redact-secrets.ts';
 import { dropRedis } from '../runtime/connect-redis.ts';
 import { bullmqTelemetry } from '../telemetry/start-tracing.ts';
 import { jobAttributes, withSpan } from '../telemetry/tracer.ts';
-import type { JobContextSource } from './job-context.ts';
 import type { JobDefinition } from './job-definition.ts';
+import type { JobContextSource } from './job-execution.ts';
 import { type JobQueue, QUEUE_NAME } from './job-queue.ts';
 import { jobRetryDecision } from './job-retry-decision.ts';
 
-export interface QueueWorkerOptions {
-  runtime: JobContextSource;
+/** How an attempt of a job ended, for the hooks: as BullMQ will record it, or `abandoned` by a stop. */
+export type JobOutcome = 'completed' | 'failed' | 'retried' | 'delayed' | 'abandoned';
+
+/**
+ * What the worker tells whoever watches it (the process's metrics): the framework counts nothing itself.
+ * The hooks run inside the attempt, so they must not throw.
+ */
+export interface QueueWorkerHooks {
+  /** A job returned: its validated payload and what it returned, before `jobFinished`. */
+  jobCompleted?(name: string, payload: unknown, result: unknown): void;
+  /** An attempt ended: how, and how long it ran, in seconds. */
+  jobFinished?(name: string, outcome: JobOutcome, seconds: number): void;
+}
+
+/** `Context`: what the application builds for each execution (`runtime.jobContext`) and the jobs take. */
+export interface QueueWorkerOptions<Context = unknown> {
+  runtime: JobContextSource<Context>;
   redis: Redis;
   prefix: string;
-  catalog: Record<string, JobDefinition>;
+  catalog: Record<string, JobDefinition<z.ZodType, unknown, Context>>;
   jobQueue: JobQueue;
   concurrency: number;
   lockDurationMs: number;
   maxStalledCount: number;
   /** The process's stop signal; handed to every job. */
   signal: AbortSignal;
-  metrics?: WorkerMetrics;
+  hooks?: QueueWorkerHooks;
   log: Logger;
   outageDelayMs?: number;
   /** Wait after a transaction conflict that reached the job (job-retry-decision.ts), ms. */
@@ -60,8 +75,8 @@ export interface QueueWorker {
   close(options?: { redisReachable?: boolean }): Promise<void>;
 }
 
-export function startQueueWorker(options: QueueWorkerOptions): QueueWorker {
-  const { catalog, signal, metrics, log } = options;
+export function startQueueWorker<Context>(options: QueueWorkerOptions<Context>): QueueWorker {
+  const { catalog, signal, hooks = {}, log } = options;
   // BullMQ needs maxRetriesPerRequest null: commands wait out a Redis restart instead of failing.
   const connection = options.redis.duplicate({ maxRetriesPerRequest: null });
 
@@ -92,17 +107,15 @@ export function startQueueWorker(options: QueueWorkerOptions): QueueWorker {
       const result = await withSpan(`job ${job.name}`, jobAttributes(jobId, job.attemptsMade + 1), () =>
         definition.run(ctx, parsed.data),
       );
-      observeResult(metrics, job.name, result);
-      metrics?.recordJob(job.name, 'completed', seconds());
-      const orgId = (parsed.data as { orgId?: unknown }).orgId;
-      if (typeof orgId === 'string') metrics?.recordSuccess(orgId, job.name);
+      hooks.jobCompleted?.(job.name, parsed.data, result);
+      hooks.jobFinished?.(job.name, 'completed', seconds());
       return result;
     } catch (thrown) {
       const error = toError(thrown);
       if (signal.aborted) {
         // Abandoned by a shutdown: back to the queue for whoever runs next, without spending an attempt.
         await job.moveToDelayed(Date.now(), token);
-        metrics?.recordJob(job.name, 'abandoned', seconds());
+        hooks.jobFinished?.(job.name, 'abandoned', seconds());
         throw new DelayedError('abandoned by shutdown');
       }
       const decision = jobRetryDecision(error, {
@@ -110,7 +123,7 @@ export function startQueueWorker(options: QueueWorkerOptions): QueueWorker {
         conflictDelayMs: options.conflictDelayMs,
       });
       if (decision.action === 'fail') {
-        metrics?.recordJob(job.name, 'failed', seconds());
+        hooks.jobFinished?.(job.name, 'failed', seconds());
         throw new UnrecoverableError(redactKnownSecrets(error.message));
       }
       if (decision.action === 'wait') {
@@ -120,11 +133,11 @@ export function startQueueWorker(options: QueueWorkerOptions): QueueWorker {
           `${reason}; job delayed without spending an attempt`,
         );
         await job.moveToDelayed(Date.now() + delayMs, token);
-        metrics?.recordJob(job.name, 'delayed', seconds());
+        hooks.jobFinished?.(job.name, 'delayed', seconds());
         throw new DelayedError(reason);
       }
       const last = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-      metrics?.recordJob(job.name, last ? 'failed' : 'retried', seconds());
+      hooks.jobFinished?.(job.name, last ? 'failed' : 'retried', seconds());
       throw new Error(redactKnownSecrets(error.message));
     }
   };
@@ -180,11 +193,4 @@ export function inheritedPriority(
   const own = child?.priority;
   if (parent === undefined || parent <= 0) return {};
   return { priority: own === undefined ? parent : Math.min(parent, own) };
-}
-
-function observeResult(metrics: WorkerMetrics | undefined, name: string, result: unknown): void {
-  if (!metrics || typeof result !== 'object' || result === null) return;
-  const r = result as { byType?: Record<string, LoadCounts>; newestCreatedAt?: string | null };
-  if (r.byType)
-    metrics.recordLoad(r.byType, r.newestCreatedAt, name.startsWith('legacy.') ? 'legacy' : 'poll');
 }

@@ -4,6 +4,14 @@
  */
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
+import {
+  type JobContext,
+  type JobOrg,
+  jobCursors,
+  jobOrg,
+  jobSettings,
+  jobWarehouse,
+} from '../../jobs/job-context.ts';
 import { readBudgetPlan, readPushCap } from '../budget/read-budget-plan.ts';
 import { budgetKeyOf, createRequestBudget, type RedisEvalClient } from '../budget/request-budget.ts';
 import type { Config, OrganizationConfig } from '../config/schema.ts';
@@ -13,8 +21,7 @@ import type { HttpClient, RequestBudget, RequestEvent } from '../http/http-clien
 import { createRequestStats, type RequestStats } from '../http/request-stats.ts';
 import { createLegacyClient, type LegacyClient } from '../legacy/legacy-client.ts';
 import type { Logger } from '../log/logger.ts';
-import type { JobContextSource } from '../queue/job-context.ts';
-import { type JobOrg, jobCursors, jobOrg, jobSettings, jobWarehouse } from '../queue/job-context.ts';
+import type { JobContextSource } from '../queue/job-execution.ts';
 import { connectRedis } from '../runtime/connect-redis.ts';
 import { consumerOptionsFromConfig } from '../stream/consumer-options.ts';
 import { createPlatformClock, type PlatformClock } from '../time/platform-clock.ts';
@@ -46,7 +53,7 @@ export interface Runtime {
   platformClock: PlatformClock;
   org(orgId: string): OrgClients;
   /** A job context for one job execution. */
-  jobContext: JobContextSource['jobContext'];
+  jobContext: JobContextSource<JobContext>['jobContext'];
   close(): Promise<void>;
 }
 

@@ -39,6 +39,7 @@ import { onTransactionRetry } from '../warehouse/loader/load-transaction.ts';
 import { pingWarehouse } from '../warehouse/open-warehouse.ts';
 import { countQuarantineByKind } from '../warehouse/quarantine.ts';
 import { WORKER_RUN_HOLDER } from '../warehouse/run-heartbeats.ts';
+import { jobMetricsHooks } from './job-metrics.ts';
 import { openRuntime, type Runtime } from './runtime.ts';
 import { applySchedules, planSchedules } from './schedules.ts';
 import {
@@ -268,7 +269,7 @@ export async function startWorker(
       lockDurationMs: config.worker.lockDurationMs,
       maxStalledCount: config.worker.maxStalledCount,
       signal,
-      metrics,
+      hooks: jobMetricsHooks(metrics),
       log,
     });
     const slots = createStreamSlots({ redis, prefix, ttlMs: config.worker.streamSlotTtlMs, log });

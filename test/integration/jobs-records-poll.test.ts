@@ -6,11 +6,11 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobWarehouse } from '../../jobs/job-context.ts';
 import { recordsPoll } from '../../jobs/records-poll.ts';
 import { configSchema } from '../../src/config/schema.ts';
 import { PermanentError, PermanentHttpError } from '../../src/errors/index.ts';
 import { silentLogger } from '../../src/log/logger.ts';
-import { jobWarehouse } from '../../src/queue/job-context.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { toV2Resource } from '../../src/validic/platform-limits.ts';
 import { applyBatch, MAX_KEY_LOCKS } from '../../src/warehouse/loader/apply-batch.ts';

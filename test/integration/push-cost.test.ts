@@ -21,12 +21,12 @@
 import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { JobContext } from '../../jobs/job-context.ts';
 import { drainPushFetches, type PushDrainResult } from '../../jobs/push-drain.ts';
 import { readBudgetPlan, readPushCap } from '../../src/budget/read-budget-plan.ts';
 import { type Config, configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { pushDepsFromConfig } from '../../src/push/push-deps.ts';
-import type { JobContext } from '../../src/queue/job-context.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { type RunningServer, serverLimits } from '../../src/server/hardened-server.ts';
 import { handlePushRequest, startPushServer } from '../../src/server/push-server.ts';

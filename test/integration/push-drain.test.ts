@@ -8,12 +8,12 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { JobContext } from '../../jobs/job-context.ts';
 import { drainPushFetches, PUSH_FETCH_LOST_AFTER_MS } from '../../jobs/push-drain.ts';
 import { pushPrune } from '../../jobs/push-prune.ts';
 import { configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/log/logger.ts';
 import { pushFetchOfItem } from '../../src/push/push-items.ts';
-import type { JobContext } from '../../src/queue/job-context.ts';
 import { type Sandbox, startSandbox } from '../../src/sandbox/index.ts';
 import { storePushFetches } from '../../src/warehouse/push-fetch-store.ts';
 import { storePushNotification } from '../../src/warehouse/push-notification-store.ts';

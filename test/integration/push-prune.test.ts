@@ -4,11 +4,11 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { JobContext } from '../../jobs/job-context.ts';
+import { jobSettings, jobWarehouse } from '../../jobs/job-context.ts';
 import { pushPrune } from '../../jobs/push-prune.ts';
 import { configSchema } from '../../src/config/schema.ts';
 import { silentLogger } from '../../src/log/logger.ts';
-import type { JobContext } from '../../src/queue/job-context.ts';
-import { jobSettings, jobWarehouse } from '../../src/queue/job-context.ts';
 import { prunePushNotifications } from '../../src/warehouse/push-notification-store.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.ts';
 

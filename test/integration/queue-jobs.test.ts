@@ -7,10 +7,10 @@
 import type { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
+import { defineUncatalogedJob, type JobContext } from '../../jobs/job-context.ts';
 import { PermanentError, RateLimitedError } from '../../src/errors/index.ts';
 import { silentLogger } from '../../src/log/logger.ts';
-import type { JobContext } from '../../src/queue/job-context.ts';
-import { defineUncatalogedJob, type JobDefinition } from '../../src/queue/job-definition.ts';
+import type { JobDefinition } from '../../src/queue/job-definition.ts';
 import { type JobQueue, openJobQueue } from '../../src/queue/job-queue.ts';
 import type { QueueWorker } from '../../src/queue/queue-worker.ts';
 import type { Runtime } from '../../src/worker/runtime.ts';

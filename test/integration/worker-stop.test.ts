@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineUncatalogedJob, type JobDefinition } from '../../src/queue/job-definition.ts';
+import { defineUncatalogedJob } from '../../jobs/job-context.ts';
+import type { JobDefinition } from '../../src/queue/job-definition.ts';
 import type { JobQueue } from '../../src/queue/job-queue.ts';
 import { startWorker } from '../../src/worker/start-worker.ts';
 import { captureLog } from '../helpers/capture-log.ts';

@@ -1,28 +1,39 @@
 /**
  * What a job may touch (`JobContext`): the few settings it reads, the named warehouse operations and
- * cursor reads, and one organization's clients and credentialed reads.
+ * cursor reads, and one organization's clients and credentialed reads; and `defineJob`, which gives a
+ * job of the catalog this context.
  */
 
-import type { Kysely } from 'kysely';
-import type { z } from 'zod';
-import type { OrgBudget } from '../budget/read-budget-plan.ts';
-import type { Config, OrganizationConfig } from '../config/schema.ts';
-import type { HttpClient } from '../http/http-client-types.ts';
+import type { OrgBudget } from '../src/budget/read-budget-plan.ts';
+import type { Config, OrganizationConfig } from '../src/config/schema.ts';
+import type { HttpClient } from '../src/http/http-client-types.ts';
 import {
   type ConfirmLegacyDeletesInput,
   type ConfirmLegacyDeletesResult,
   confirmLegacyDeletes,
-} from '../legacy/confirm-legacy-deletes.ts';
-import { findLegacyRecord, type GetLegacyRecordInput, type LegacyClient } from '../legacy/legacy-client.ts';
-import { type LegacyWindowSettings, legacyWindowSettings } from '../legacy/legacy-windows.ts';
-import { loadLegacyPages } from '../legacy/load-legacy-pages.ts';
-import type { Logger } from '../log/logger.ts';
-import { resumePushNotifications } from '../push/process-push-notification.ts';
-import type { StreamConsumerOptionsInput } from '../stream/consumer-options.ts';
-import { type ReconcileOrgOptions, type ReconcileOrgSummary, reconcileOrg } from '../stream/reconcile-org.ts';
-import type { PlatformClock } from '../time/platform-clock.ts';
-import type { StreamsClient } from '../validic/streams-client.ts';
-import type { V2Client } from '../validic/v2-client.ts';
+} from '../src/legacy/confirm-legacy-deletes.ts';
+import {
+  findLegacyRecord,
+  type GetLegacyRecordInput,
+  type LegacyClient,
+} from '../src/legacy/legacy-client.ts';
+import { type LegacyWindowSettings, legacyWindowSettings } from '../src/legacy/legacy-windows.ts';
+import { loadLegacyPages } from '../src/legacy/load-legacy-pages.ts';
+import type { Logger } from '../src/log/logger.ts';
+import { resumePushNotifications } from '../src/push/process-push-notification.ts';
+import type { PayloadSchemas } from '../src/queue/enqueue-job.ts';
+import type { CatalogPayloads } from '../src/queue/job-catalog.ts';
+import { defineJobFor } from '../src/queue/job-definition.ts';
+import type { JobExecution } from '../src/queue/job-execution.ts';
+import type { StreamConsumerOptionsInput } from '../src/stream/consumer-options.ts';
+import {
+  type ReconcileOrgOptions,
+  type ReconcileOrgSummary,
+  reconcileOrg,
+} from '../src/stream/reconcile-org.ts';
+import type { PlatformClock } from '../src/time/platform-clock.ts';
+import type { StreamsClient } from '../src/validic/streams-client.ts';
+import type { V2Client } from '../src/validic/v2-client.ts';
 import {
   auditCoverageStart,
   auditedCellKeys,
@@ -33,42 +44,45 @@ import {
   readAudit,
   recordAuditCell,
   startAudit,
-} from '../warehouse/audits.ts';
-import { type Cursor, readCursor } from '../warehouse/cursors.ts';
-import type { Database } from '../warehouse/database.ts';
+} from '../src/warehouse/audits.ts';
+import { type Cursor, readCursor } from '../src/warehouse/cursors.ts';
 import {
   beginFirstSync,
   completeFirstSync,
   countFirstSyncUsers,
   markFirstSyncPolled,
   moveFirstSyncOn,
-} from '../warehouse/first-sync.ts';
-import { markLegacyDeleted } from '../warehouse/legacy-deletes.ts';
-import { applyBatch } from '../warehouse/loader/apply-batch.ts';
-import type { Warehouse } from '../warehouse/open-warehouse.ts';
+} from '../src/warehouse/first-sync.ts';
+import { markLegacyDeleted } from '../src/warehouse/legacy-deletes.ts';
+import { applyBatch } from '../src/warehouse/loader/apply-batch.ts';
+import type { Warehouse } from '../src/warehouse/open-warehouse.ts';
 import {
   claimPushFetches,
   failPushFetch,
   finishPushFetch,
   prunePushFetches,
-} from '../warehouse/push-fetch-store.ts';
-import { prunePushNotifications } from '../warehouse/push-notification-store.ts';
-import { listPollableUids, markRecentPollDone, markRecentPollsEnqueued } from '../warehouse/recent-polls.ts';
+} from '../src/warehouse/push-fetch-store.ts';
+import { prunePushNotifications } from '../src/warehouse/push-notification-store.ts';
+import {
+  listPollableUids,
+  markRecentPollDone,
+  markRecentPollsEnqueued,
+} from '../src/warehouse/recent-polls.ts';
 import {
   firstListedUsers,
   forgetListing,
   markUnlistedUsersRemoved,
   markUsersRemoved,
   recordListedUsers,
-} from '../warehouse/remove-users.ts';
-import type { PassTrigger } from '../warehouse/stream-bookkeeping.ts';
-import { absentConnectionEvents, readPrimaryStreamSpan } from '../warehouse/stream-bookkeeping.ts';
+} from '../src/warehouse/remove-users.ts';
+import type { PassTrigger } from '../src/warehouse/stream-bookkeeping.ts';
+import { absentConnectionEvents, readPrimaryStreamSpan } from '../src/warehouse/stream-bookkeeping.ts';
 import {
   analyzeNewTables,
   createMonthsBetween,
   createPartitionsAhead,
   emptyRawBefore,
-} from '../warehouse/warehouse-upkeep.ts';
+} from '../src/warehouse/warehouse-upkeep.ts';
 import {
   claimRun,
   findUnfinishedRun,
@@ -78,76 +92,30 @@ import {
   pendingWindowKeys,
   planWindows,
   startRun,
-} from '../warehouse/window-ledger.ts';
+} from '../src/warehouse/window-ledger.ts';
 
 /**
  * What a job may touch: `{ log, warehouse, cursors, org(), signal, attempt, jobId, enqueue, settings,
- * readBudgetPlan(), readPushCap() }`, built by `runtime.jobContext` (src/worker/runtime.ts). Not the whole config: the
- * few values jobs read are `settings` (job-context.ts). A job never talks HTTP or SQL directly: it
- * composes the org's platform clients, normalization (inside the loader) and the warehouse's named
- * functions (`warehouse`, job-context.ts: the loader's entry points and a few queries, no raw `db`).
- */
-
-/**
- * Job name → payload schema: what `enqueue` needs to know of the catalog. job-catalog.ts gathers the real
- * one from the job files (`CatalogPayloads`) and passes it as the type parameter, so src/queue never
- * imports jobs/.
- */
-export type PayloadSchemas = Record<string, z.ZodType>;
-
-/**
- * What a caller passes for a job's payload: the schema's input (defaults may be left out); the output
- * when the input says nothing (a `z.preprocess` reads `unknown`).
- */
-export type EnqueuePayload<Schema extends z.ZodType> =
-  unknown extends z.input<Schema> ? z.output<Schema> : z.input<Schema>;
-
-/**
- * Queue a job by name: the payload's type follows from the name. Still validated against the schema at
- * run time, on enqueue and again on dequeue. False when its deterministic id was queued already.
- * Without a catalog (`PayloadSchemas` itself: the runtime, the queue, tests) any name and payload.
- */
-export type EnqueueJob<
-  Payloads extends PayloadSchemas = PayloadSchemas,
-  Options = EnqueueOptions,
-> = string extends keyof Payloads
-  ? (name: string, payload: unknown, options?: Options) => Promise<boolean>
-  : <Name extends keyof Payloads & string>(
-      name: Name,
-      payload: EnqueuePayload<Payloads[Name]>,
-      options?: Options,
-    ) => Promise<boolean>;
-
-export interface EnqueueOptions {
-  /** Overrides the priority inherited from the enqueuing job (BullMQ; the inline runner has none). */
-  priority?: number;
-}
-
-/**
+ * readBudgetPlan(), readPushCap() }`, built by `runtime.jobContext` (src/worker/runtime.ts) from what the
+ * runner hands an execution (`JobExecution`, src/queue/job-execution.ts). Not the whole config: the
+ * few values jobs read are `settings`. A job never talks HTTP or SQL directly: it composes the org's
+ * platform clients, normalization (inside the loader) and the warehouse's named functions (`warehouse`:
+ * the loader's entry points and a few queries, no raw `db`).
+ *
  * `Payloads` is the catalog a job's `enqueue` is typed by. Its default is `any`, not `PayloadSchemas`: the
- * runtime and the queue build contexts without knowing the catalog, and `any` lets such a context be
- * handed to a job of any catalog (with `PayloadSchemas` TypeScript compares the catalogs and refuses).
+ * runtime builds contexts without knowing the catalog, and `any` lets such a context be handed to a job
+ * of any catalog (with `PayloadSchemas` TypeScript compares the catalogs and refuses).
  */
-export interface JobContext<Payloads extends PayloadSchemas = any> {
+export interface JobContext<Payloads extends PayloadSchemas = any> extends JobExecution<Payloads> {
   /** pino child bound to the job id. */
   log: Logger;
-  /** The loader's entry points and the named warehouse functions jobs use (job-context.ts). */
+  /** The loader's entry points and the named warehouse functions jobs use (`jobWarehouse` below). */
   warehouse: JobWarehouse;
   /** Cursors read through their kinds (src/warehouse/cursors.ts); written with a batch's progress. */
   cursors: JobCursors;
-  /** A configured organization's platform clients and the settings jobs read (job-context.ts); throws a ConfigError for an unknown org. */
+  /** A configured organization's platform clients and the settings jobs read (`JobOrg` below); throws a ConfigError for an unknown org. */
   org(orgId: string): JobOrg;
-  /** Aborted when the process is asked to stop: pass it to every request and check it between batches. */
-  signal: AbortSignal;
-  /** 1 for the first attempt. */
-  attempt: number;
-  jobId: string;
-  /**
-   * Queue another job (validated against its schema); false when its deterministic id was queued already.
-   * `priority` overrides the one inherited from this job (BullMQ; the inline runner has no priorities).
-   */
-  enqueue: EnqueueJob<Payloads>;
-  /** The few config values jobs read (job-context.ts); never the whole config. */
+  /** The few config values jobs read (`JobSettings` below); never the whole config. */
   settings: JobSettings;
   /**
    * The platform's clock as this process knows it (src/time/platform-clock.ts): a window's end, a
@@ -165,16 +133,14 @@ export interface JobContext<Payloads extends PayloadSchemas = any> {
   runHolder: string;
 }
 
-/** What running a job needs of the process: a context per execution (built by worker/runtime.ts) and its log. */
-export interface JobContextSource {
-  jobContext(input: {
-    jobId: string;
-    attempt: number;
-    signal: AbortSignal;
-    enqueue: JobContext['enqueue'];
-  }): JobContext;
-  log: Logger;
-}
+/** What a job of the catalog may touch, its `ctx.enqueue` typed by the catalog. */
+export type CatalogJobContext = JobContext<CatalogPayloads>;
+
+/** `defineJob` of the catalog's job files: `ctx.enqueue` takes the payload type of the job it names. */
+export const defineJob = defineJobFor<CatalogJobContext>();
+
+/** A job outside the catalog (tests, benchmarks): its `ctx.enqueue` takes any name, checked at run time. */
+export const defineUncatalogedJob = defineJobFor<JobContext<PayloadSchemas>>();
 
 /**
  * The few config values jobs read, cut from the config once per process (`runtime.jobContext`): a job
@@ -263,7 +229,7 @@ export interface JobCursors {
   read<Value>(orgId: string, cursor: Cursor<Value, any>): Promise<Value | undefined>;
 }
 
-export function jobCursors(db: Kysely<Database>): JobCursors {
+export function jobCursors(db: Warehouse['db']): JobCursors {
   return { read: (orgId, cursor) => readCursor(db, orgId, cursor) };
 }
 
@@ -272,7 +238,7 @@ export type JobWarehouse = ReturnType<typeof jobWarehouse>;
 export function jobWarehouse(warehouse: Warehouse) {
   const { db } = warehouse;
   const onDb =
-    <Args extends unknown[], Result>(query: (db: Kysely<Database>, ...args: Args) => Result) =>
+    <Args extends unknown[], Result>(query: (db: Warehouse['db'], ...args: Args) => Result) =>
     (...args: Args) =>
       query(db, ...args);
   const onWarehouse =
