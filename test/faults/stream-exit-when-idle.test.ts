@@ -99,7 +99,13 @@ async function run(script: Script): Promise<void> {
     };
     const events = () => sandbox.truth.events().length;
 
-    await waitFor('the stream connected', () => sandbox.truth.streams()[0]?.members === 1, 30_000);
+    // A precondition, not a figure: on a busy machine the command's start (Node, the warehouse, both
+    // streams created) has taken more than 30 s, so the wait is long and the time is printed.
+    const spawnedAt = Date.now();
+    await waitFor('the stream connected', () => sandbox.truth.streams()[0]?.members === 1, 120_000);
+    console.log(
+      `stream-exit-when-idle seed ${script.seed}: connected ${((Date.now() - spawnedAt) / 1000).toFixed(1)} s after the start`,
+    );
     sandbox.control.setFaults({ streamCloseAfter: script.closeAfter });
     sandbox.control.startLiveFeed({ ratePerSecond: script.rate });
     // The scripted close, then the reconnect through the 422 storm.

@@ -247,6 +247,17 @@ function sqlOutsideWarehouse(files: Map<string, string>): string[] {
     .flatMap(([file, source]) => kyselyValues(source).map((name) => `${file} imports ${name} from kysely`));
 }
 
+/**
+ * The floors as src/README.md lists them ("## Floors": one numbered line per floor, its rooms in
+ * backticks before any parenthesis), lowest first.
+ */
+function floorsInReadme(readme: string): string[][] {
+  const section = readme.split(/^## Floors$/m)[1]?.split(/^## /m)[0] ?? '';
+  return [...section.matchAll(/^\d+\. (.*)$/gm)].map((line) =>
+    [...line[1]!.split('(')[0]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!),
+  );
+}
+
 const graph = readImportGraph(['src', 'jobs']);
 
 describe('import boundaries of src/ and jobs/', () => {
@@ -301,9 +312,28 @@ describe('import boundaries of src/ and jobs/', () => {
   it('keeps kysely out of jobs/', () => {
     expect(jobsImportingKysely(graph)).toEqual([]);
   });
+
+  it('lists the same floors in src/README.md as here', () => {
+    const readme = readFileSync(path.join(ROOT, 'src/README.md'), 'utf8');
+    expect(floorsInReadme(readme)).toEqual(FLOORS.map((rooms) => [...rooms]));
+  });
 });
 
 describe('each rule fails on a graph that breaks it', () => {
+  it('reads a README whose floors differ', () => {
+    const readme = [
+      '## Floors',
+      '',
+      '1. `time`, `redact` (low)',
+      '2. `errors`',
+      '',
+      '## Next',
+      '3. `cli`',
+    ].join('\n');
+    expect(floorsInReadme(readme)).toEqual([['time', 'redact'], ['errors']]);
+    expect(floorsInReadme(readme)).not.toEqual(FLOORS.slice(0, 2).map((rooms) => [...rooms]));
+  });
+
   const made = (edges: Record<string, { files?: string[]; packages?: string[] }>): ImportGraph =>
     new Map(
       Object.entries(edges).map(([file, e]) => [file, { files: e.files ?? [], packages: e.packages ?? [] }]),
