@@ -151,7 +151,12 @@ describe('a backfill', () => {
       ['backfill', '--from', from, '--to', to, '--users', 'nobody-at-all', '--no-connections'],
       sandboxEnv(sandbox, { DATABASE_URL: t.url }),
     );
-    expect(result.code, result.stderr).toBe(0);
+    // The uid names no user: nothing is loaded, and the run ends as a usage error naming it (exit 2),
+    // after the plan.
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.stderr).toMatch(
+      /--users names a uid that is not \(or no longer\) a user of the organization: nobody-at-all/,
+    );
     expect(await records()).toBe(before);
     for (const month of months) {
       const suffix = month.replace('-', '_');
