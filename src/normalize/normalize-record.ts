@@ -26,7 +26,7 @@ import {
   readJsonNumber,
   shown,
   timestampSchema,
-  toDouble,
+  asDouble,
   utcOffsetSeconds,
 } from './parse-helpers.ts';
 
@@ -261,7 +261,7 @@ function readNutrition(raw: Record<string, unknown>, out: NormalizedRecord): voi
 /** A whole number that fits an integer column (granularity.interval). */
 const wholeNumber = optionalNumber.transform((value, ctx) => {
   if (value === null) return null;
-  const n = toDouble(value);
+  const n = asDouble(value);
   if (Number.isInteger(n) && Math.abs(n) < 2 ** 31) return n;
   ctx.addIssue({ code: 'custom', message: `not a whole number: ${shown(value)}` });
   return z.NEVER;

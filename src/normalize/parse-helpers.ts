@@ -103,7 +103,7 @@ export const optionalNumber = z.unknown().transform((value, ctx): JsonNumber | n
 });
 
 /** The double of a number read by readJsonNumber (for columns of double precision). */
-export const toDouble = (value: JsonNumber): number =>
+export const asDouble = (value: JsonNumber): number =>
   typeof value === 'number' ? value : Number(value.rawJSON);
 
 /** Larger than any real offset (±14 h), small enough for an integer column. */
