@@ -13,6 +13,7 @@ import {
   type RecordRow,
 } from './normalized-types.ts';
 import {
+  asDouble,
   describeIssues,
   describeJsonType,
   idSchema,
@@ -26,7 +27,6 @@ import {
   readJsonNumber,
   shown,
   timestampSchema,
-  asDouble,
   utcOffsetSeconds,
 } from './parse-helpers.ts';
 
