@@ -10,18 +10,21 @@ import { type Kysely, type Selectable, sql } from 'kysely';
 import type { Database, RunsTable } from './database.ts';
 
 /**
- * Every organization the warehouse holds cursors, users or runs of. The users' organizations are read by
- * skipping from one org_id to the next along the users' primary key (a recursive loose index scan): one
- * index probe per organization, not a read of every user.
+ * `user_orgs`, the organizations of validic.users, read by skipping from one org_id to the next along the
+ * users' primary key (a recursive loose index scan): one index probe per organization, not a read of
+ * every user. Its last row is null.
  */
-export async function listKnownOrgIds(db: Kysely<Database>): Promise<string[]> {
-  const found = await sql<{ org_id: string }>`
-    with recursive user_orgs(org_id) as (
+const USER_ORGS_SKIP_SCAN = sql`with recursive user_orgs(org_id) as (
       select min(org_id) from validic.users
       union all
       select (select min(u.org_id) from validic.users u where u.org_id > o.org_id)
       from user_orgs o where o.org_id is not null
-    )
+    )`;
+
+/** Every organization the warehouse holds cursors, users (by the skip scan above) or runs of. */
+export async function listKnownOrgIds(db: Kysely<Database>): Promise<string[]> {
+  const found = await sql<{ org_id: string }>`
+    ${USER_ORGS_SKIP_SCAN}
     select org_id from validic_sync.checkpoints
     union select org_id from user_orgs where org_id is not null
     union select org_id from validic_sync.runs`.execute(db);
@@ -79,12 +82,7 @@ export async function readOrgDataSummary(db: Kysely<Database>, orgId: string): P
  */
 export async function recordsEstimate(db: Kysely<Database>, orgId: string): Promise<number> {
   const { rows } = await sql<{ estimate: number | null }>`
-    with recursive user_orgs(org_id) as (
-      select min(org_id) from validic.users
-      union all
-      select (select min(u.org_id) from validic.users u where u.org_id > o.org_id)
-      from user_orgs o where o.org_id is not null
-    )
+    ${USER_ORGS_SKIP_SCAN}
     select sum(greatest(c.reltuples, 0) * coalesce(
       case
         when ${orgId} = any(s.vals) then s.freqs[array_position(s.vals, ${orgId})]
@@ -134,12 +132,7 @@ export async function listShownRuns(
 /** Every organization with users or audit runs (the report's audit sections); users by skip scan, as above. */
 export async function listAuditOrgIds(db: Kysely<Database>): Promise<string[]> {
   const found = await sql<{ org_id: string }>`
-    with recursive user_orgs(org_id) as (
-      select min(org_id) from validic.users
-      union all
-      select (select min(u.org_id) from validic.users u where u.org_id > o.org_id)
-      from user_orgs o where o.org_id is not null
-    )
+    ${USER_ORGS_SKIP_SCAN}
     select org_id from user_orgs where org_id is not null
     union select org_id from validic_sync.audits`.execute(db);
   return found.rows.map((r) => r.org_id);

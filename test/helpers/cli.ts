@@ -4,6 +4,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { sandboxEnvironment } from '../../src/demo/sandbox-environment.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 
 export const CLI_MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
@@ -24,16 +25,9 @@ export function sandboxEnv(
   return {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
-    VALIDIC_ORG_ID: sandbox.orgId,
-    VALIDIC_TOKEN: sandbox.token,
-    VALIDIC_API_URL: sandbox.apiUrl,
-    VALIDIC_STREAMS_URL: sandbox.streamsUrl,
-    VALIDIC_LEGACY_URL: sandbox.legacyUrl,
-    VALIDIC_LEGACY_ORG_ID: sandbox.legacyOrgId,
-    VALIDIC_LEGACY_TOKEN: sandbox.legacyToken,
-    VALIDIC_ALLOW_INSECURE_LOOPBACK: 'true',
-    // Tests are not about pacing (bench/ measures it): a budget far above what they use.
-    VALIDIC_REQUESTS_PER_HOUR: '10000000',
+    // The settings `sandbox --env` prints; tests are not about pacing (bench/ measures it): a budget far
+    // above what they use.
+    ...sandboxEnvironment(sandbox, { requestsPerHour: 10_000_000 }),
     LOG_LEVEL: 'warn',
     ...extra,
   };
