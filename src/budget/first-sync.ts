@@ -10,19 +10,19 @@
  * reached yet without their records of the days before.
  *
  * Covered. A user is covered once a records.poll of every window of the first sync's days has completed
- * (every resource fetched), queued by a records.recent tick that had read the stream's checkpoint. The
+ * (every resource fetched), queued by a records.recent tick that had read the stream's cursor. The
  * days: the lookback (`sync.lookbackDays`) before the UTC day the stream was first heard, with the edge
  * days (platform-limits.ts, planRecordWindows): a record created before the stream began started before
  * it was heard. Older records are history, which `backfill` brings (and `sync.newUserHistoryDays` for
  * users the listing adds later).
  *
- * The bound is the stream being heard, not its first event. The checkpoint that says it was heard was
+ * The bound is the stream being heard, not its first event. The cursor that says it was heard was
  * written after a frame of the stream arrived: the stream existed, and its backlog had begun under either
  * reading, before the tick queued the poll; the poll's requests reach the platform later still, and see
  * everything created before the backlog began. That needs no reading of the platform's clock (the
  * worker's is not the platform's), assumes nothing of the order the stream delivers in (its first event
  * need not be its oldest, and a midnight backlog's first event predates the stream), and holds for a
- * stream found with a checkpoint of its own from an earlier deployment. Its price: polls queued between
+ * stream found with a cursor of its own from an earlier deployment. Its price: polls queued between
  * the stream's creation and its being heard (a tick or two at start) count for nothing and are redone.
  *
  * Complete. Every pollable user covered, once a users listing has been read to its end (users the first

@@ -22,8 +22,8 @@ import {
  * that was never heard (streams not run by any process, or not yet) counts as down. 'always' keeps the
  * blind poll of the whole lookback (the behaviour before streams carried freshness).
  *
- * "Heard from" is the newest `lastLiveAt` among the primary's connection checkpoints: a live connection
- * writes it with every commit, and at least once a minute while only pokes arrive (the checkpoint
+ * "Heard from" is the newest `lastLiveAt` among the primary's connection cursors: a live connection
+ * writes it with every commit, and at least once a minute while only pokes arrive (the cursor
  * heartbeat), so it is fresh whenever any connection is live, in whichever process of the fleet.
  *
  * Before any of that, the first sync (src/budget/first-sync.ts): from the moment the stream is first

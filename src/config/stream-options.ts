@@ -58,7 +58,7 @@ export interface StreamConsumerOptions {
   backoff: StreamBackoffSettings;
   idleHygiene: IdleHygieneOptions;
   /**
-   * A disconnect longer than this (or a start-up this long after the last checkpoint) is filled by
+   * A disconnect longer than this (or a start-up this long after the last committed cursor) is filled by
    * replay before the main stream reconnects. Default 300_000: shorter drops resume from the stream's
    * own server-side checkpoint, so replaying them would only add duplicates.
    */

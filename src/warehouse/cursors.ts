@@ -146,7 +146,7 @@ export const legacyLatestCursor = defineCursor(
 );
 
 /**
- * `stream:checkpoint:<stream name>:<slot>`: one connection's stream checkpoint (StreamCursorValue, plus
+ * `stream:checkpoint:<stream name>:<slot>`: one connection's stream cursor (StreamCursorValue, plus
  * the stream id and slot it was written by). Every connection (slot 0..2) of a stream has its own,
  * because each connection sees its own disconnects: a shared cursor would let a live connection erase
  * the gap another one just opened. A field of the wrong type reads as absent; the others are kept.

@@ -13,7 +13,7 @@ import type { Database } from './database.ts';
  * `validic_sync.stream_gaps`: spans of platform time in which the stream may have lost events (an unclean
  * end of a connection, a replay that could not fill its gap), open until a pass of the reconciliation
  * stream covers them (stream-bookkeeping.ts). Recording is idempotent: the same gap reported again (by a
- * restart that finds it in the connection's checkpoint) is one row.
+ * restart that finds it in the connection's cursor) is one row.
  */
 export type GapHandledBy = 'reconcile' | 'replay' | 'rest' | 'planned';
 
@@ -459,7 +459,7 @@ export async function reconcileTotalsSince(
 
 /**
  * When an org's primary stream was last heard from: the newest `lastLiveAt` among its connection
- * checkpoints (at most 3 rows, read by primary key). A live connection writes it
+ * cursors (at most 3 rows, read by primary key). A live connection writes it
  * with each commit and at least once a minute while only pokes arrive, whichever process holds it; the
  * recent poll's fallback reads it (src/budget/recent-poll.ts).
  */

@@ -1,7 +1,7 @@
 /**
  * `validic-sync status [--json]`: where the sync stands. Per organization: users and their last full
  * sync, records and lag (now − newest platform created_at, now − newest ingest), the stream's
- * checkpoints, gaps and slot holders, the last reconciliation, legacy cursors, running and failed
+ * cursors, gaps and slot holders, the last reconciliation, legacy cursors, running and failed
  * backfill runs with windows done/pending, quarantine counts by reason, the request budget's plan
  * (requests per hour by kind of work, the recent poll's sweep period planned, configured and measured);
  * with REDIS_URL also queue depths,

@@ -2,7 +2,7 @@
  * `validic-sync stream [--exit-when-idle S] [--org id]`: consumes each org's stream (with replay gap
  * filling) until Ctrl-C, or until every connection has been idle for S seconds: live, receiving pokes
  * and no data, with nothing waiting to commit (src/stream/STATE-MACHINE.md, "Idle"). Stopping flushes the current
- * micro-batch and commits the checkpoint before the connections close; a closing summary is printed.
+ * micro-batch and commits its cursor before the connections close; a closing summary is printed.
  * A gap (an unclean end: a crash found at start-up, a drop, a stale connection) brings a pass of the
  * reconciliation stream forward, run here once the stream has caught up; the command is not idle while
  * one waits or runs. Gaps no stream reaches any more are backfilled over REST by jobs run here.
