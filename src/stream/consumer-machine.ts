@@ -1,11 +1,9 @@
 /**
- * The stream consumer as data, and the pure helpers its transition function reads: the state, the
- * events and the effects (below), the micro-batch as a persistent list, the counters, how a failed open
- * is read, how long the consumer has been idle, and every wait it takes (reconnect, 429, hold, idle).
+ * The stream consumer as data: the state, the events and the effects (below), the micro-batch's
+ * persistent list, the counters; and the verbs every step of the transition function speaks (announce a
+ * state, log, end a connection, go connecting or replaying, report a gap), each one effect.
  */
-import type { StreamBackoffSettings, StreamConsumerOptions } from '../config/stream-options.ts';
-import { classifyFailure } from '../errors/index.ts';
-import { backoffDelay } from '../time/backoff-delay.ts';
+import type { StreamConsumerOptions } from '../config/stream-options.ts';
 import type { StreamCursorValue, StreamGap } from '../warehouse/cursors.ts';
 import type { CommitReason, DataFrame, SseFrame, StreamCounters, StreamState, StreamVia } from './types.ts';
 
@@ -299,21 +297,6 @@ export function initialMachineState(options: StreamConsumerOptions): MachineStat
 }
 
 /**
- * When the driver should wake up while waiting for bytes (ms): the earliest of stale, the micro-batch's
- * age limit, the heartbeat commit and the replay's deadline. `staleAt` too, for the driver's last look
- * at the socket before calling a connection stale.
- */
-export function readTimers(state: MachineState): { wakeAt: number; staleAt: number } {
-  const c = state.connection;
-  if (!c) return { wakeAt: Infinity, staleAt: Infinity };
-  const { staleAfterMs, microBatch, heartbeatCommitMs } = state.options;
-  const staleAt = c.waitStartedAt + staleAfterMs;
-  const batchAt = state.buffer.length > 0 ? state.bufferSince + microBatch.maxWaitMs : Infinity;
-  const heartbeatAt = c.via === 'stream' ? state.lastCommitAt + heartbeatCommitMs : Infinity;
-  return { wakeAt: Math.min(staleAt, batchAt, heartbeatAt, c.deadline), staleAt };
-}
-
-/**
  * The micro-batch being gathered (`MachineState.buffer`), as a persistent list, newest frame first.
  *
  * Appending is O(1) and never changes a list that another state still holds: the transition function
@@ -334,8 +317,6 @@ export interface FrameList {
 
 /** The empty list (shared: nothing ever changes a list). */
 export const NO_FRAMES: FrameList = Object.freeze({ length: 0, newest: undefined, before: undefined });
-
-/** The consumer's counters: all at zero, and a copy (the transition function never shares them). */
 
 /** Every counter at zero (also the start of the summaries that add up several consumers). */
 export function emptyStreamCounters(): StreamCounters {
@@ -366,119 +347,67 @@ export function copyStreamCounters(c: StreamCounters): StreamCounters {
 }
 
 /**
- * How the consumer treats a failed open of the stream or the replay: the one `classifyFailure`, read in
- * the consumer's terms. The driver (stream-consumer.ts) hands the answer to the pure transition function.
- */
-
-/**
- * `rebalancing`: a 422 right after a disconnect (back off briefly, retry). `rate-limited`: a 429 (back
- * off for minutes: the hour's budget is spent). `permanent`: 401/403, the token is wrong (stop).
- * `refused`: any other permanent failure: permanent for the stream, and for a replay "this gap cannot be
- * replayed". `retry`: everything else (5xx, network, unknown).
+ * How the consumer reads a failed open of the stream or the replay (`classifyOpenFailure`,
+ * consumer-connection.ts). `rebalancing`: a 422 right after a disconnect (back off briefly, retry).
+ * `rate-limited`: a 429 (back off for minutes: the hour's budget is spent). `permanent`: 401/403, the
+ * token is wrong (stop). `refused`: any other permanent failure: permanent for the stream, and for a
+ * replay "this gap cannot be replayed". `retry`: everything else (5xx, network, unknown).
  */
 export type OpenFailureKind = 'rebalancing' | 'rate-limited' | 'retry' | 'permanent' | 'refused';
 
-export function classifyOpenFailure(error: unknown): OpenFailureKind {
-  const failure = classifyFailure(error);
-  if (failure.kind === 'permanent') return failure.unauthorized ? 'permanent' : 'refused';
-  if (failure.kind === 'rate-limited') return 'rate-limited';
-  return failure.kind === 'rebalancing' ? 'rebalancing' : 'retry';
+/** A connection just opened: nothing read yet, silent since `now`. */
+export function openConnection(
+  via: StreamVia,
+  catchUpAtMs: number | undefined,
+  deadline: number,
+  now: number,
+): ConnectionState {
+  return {
+    via,
+    catchUpAtMs,
+    deadline,
+    waitStartedAt: now,
+    pokesWithoutData: 0,
+    pokesAfterCatchUp: 0,
+    lastFrame: undefined,
+    delivered: false,
+    commitStartedAt: undefined,
+    ending: undefined,
+  };
 }
 
-/**
- * How long a consumer has been provably idle, as a pure function of what it saw (STATE-MACHINE.md,
- * "Idle"). Idle means live and quiet: the main stream is open, pokes keep arriving, no data frame
- * came, and nothing waits to be committed. The quiet span is measured between two things the platform
- * did: the later of "connected" and "last data frame", and the last poke after it. A connection gone
- * silent sends no pokes, so its span stops growing; any other state (connecting, backing off, stale,
- * replaying) is not idle at all.
- */
-export interface QuietInput {
-  state: StreamState;
-  /** Frames buffered (or in flight to the warehouse) and not yet committed. */
-  pendingFrames: number;
-  /** Clock time (ms) the connection went live or last delivered a data frame, whichever is later. */
-  quietFromMs: number | undefined;
-  /** Clock time (ms) of the last poke on the main stream. */
-  lastPokeAtMs: number | undefined;
-}
-
-/** Milliseconds of witnessed quiet (0 when not idle at all). */
-export function quietForMs(input: QuietInput): number {
-  if (input.state !== 'live' || input.pendingFrames > 0) return 0;
-  if (input.quietFromMs === undefined || input.lastPokeAtMs === undefined) return 0;
-  return Math.max(0, input.lastPokeAtMs - input.quietFromMs);
-}
-
-/**
- * The SSE consumer's waits, in its own option names (`StreamBackoffSettings` of types.ts), on top of the one
- * back-off formula of src/time/backoff-delay.ts.
+/*
+ * The verbs. Each mutates the draft state it is given (a copy `next` made) and appends the effects the
+ * driver performs, in order.
  */
 
-/**
- * Delay before a reconnect: at least `minMs` (the platform answers 422 while it rebalances right after a
- * disconnect, so no reconnect comes earlier, whatever ended the connection, a 422 included), plus full
- * jitter over a span that grows by `factor` per failed attempt, the whole never above `capMs`.
- * `capMs` here is the `backoff.capMs` setting clamped to `staleAfterMs` by the consumer (STATE-MACHINE.md, "Timing rules").
- */
-export function reconnectDelay(
-  attempt: number,
-  options: Pick<StreamBackoffSettings, 'minMs' | 'baseMs' | 'factor'>,
-  capMs: number,
-  random: () => number,
-): number {
-  return backoffDelay(
-    attempt + 1,
-    { baseMs: options.baseMs, capMs, factor: options.factor, minMs: options.minMs },
-    random,
-  );
+export function transition(s: MachineState, fx: Effect[], to: StreamState, reason: string): void {
+  fx.push({ kind: 'notify', from: s.phase, to, reason });
+  s.phase = to;
 }
 
-/**
- * Delay before reconnecting after the `attempt`-th 429 in a row (0-based): half-jittered exponential
- * growth from `rateLimitedBaseMs` to `rateLimitedCapMs`, never below `minMs`, and at least the
- * server's `Retry-After`. Not clamped to `staleAfterMs`: a 429 refuses for the hour's budget, and every
- * early reconnect would spend more of it.
- */
-export function rateLimitedDelay(
-  attempt: number,
-  options: Pick<StreamBackoffSettings, 'minMs' | 'factor' | 'rateLimitedBaseMs' | 'rateLimitedCapMs'>,
-  random: () => number,
-  retryAfterMs: number | undefined,
-): number {
-  const delay = backoffDelay(
-    attempt + 1,
-    {
-      baseMs: options.rateLimitedBaseMs,
-      capMs: Math.max(options.rateLimitedCapMs, options.minMs),
-      factor: options.factor,
-      minMs: options.minMs,
-      jitter: 0.5,
-    },
-    random,
-  );
-  return Math.max(delay, retryAfterMs ?? 0);
+export function log(fx: Effect[], level: LogLevel, fields: Record<string, unknown>, message: string) {
+  fx.push({ kind: 'log', level, fields, message });
 }
 
-/**
- * Delay before retrying, for the `attempt`-th time in a row (0-based), a commit that failed: half-jittered
- * growth from `baseMs` to `commitRetryMaxMs` (an outage of the database is waited out, not hammered).
- */
-export function holdDelay(
-  attempt: number,
-  options: Pick<StreamBackoffSettings, 'baseMs' | 'factor'>,
-  commitRetryMaxMs: number,
-  random: () => number,
-): number {
-  return backoffDelay(
-    attempt + 1,
-    { baseMs: options.baseMs, capMs: Math.max(commitRetryMaxMs, 1), factor: options.factor, jitter: 0.5 },
-    random,
-  );
+/** Decides that the open connection ends; the driver closes it and feeds `closed`. */
+export function endConnection(c: ConnectionState, fx: Effect[], end: ConnectionEnd): void {
+  c.ending = end;
+  fx.push({ kind: 'close' });
 }
 
-/** Pause before reconnecting after the `round`-th idle drop (0-based): the last listed delay repeats. */
-export function idleDelay(round: number, delaysMs: number[]): number {
-  if (delaysMs.length === 0) return 0;
-  return delaysMs[Math.min(round, delaysMs.length - 1)] ?? 0;
+export function toConnecting(s: MachineState, fx: Effect[], reason: string): void {
+  transition(s, fx, 'connecting', reason);
+  fx.push({ kind: 'open-stream' });
+}
+
+export function toReplaying(s: MachineState, fx: Effect[], reason: string): void {
+  transition(s, fx, 'replaying', reason);
+  fx.push({ kind: 'continue' });
+}
+
+export function reportGap(s: MachineState, fx: Effect[], gap: StreamGap): void {
+  s.counters.gaps += 1;
+  log(fx, 'warn', { ...gap }, 'SSE gap: events in it may be missing until a reconciliation pass covers it');
+  fx.push({ kind: 'report-gap', gap });
 }

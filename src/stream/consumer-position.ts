@@ -1,6 +1,6 @@
 /**
- * Where the consumer stands, pure: what a commit carries and where the stream's position moves, when
- * a gap needs replay, and where a replay starts and hands off (on the platform's clock).
+ * Where the consumer stands, pure: the cursor a commit carries, what is committed through, a gap's span
+ * and whether it needs replay, and platform times estimated on our clock (erring on the safe side).
  */
 import {
   PASS_END_REASONS,
@@ -11,11 +11,6 @@ import {
 } from '../warehouse/cursors.ts';
 import type { MachineState } from './consumer-machine.ts';
 import type { DataFrame } from './types.ts';
-
-/**
- * Pure helpers of the transition function around the cursor and the micro-batch: what a commit
- * carries, when a gap needs replay, and where the replay starts and hands off (on the platform's clock).
- */
 
 export function parseTime(value: string | undefined): number | undefined {
   if (typeof value !== 'string') return undefined;
@@ -161,98 +156,17 @@ export function gapDescription(s: MachineState): string {
   return `gap since ${iso(s.gapStartMs)}: replay`;
 }
 
-/** The poke's `ts` is the platform's clock: remember how far it is from ours. */
-export function notePlatformTime(s: MachineState, payload: unknown, receivedAt: number): void {
-  const ts = parseTime((payload as { ts?: string } | null)?.ts);
-  if (ts !== undefined) s.platformOffsetMs = ts - receivedAt;
-}
-
-/**
- * The gap's replay plan with T on the platform's clock (STATE-MACHINE.md, "Which clock T is on"):
- * the gap start (our clock) shifted by the offset the last poke showed, and always after the newest
- * committed `created_at`: an event already committed (a replay re-sends it) is never the hand-off,
- * however early a skewed clock or a slow poke put T.
- */
-export function planReplay(s: MachineState, nowMs: number): ReturnType<typeof planGapFill> {
-  if (s.options.role === 'pass') {
-    // A pass reads the reconciliation stream from where its last pass left off, up to now; a pass over
-    // the replay (its connection knows the date) up to its target.
-    return {
-      replayDate: '',
-      catchUpAtMs: s.options.passReplay?.catchUpAtMs ?? platformTime(s, nowMs),
-      tooLong: undefined,
-    };
-  }
-  const offset = s.platformOffsetMs ?? 0;
-  const gapStart = s.gapStartMs ?? nowMs;
-  const plan = planGapFill(nowMs + offset, gapStart + offset, s.options);
-  const newest = parseTime(s.cursor.newestCreatedAt);
-  // created_at has millisecond precision: one millisecond later is the first instant not yet committed.
-  const afterNewest = newest === undefined ? undefined : newest + 1;
-  return afterNewest !== undefined && afterNewest > plan.catchUpAtMs
-    ? { ...plan, catchUpAtMs: afterNewest }
-    : plan;
-}
-
-/**
- * How to fill a gap in the main stream, as a pure function of "now" and the gap start T
- * (docs/platform.md, "Replay"): replay from T's UTC date until an event with `created_at` ≥ T arrives,
- * then reconnect the main stream, which resumes from its own server-side checkpoint.
- *
- * Two limits bend that plan:
- * - Replay serves only `replayMaxDays` back: replay from the earliest date it serves, and report
- *   [T, that date) as a gap for a REST backfill. The earliest date is taken one day inside the limit,
- *   because "30 days back" may be counted inclusively or not by different servers.
- * - The platform keeps a stream's checkpoint only `checkpointRetentionDays` after a disconnect: past
- *   that, the stream will not resume at T, so the replay must run up to the present (catch-up at
- *   "now") instead of up to T.
- */
-const DAY_MS = 86_400_000;
-
-export interface GapFillPlan {
-  /** `YYYY-MM-DD` (UTC) for `/replay?date=`. */
-  replayDate: string;
-  /** The replay has caught up at the first event with `created_at` ≥ this time (ms). */
-  catchUpAtMs: number;
-  /** Set when the gap is longer than replay or the stream checkpoint can cover. */
-  tooLong: StreamGap | undefined;
-}
-
-export interface GapLimits {
-  replayMaxDays: number;
-  checkpointRetentionDays: number;
-}
-
-export function planGapFill(nowMs: number, gapStartMs: number, limits: GapLimits): GapFillPlan {
-  const gapDate = utcDate(gapStartMs);
-  const earliestDate = utcDate(nowMs - Math.max(0, limits.replayMaxDays - 1) * DAY_MS);
-  const checkpointExpired = nowMs - gapStartMs > limits.checkpointRetentionDays * DAY_MS;
-  const catchUpAtMs = checkpointExpired ? nowMs : gapStartMs;
-  if (gapDate < earliestDate) {
-    return {
-      replayDate: earliestDate,
-      catchUpAtMs,
-      tooLong: {
-        from: new Date(gapStartMs).toISOString(),
-        to: `${earliestDate}T00:00:00.000Z`,
-        reason: 'beyond-replay',
-      },
-    };
-  }
-  return {
-    replayDate: gapDate,
-    catchUpAtMs,
-    tooLong: checkpointExpired
-      ? {
-          from: new Date(gapStartMs).toISOString(),
-          to: new Date(nowMs).toISOString(),
-          reason: 'stream-checkpoint-expired',
-        }
-      : undefined,
-  };
-}
-
 /** `YYYY-MM-DD` of a time, in UTC. */
 export function utcDate(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
+}
+
+/**
+ * Before the first poke, a connection's `Date` header (whole seconds: +500 ms is its midpoint) says how
+ * far the platform's clock is from ours; the pokes' `ts` refine it (consumer-frame.ts).
+ */
+export function noteDateHeader(s: MachineState, serverTimeMs: number | undefined, now: number): void {
+  if (serverTimeMs !== undefined && s.platformOffsetMs === undefined) {
+    s.platformOffsetMs = serverTimeMs + 500 - now;
+  }
 }

@@ -36,7 +36,13 @@ export function classifyFrame(frame: SseFrame): ClassifiedFrame {
     if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
       return { kind: 'bad', event: frame.event, text: frame.data, reason: 'data frame is not a JSON object' };
     }
-    return { kind: 'data', payload, createdAt: extractCreatedAt(payload) };
+    const createdAt = extractCreatedAt(payload);
+    return {
+      kind: 'data',
+      payload,
+      createdAt,
+      createdAtMs: createdAt === undefined ? undefined : Date.parse(createdAt),
+    };
   }
   if (frame.event === 'poke') {
     let payload: unknown = frame.data;
@@ -45,7 +51,9 @@ export function classifyFrame(frame: SseFrame): ClassifiedFrame {
     } catch {
       // A poke's body is informational (members count); its arrival is what matters.
     }
-    return { kind: 'poke', payload };
+    const ts = (payload as { ts?: unknown } | null)?.ts;
+    const tsMs = typeof ts === 'string' ? Date.parse(ts) : Number.NaN;
+    return { kind: 'poke', payload, tsMs: Number.isNaN(tsMs) ? undefined : tsMs };
   }
   return { kind: 'other', event: frame.event, data: frame.data };
 }

@@ -4,7 +4,7 @@
  * effect (`flush`).
  */
 import { type Effect, type FrameList, type MachineState, NO_FRAMES } from './consumer-machine.ts';
-import { nextPosition, samePosition } from './consumer-position.ts';
+import { nextPosition, parseTime, samePosition } from './consumer-position.ts';
 import type { CommitReason, DataFrame, StreamVia } from './types.ts';
 
 /** A new list: `list` with `frame` appended (`list` itself is unchanged). */
@@ -57,33 +57,54 @@ export function flush(
 }
 
 /**
- * Buffers `item` for the next micro-batch (O(1): the buffer is a persistent list, consumer-machine.ts; the
- * list the state had before is unchanged, so a state `next` was given never sees the frame).
+ * What a micro-batch does after a frame: `if-due` commits it when it is due (`microBatch.maxFrames`
+ * frames, `maxBytes` of data, or its oldest frame `maxWaitMs` old, whichever comes first); `quiet` (a
+ * poke that found nothing of its connection uncommitted) commits the quiet mark when the cursor does not
+ * carry one past its newest `created_at` yet; `none` (the connection ends, and its end commits) only
+ * buffers.
  */
-export function push(s: MachineState, now: number, via: StreamVia, item: DataFrame): void {
-  if (s.buffer.length === 0) s.bufferSince = now;
-  s.bufferVia = via;
-  s.buffer = appendFrame(s.buffer, item);
-  s.bufferBytes += item.bytes;
-}
+export type AfterFrame = 'if-due' | 'quiet' | 'none';
 
 /**
- * Buffers a data or bad frame and commits the batch when it is due: `microBatch.maxFrames` frames,
- * `maxBytes` of data, or its oldest frame `maxWaitMs` old, whichever comes first.
+ * A frame's one step into the micro-batch: buffers `item` (a data or bad frame; none for a poke or
+ * another event), then commits as `after` says. Returns whether a commit was asked for.
  */
 export function takeIntoBatch(
   s: MachineState,
   fx: Effect[],
   now: number,
   via: StreamVia,
-  item: DataFrame,
-): void {
-  push(s, now, via, item);
-  flushIfDue(s, fx, now, via);
+  item: DataFrame | undefined,
+  after: AfterFrame,
+): boolean {
+  if (item) push(s, now, via, item);
+  if (after === 'quiet') {
+    // The first such poke after data commits it: a crash's gap, and a pass judging what this connection
+    // could still commit, start there (not at the next 60 s heartbeat).
+    const pending = s.committing?.cursor ?? s.cursor;
+    const committedQuiet = parseTime(pending.quietAt);
+    const newest = parseTime(pending.newestCreatedAt);
+    if (committedQuiet === undefined || (newest !== undefined && committedQuiet < newest)) {
+      return flush(s, fx, now, via, 'heartbeat', true);
+    }
+    return false;
+  }
+  return after === 'if-due' && flushIfDue(s, fx, now, via);
+}
+
+/**
+ * Buffers `item` for the next micro-batch (O(1): the buffer is a persistent list, consumer-machine.ts; the
+ * list the state had before is unchanged, so a state `next` was given never sees the frame).
+ */
+function push(s: MachineState, now: number, via: StreamVia, item: DataFrame): void {
+  if (s.buffer.length === 0) s.bufferSince = now;
+  s.bufferVia = via;
+  s.buffer = appendFrame(s.buffer, item);
+  s.bufferBytes += item.bytes;
 }
 
 /** Commits the batch if it is due (size, bytes, age); returns whether a commit was asked for. */
-export function flushIfDue(s: MachineState, fx: Effect[], now: number, via: StreamVia): boolean {
+function flushIfDue(s: MachineState, fx: Effect[], now: number, via: StreamVia): boolean {
   const { microBatch } = s.options;
   if (s.buffer.length >= microBatch.maxFrames) return flush(s, fx, now, via, 'count', false);
   if (s.bufferBytes >= microBatch.maxBytes) return flush(s, fx, now, via, 'bytes', false);

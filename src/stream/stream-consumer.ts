@@ -9,20 +9,19 @@ import { silentLogger } from '../log/logger.ts';
 import { redactedMessage } from '../redact/redact-secrets.ts';
 import { type Clock, MAX_TIMER_MS, systemClock } from '../time/clock.ts';
 import type { StreamCursorValue } from '../warehouse/cursors.ts';
+import { classifyOpenFailure } from './consumer-connection.ts';
 import {
   type ConsumerEvent,
-  classifyOpenFailure,
   copyStreamCounters,
   type Effect,
   initialMachineState,
   type MachineState,
   type PassOutcome,
-  quietForMs,
-  readTimers,
   WAITING_EFFECTS,
 } from './consumer-machine.ts';
 import { resolveStreamConsumerOptions, type StreamConsumerOptionsInput } from './consumer-options.ts';
 import { parseTime } from './consumer-position.ts';
+import { quietForMs, readTimers } from './consumer-waits.ts';
 import { next } from './next-consumer-state.ts';
 import { readSseFrameBatches } from './sse-reader.ts';
 import { EarlierWriteFailed } from './stream-writer.ts';
@@ -97,7 +96,7 @@ export class StreamConsumer {
 
   /**
    * How long this consumer has been idle in the sense of `--exit-when-idle` (ms, 0 when not idle):
-   * live, pokes arriving, no data, nothing buffered. See consumer-machine.ts and STATE-MACHINE.md, "Idle".
+   * live, pokes arriving, no data, nothing buffered. See consumer-waits.ts and STATE-MACHINE.md, "Idle".
    */
   quietForMs(): number {
     const m = this.#machine;

@@ -37,10 +37,13 @@ export interface SseOversizedFrame {
 
 export type SseFrame = SseEventFrame | SseOversizedFrame;
 
-/** What a frame means to the consumer. */
+/**
+ * What a frame means to the consumer. Its platform times come read: a data frame's `created_at`
+ * (`createdAtMs`), a poke's `ts` (`tsMs`: the platform's clock when it poked).
+ */
 export type ClassifiedFrame =
-  | { kind: 'data'; payload: unknown; createdAt: string | undefined }
-  | { kind: 'poke'; payload: unknown }
+  | { kind: 'data'; payload: unknown; createdAt: string | undefined; createdAtMs: number | undefined }
+  | { kind: 'poke'; payload: unknown; tsMs: number | undefined }
   | { kind: 'other'; event: string; data: string }
   | { kind: 'bad'; event: string | undefined; text: string; reason: string };
 

@@ -18,7 +18,8 @@ import {
   UnexpectedResponseError,
   UserFacingError,
 } from '../../src/errors/index.ts';
-import { classifyOpenFailure, type OpenFailureKind } from '../../src/stream/consumer-machine.ts';
+import { classifyOpenFailure } from '../../src/stream/consumer-connection.ts';
+import type { OpenFailureKind } from '../../src/stream/consumer-machine.ts';
 
 const answer = {
   method: 'GET',

@@ -13,11 +13,13 @@ describe('classifyFrame', () => {
       kind: 'data',
       payload: record,
       createdAt: '2026-03-01T10:00:00.123Z',
+      createdAtMs: Date.parse('2026-03-01T10:00:00.123Z'),
     });
     expect(classifyFrame(frame('data', '{"id":"c1","action":"create"}'))).toEqual({
       kind: 'data',
       payload: { id: 'c1', action: 'create' },
       createdAt: undefined,
+      createdAtMs: undefined,
     });
   });
 
@@ -32,14 +34,19 @@ describe('classifyFrame', () => {
     expect(classifyFrame(frame('data', 'null'))).toMatchObject({ kind: 'bad' });
   });
 
-  it('treats pokes as pokes even when their body is not JSON', () => {
+  it('treats pokes as pokes even when their body is not JSON, reading their ts when it is a time', () => {
     expect(
       classifyFrame(frame('poke', '{"ts":"2017-11-28T15:49:35.700Z","members":{"count":1,"max":3}}')),
     ).toEqual({
       kind: 'poke',
       payload: { ts: '2017-11-28T15:49:35.700Z', members: { count: 1, max: 3 } },
+      tsMs: Date.parse('2017-11-28T15:49:35.700Z'),
     });
-    expect(classifyFrame(frame('poke', 'ping'))).toEqual({ kind: 'poke', payload: 'ping' });
+    expect(classifyFrame(frame('poke', 'ping'))).toEqual({ kind: 'poke', payload: 'ping', tsMs: undefined });
+    expect(classifyFrame(frame('poke', '{"ts":"not a time"}'))).toMatchObject({
+      kind: 'poke',
+      tsMs: undefined,
+    });
   });
 
   it('reports other event names as other', () => {

@@ -1,8 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { PermanentError } from '../../src/errors/index.ts';
-import { classifyOpenFailure, idleDelay } from '../../src/stream/consumer-machine.ts';
-import { planGapFill, utcDate } from '../../src/stream/consumer-position.ts';
+import { classifyOpenFailure } from '../../src/stream/consumer-connection.ts';
+import { utcDate } from '../../src/stream/consumer-position.ts';
+import { planGapFill } from '../../src/stream/consumer-replay.ts';
+import { idleDelay } from '../../src/stream/consumer-waits.ts';
 
 const DAY = 86_400_000;
 const limits = { replayMaxDays: 30, checkpointRetentionDays: 7 };

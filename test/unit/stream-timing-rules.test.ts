@@ -6,9 +6,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { quietForMs, reconnectDelay } from '../../src/stream/consumer-machine.ts';
 import type { StreamConsumerOptionsInput } from '../../src/stream/consumer-options.ts';
 import { CLOCK_ESTIMATE_TOLERANCE_MS } from '../../src/stream/consumer-position.ts';
+import { quietForMs, reconnectDelay } from '../../src/stream/consumer-waits.ts';
 import { StreamConsumer } from '../../src/stream/stream-consumer.ts';
 import type { DataFrame, StreamState } from '../../src/stream/types.ts';
 import type { Clock } from '../../src/time/clock.ts';
