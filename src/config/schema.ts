@@ -326,7 +326,7 @@ export const configSchema = z.object({
       /**
        * streams.reconcile: a pass of each org's reconciliation stream (re-delivers what the primary
        * stream lost; sooner after a gap, `stream.passAfterGapSeconds`). The platform keeps the stream's
-       * position 7 days: keep this well below.
+       * checkpoint 7 days: keep this well below.
        */
       reconcileStreamMinutes: z.coerce.number().min(0).default(60),
       /** connections.reconcile over the last `reconcileDays` days: fills what the stream missed. */

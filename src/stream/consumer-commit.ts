@@ -4,6 +4,7 @@
  * unclean end (its gap goes into the cursor), a stop, the end of a pass.
  */
 import type { UncleanEndReason } from '../warehouse/cursors.ts';
+import { gapDescription, gapNeedsReplay, openGap, uncleanGap } from './consumer-cursor.ts';
 import {
   type ConsumerEvent,
   type Effect,
@@ -16,7 +17,6 @@ import {
   toReplaying,
   transition,
 } from './consumer-machine.ts';
-import { gapDescription, gapNeedsReplay, openGap, uncleanGap } from './consumer-position.ts';
 import { holdDelay } from './consumer-waits.ts';
 import { flush } from './micro-batch.ts';
 import type { CommitReason } from './types.ts';

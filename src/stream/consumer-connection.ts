@@ -5,6 +5,7 @@
  */
 import { classifyFailure } from '../errors/index.ts';
 import { hold, stop, uncleanEnd } from './consumer-commit.ts';
+import { openGap } from './consumer-cursor.ts';
 import {
   type ConnectionEnd,
   type ConnectionState,
@@ -17,7 +18,6 @@ import {
   openConnection,
   transition,
 } from './consumer-machine.ts';
-import { openGap } from './consumer-position.ts';
 import { giveUpReplay, replayFailed } from './consumer-replay.ts';
 import { backOff, idleDelay, nextBackoff, rateLimitedDelay } from './consumer-waits.ts';
 import { flush } from './micro-batch.ts';

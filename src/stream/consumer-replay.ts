@@ -6,6 +6,15 @@
 import type { PassEndReason, StreamGap } from '../warehouse/cursors.ts';
 import { endPass, hold, retryHeld, stop } from './consumer-commit.ts';
 import {
+  committedThrough,
+  iso,
+  parseTime,
+  platformTime,
+  platformTimeEarly,
+  platformTimeLate,
+  utcDate,
+} from './consumer-cursor.ts';
+import {
   type ConnectionEnd,
   type ConnectionState,
   type ConsumerEvent,
@@ -17,15 +26,6 @@ import {
   toConnecting,
   transition,
 } from './consumer-machine.ts';
-import {
-  committedThrough,
-  iso,
-  parseTime,
-  platformTime,
-  platformTimeEarly,
-  platformTimeLate,
-  utcDate,
-} from './consumer-position.ts';
 import { backOff, nextBackoff } from './consumer-waits.ts';
 import { flush } from './micro-batch.ts';
 
@@ -229,7 +229,7 @@ export function giveUpReplay(
 
 /**
  * A pass's connection ended uncleanly: what the platform had sent it and it had not committed is gone
- * from the stream it reads (the reconciliation stream moved its position on send). The gap runs from what
+ * from the stream it reads (the reconciliation stream moved its checkpoint on send). The gap runs from what
  * this connection committed (or, with nothing committed, where the pass's delivery began) to now.
  */
 export function passCut(s: MachineState, fx: Effect[], now: number, reason: PassEndReason): void {

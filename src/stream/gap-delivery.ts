@@ -7,7 +7,7 @@
 
 import { CONNECTION_EVENTS_SINCE, REPLAY_RETENTION_DAYS } from '../validic/platform-limits.ts';
 import type { GapHandledBy } from '../warehouse/stream-bookkeeping.ts';
-import { utcDate } from './consumer-position.ts';
+import { utcDate } from './consumer-cursor.ts';
 
 const DAY_MS = 86_400_000;
 

@@ -14,7 +14,7 @@ import {
   readRunningDeliveries,
   recordStreamGap,
 } from '../warehouse/stream-bookkeeping.ts';
-import { CLOCK_ESTIMATE_TOLERANCE_MS } from './consumer-position.ts';
+import { CLOCK_ESTIMATE_TOLERANCE_MS } from './consumer-cursor.ts';
 
 /** A running row with no sign of life for this long belongs to a process that is gone. */
 export const DELIVERY_DEAD_AFTER_MS = 120_000;

@@ -16,8 +16,8 @@
  * oldest are judged at once with the same rule.
  */
 import type { Clock } from '../time/clock.ts';
-import type { PrimarySlotPosition } from '../warehouse/stream-bookkeeping.ts';
-import { parseTime } from './consumer-position.ts';
+import type { PrimarySlotCursor } from '../warehouse/stream-bookkeeping.ts';
+import { parseTime } from './consumer-cursor.ts';
 import type { DataFrame } from './types.ts';
 
 /**
@@ -43,7 +43,7 @@ export interface PrimaryView {
  * commit and at least every `heartbeatCommitMs` while only pokes arrive).
  */
 export function primaryView(
-  slots: readonly PrimarySlotPosition[],
+  slots: readonly PrimarySlotCursor[],
   nowMs: number,
   liveWithinMs: number,
 ): PrimaryView {
@@ -142,8 +142,8 @@ export class MissedJudge {
   async #take(batch: DataFrame[]): Promise<void> {
     const keyed = batch.map((frame) => ({ frame, key: versionKey(frame) }));
     const keys = keyed.flatMap((k) => (k.key ? [k.key] : []));
-    // The primary first, then what the warehouse holds: the primary commits its data and its position in
-    // one transaction, so whatever the position read here has passed is visible to the read after it.
+    // The primary first, then what the warehouse holds: the primary commits its data and its cursor in
+    // one transaction, so whatever the cursor read here has passed is visible to the read after it.
     // (The other order judged the primary's batch landing in between as missed.)
     const view = await this.#deps.primary();
     const absent = keys.length > 0 ? await this.#deps.absent(keys) : new Set<string>();

@@ -3,8 +3,9 @@
  * they reach. A frame read by the machine enters here once (`takeIntoBatch`), and leaves in a `commit`
  * effect (`flush`).
  */
+
+import { nextCursor, parseTime, sameCursor } from './consumer-cursor.ts';
 import { type Effect, type FrameList, type MachineState, NO_FRAMES } from './consumer-machine.ts';
-import { nextPosition, parseTime, samePosition } from './consumer-position.ts';
 import type { CommitReason, DataFrame, StreamVia } from './types.ts';
 
 /** A new list: `list` with `frame` appended (`list` itself is unchanged). */
@@ -41,8 +42,8 @@ export function flush(
   // A new array for the commit (the buffer is a persistent list, consumer-machine.ts): what the commit carries
   // is never shared with the buffer that goes on filling, nor with the state `next` was given.
   const frames = held ? [...held.frames, ...framesInOrder(s.buffer)] : framesInOrder(s.buffer);
-  const next = nextPosition(s, frames);
-  if (frames.length === 0 && (!cursorOnly || samePosition(next, s.committing?.cursor ?? s.cursor))) {
+  const next = nextCursor(s, frames);
+  if (frames.length === 0 && (!cursorOnly || sameCursor(next, s.committing?.cursor ?? s.cursor))) {
     s.lastCommitAt = now;
     return false;
   }

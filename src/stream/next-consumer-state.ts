@@ -21,6 +21,7 @@
 
 import { commitFailed, committed, heldContinue, retryHeld, stop, uncleanEnd } from './consumer-commit.ts';
 import { connected, liveEnded, openFailed, staleDropped, tick } from './consumer-connection.ts';
+import { gapDescription, gapNeedsReplay, noteDateHeader, parseTime, pickCursor } from './consumer-cursor.ts';
 import { keepFrame, readFrame } from './consumer-frame.ts';
 import {
   type ConsumerEvent,
@@ -33,13 +34,6 @@ import {
   toConnecting,
   toReplaying,
 } from './consumer-machine.ts';
-import {
-  gapDescription,
-  gapNeedsReplay,
-  noteDateHeader,
-  parseTime,
-  pickPosition,
-} from './consumer-position.ts';
 import { replayClaimed, replayEnded, replayNext, replayOpened } from './consumer-replay.ts';
 import type { StreamVia } from './types.ts';
 
@@ -153,7 +147,7 @@ function start(
   now: number,
   loaded: NonNullable<MachineState['cursor']>,
 ): void {
-  s.cursor = pickPosition(loaded);
+  s.cursor = pickCursor(loaded);
   s.committing = undefined;
   s.lastStreamFrameAt = parseTime(loaded.lastLiveAt);
   // Not live yet: the gap runs from the last disconnect, or from the last sign of life if the

@@ -29,16 +29,16 @@ import {
   type PassTrigger,
   type ReconcilePassRow,
   readLastReconcilePass,
-  readPrimaryPositions,
+  readPrimaryCursors,
   recordStreamGap,
   startReconcilePass,
   touchReconcilePass,
   updateReconcilePass,
   type VersionKey,
 } from '../warehouse/stream-bookkeeping.ts';
+import { CLOCK_ESTIMATE_TOLERANCE_MS, committedThroughOf } from './consumer-cursor.ts';
 import type { PassOutcome } from './consumer-machine.ts';
 import { resolveStreamConsumerOptions, type StreamConsumerOptionsInput } from './consumer-options.ts';
-import { CLOCK_ESTIMATE_TOLERANCE_MS, committedThroughOf } from './consumer-position.ts';
 import { midnightOf } from './gap-delivery.ts';
 import { MissedJudge, primaryView } from './judge-missed.ts';
 import { openSse } from './sse-reader.ts';
@@ -106,7 +106,7 @@ export async function findReconcileStream(
  * creation before its first pass (it re-delivers from then on); after a pass, where that pass left the
  * stream (`next_cover_from`: its own start of coverage when it ended with nothing in flight, else when it
  * stopped reading: what the stream had sent it and it had not committed is gone); after more than 7 days
- * unconnected, now (the platform no longer keeps the position).
+ * unconnected, now (the platform no longer keeps the checkpoint).
  */
 export function nextStreamCoverFrom(
   last: ReconcilePassRow | undefined,
@@ -263,7 +263,7 @@ export async function runDelivery(options: DeliveryOptions): Promise<ReconcilePa
     // least that often), with some room for a slow commit.
     primary: async () =>
       primaryView(
-        await readPrimaryPositions(warehouse.db, orgId, primaryName),
+        await readPrimaryCursors(warehouse.db, orgId, primaryName),
         platformNow(),
         consumerOptions.heartbeatCommitMs + consumerOptions.staleAfterMs,
       ),

@@ -17,12 +17,12 @@ import {
   isStreamGapOpen,
   readLastReconcilePass,
   readOpenStreamGaps,
-  readPrimaryPositions,
+  readPrimaryCursors,
   recordStreamGap,
 } from '../warehouse/stream-bookkeeping.ts';
+import { committedThroughOf, utcDate } from './consumer-cursor.ts';
 import { emptyStreamCounters } from './consumer-machine.ts';
 import type { StreamConsumerOptionsInput } from './consumer-options.ts';
-import { committedThroughOf, utcDate } from './consumer-position.ts';
 import { gapFiller, splitAtReplayReach } from './gap-delivery.ts';
 import { closeDeadDeliveries } from './interrupted-deliveries.ts';
 import type { EnqueueGapBackfill } from './reconcile-org.ts';
@@ -190,7 +190,7 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
    */
   const deliveryStart = async (slot: number): Promise<string> => {
     let least: number | undefined;
-    for (const other of await readPrimaryPositions(warehouse.db, orgId, settings.name)) {
+    for (const other of await readPrimaryCursors(warehouse.db, orgId, settings.name)) {
       const heard = Date.parse(other.lastLiveAt ?? '');
       if (other.slot === slot || !(now() - heard < STREAM_CHECKPOINT_RETENTION_DAYS * 86_400_000)) continue;
       const through = committedThroughOf(other);
@@ -339,7 +339,7 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
       warehouse,
       orgId,
       cursor,
-      // Beside the position, for `status`; loadCursor's reader ignores them.
+      // Beside the cursor, for `status`; loadCursor's reader ignores them.
       extra: { streamId: stream.id, slot },
       log: consumerLog,
       now,
@@ -377,12 +377,12 @@ export async function startOrgStream(options: OrgStreamOptions): Promise<OrgStre
           ),
         commit: writer.commit,
         loadCursor: async () => {
-          const position = {
+          const stored = {
             connectedSince: new Date(platformNow()).toISOString(),
             ...(await readCursor(warehouse.db, orgId, cursor)),
           };
-          if (committedThroughOf(position) !== undefined) return position;
-          return { ...position, deliveryFrom: await deliveryStart(slot) };
+          if (committedThroughOf(stored) !== undefined) return stored;
+          return { ...stored, deliveryFrom: await deliveryStart(slot) };
         },
         onGap: (gap) => onGap(slot, gap),
         claimReplay: () => claimReplay(slot),

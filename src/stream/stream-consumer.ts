@@ -10,6 +10,7 @@ import { redactedMessage } from '../redact/redact-secrets.ts';
 import { type Clock, MAX_TIMER_MS, systemClock } from '../time/clock.ts';
 import type { StreamCursorValue } from '../warehouse/cursors.ts';
 import { classifyOpenFailure } from './consumer-connection.ts';
+import { parseTime } from './consumer-cursor.ts';
 import {
   type ConsumerEvent,
   copyStreamCounters,
@@ -20,7 +21,6 @@ import {
   WAITING_EFFECTS,
 } from './consumer-machine.ts';
 import { resolveStreamConsumerOptions, type StreamConsumerOptionsInput } from './consumer-options.ts';
-import { parseTime } from './consumer-position.ts';
 import { quietForMs, readTimers } from './consumer-waits.ts';
 import { next } from './next-consumer-state.ts';
 import { readSseFrameBatches } from './sse-reader.ts';

@@ -41,7 +41,7 @@ export function toRawItems(frames: DataFrame[]): RawItem[] {
 export interface StreamWriterOptions {
   warehouse: Warehouse;
   orgId: string;
-  /** The connection's cursor; `extra` fields (stream id, slot) are stored beside the position for `status`. */
+  /** The connection's cursor; `extra` fields (stream id, slot) are stored beside it for `status`. */
   cursor: Cursor<StreamCursorValue, any>;
   extra: Record<string, unknown>;
   log: Logger;
@@ -65,14 +65,14 @@ export function createStreamWriter(
     async (
       prepared: Awaited<ReturnType<typeof prepareBatch>>,
       frames: DataFrame[],
-      position: StreamCursorValue,
+      cursorValue: StreamCursorValue,
       meta: CommitMeta,
     ) => {
       const startedAt = now();
       const result = await applyPreparedBatch(
         warehouse,
         prepared,
-        { cursors: [cursor.write({ ...position, ...options.extra })] },
+        { cursors: [cursor.write({ ...cursorValue, ...options.extra })] },
         { log },
       );
       options.onWritten({ frames, meta, result, startedAt, committedAt: now() });
@@ -81,15 +81,15 @@ export function createStreamWriter(
     // A held batch's retry decides whether the consumer reads on (`holding` → resume): it must have
     // landed, not merely started, or reading would resume on a write that may still fail (a database
     // outage then let the primary read on, its frames failing one write after another).
-    (_prepared, _frames, _position, meta) => meta.reason === 'retry',
+    (_prepared, _frames, _cursorValue, meta) => meta.reason === 'retry',
   );
   return {
     // Normalized here, before the pipeline waits for the previous write: the two overlap (its COPY text too).
-    commit: async (frames, position, meta) =>
+    commit: async (frames, cursorValue, meta) =>
       pipeline.commit(
         await prepareBatch({ orgId, arrivedVia: meta.via, items: toRawItems(frames) }, { encodeAhead: true }),
         frames,
-        position,
+        cursorValue,
         meta,
       ),
     drain: () => pipeline.drain(),

@@ -482,10 +482,10 @@ export async function readStreamLastHeard(
 }
 
 /**
- * The primary stream's committed positions, one per connection slot (its cursors), for a delivery that
+ * The primary stream's cursors, one per connection slot, for a delivery that
  * judges what the primary could not have committed (src/stream/judge-missed.ts).
  */
-export interface PrimarySlotPosition {
+export interface PrimarySlotCursor {
   slot: number;
   deliveryFrom?: string;
   connectedSince?: string;
@@ -496,12 +496,12 @@ export interface PrimarySlotPosition {
   platformOffsetMs?: number;
 }
 
-export async function readPrimaryPositions(
+export async function readPrimaryCursors(
   db: Kysely<Database>,
   orgId: string,
   streamName: string,
-): Promise<PrimarySlotPosition[]> {
-  const out: PrimarySlotPosition[] = [];
+): Promise<PrimarySlotCursor[]> {
+  const out: PrimarySlotCursor[] = [];
   for (let slot = 0; slot < MAX_STREAM_CONNECTIONS; slot++) {
     const value = await readCursor(db, orgId, streamCursor(streamName, slot));
     if (!value) continue;
@@ -533,7 +533,7 @@ export async function readPrimaryStreamSpan(
 ): Promise<{ fromMs: number; throughMs: number } | undefined> {
   let fromMs = Infinity;
   let throughMs: number | undefined;
-  for (const slot of await readPrimaryPositions(db, orgId, streamName)) {
+  for (const slot of await readPrimaryCursors(db, orgId, streamName)) {
     const from = Date.parse(slot.connectedSince ?? '');
     if (Number.isFinite(from)) fromMs = Math.min(fromMs, from);
     const marks = [Date.parse(slot.newestCreatedAt ?? ''), Date.parse(slot.quietAt ?? '')].filter(

@@ -7,8 +7,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { PermanentError } from '../../src/errors/index.ts';
+import { CLOCK_ESTIMATE_TOLERANCE_MS, utcDate } from '../../src/stream/consumer-cursor.ts';
 import type { StreamConsumerOptionsInput } from '../../src/stream/consumer-options.ts';
-import { CLOCK_ESTIMATE_TOLERANCE_MS, utcDate } from '../../src/stream/consumer-position.ts';
 import { StreamConsumer } from '../../src/stream/stream-consumer.ts';
 import type { CommitMeta, DataFrame, SseSource, StreamState } from '../../src/stream/types.ts';
 import type { Clock } from '../../src/time/clock.ts';

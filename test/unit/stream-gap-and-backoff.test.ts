@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { PermanentError } from '../../src/errors/index.ts';
 import { classifyOpenFailure } from '../../src/stream/consumer-connection.ts';
-import { utcDate } from '../../src/stream/consumer-position.ts';
+import { utcDate } from '../../src/stream/consumer-cursor.ts';
 import { planGapFill } from '../../src/stream/consumer-replay.ts';
 import { idleDelay } from '../../src/stream/consumer-waits.ts';
 

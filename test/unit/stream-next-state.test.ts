@@ -7,6 +7,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { CLOCK_ESTIMATE_TOLERANCE_MS } from '../../src/stream/consumer-cursor.ts';
 import {
   type ConsumerEvent,
   type Effect,
@@ -20,7 +21,6 @@ import {
   resolveStreamConsumerOptions,
   type StreamConsumerOptionsInput,
 } from '../../src/stream/consumer-options.ts';
-import { CLOCK_ESTIMATE_TOLERANCE_MS } from '../../src/stream/consumer-position.ts';
 import { framesInOrder } from '../../src/stream/micro-batch.ts';
 import { next } from '../../src/stream/next-consumer-state.ts';
 import type { SseFrame } from '../../src/stream/types.ts';

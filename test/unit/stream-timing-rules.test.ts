@@ -6,8 +6,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { CLOCK_ESTIMATE_TOLERANCE_MS } from '../../src/stream/consumer-cursor.ts';
 import type { StreamConsumerOptionsInput } from '../../src/stream/consumer-options.ts';
-import { CLOCK_ESTIMATE_TOLERANCE_MS } from '../../src/stream/consumer-position.ts';
 import { quietForMs, reconnectDelay } from '../../src/stream/consumer-waits.ts';
 import { StreamConsumer } from '../../src/stream/stream-consumer.ts';
 import type { DataFrame, StreamState } from '../../src/stream/types.ts';

@@ -23,7 +23,7 @@ export function iso(ms: number): string {
 }
 
 /** The fields of a stored cursor the consumer reads (the caller may store more). */
-export function pickPosition(loaded: StreamCursorValue): StreamCursorValue {
+export function pickCursor(loaded: StreamCursorValue): StreamCursorValue {
   const out: StreamCursorValue = {};
   if (typeof loaded.newestCreatedAt === 'string') out.newestCreatedAt = loaded.newestCreatedAt;
   if (typeof loaded.lastLiveAt === 'string') out.lastLiveAt = loaded.lastLiveAt;
@@ -44,7 +44,7 @@ export function pickPosition(loaded: StreamCursorValue): StreamCursorValue {
   return out;
 }
 
-export function samePosition(a: StreamCursorValue, b: StreamCursorValue): boolean {
+export function sameCursor(a: StreamCursorValue, b: StreamCursorValue): boolean {
   return (
     a.newestCreatedAt === b.newestCreatedAt &&
     a.lastLiveAt === b.lastLiveAt &&
@@ -58,7 +58,7 @@ export function samePosition(a: StreamCursorValue, b: StreamCursorValue): boolea
   );
 }
 
-export function nextPosition(s: MachineState, frames: DataFrame[]): StreamCursorValue {
+export function nextCursor(s: MachineState, frames: DataFrame[]): StreamCursorValue {
   // A commit still in flight (the same transition flushed twice) is the base: it lands first.
   const next: StreamCursorValue = { ...(s.committing?.cursor ?? s.cursor) };
   let newestMs = parseTime(next.newestCreatedAt);
@@ -128,12 +128,12 @@ export function committedThrough(s: MachineState): number | undefined {
 }
 
 /** `committedThrough` of a committed cursor alone (what a crash right now would leave). */
-export function committedThroughOf(position: StreamCursorValue): number | undefined {
-  const marks = [parseTime(position.newestCreatedAt), parseTime(position.quietAt)].filter(
+export function committedThroughOf(cursor: StreamCursorValue): number | undefined {
+  const marks = [parseTime(cursor.newestCreatedAt), parseTime(cursor.quietAt)].filter(
     (ms): ms is number => ms !== undefined,
   );
   if (marks.length > 0) return Math.max(...marks);
-  return parseTime(position.deliveryFrom);
+  return parseTime(cursor.deliveryFrom);
 }
 
 /**
