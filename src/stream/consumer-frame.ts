@@ -29,7 +29,7 @@ export function readFrame(
   // Checked per frame too: a replay that keeps sending data never reaches the timer.
   if (now >= c.deadline) {
     endConnection(c, fx, { kind: 'timed-out' });
-    keep(s, c, fx, now, frame, classified);
+    keepFrame(s, c, fx, now, frame, classified);
     return;
   }
   if (!c.delivered) {
@@ -115,24 +115,17 @@ function pokeEnds(s: MachineState, c: ConnectionState, stamped: number): Connect
   return s.options.role === 'pass' ? { kind: 'caught-up', why } : { kind: 'quiet', why };
 }
 
-/** Buffers a frame without acting on it (no state decisions), for frames left over at a close. */
+/**
+ * Buffers a frame without acting on it (no state decisions), for frames left over at a close (`readFrame`
+ * hands over the frame it classified already).
+ */
 export function keepFrame(
   s: MachineState,
   c: ConnectionState,
   fx: Effect[],
   now: number,
   frame: SseFrame,
-): void {
-  keep(s, c, fx, now, frame, classifyFrame(frame));
-}
-
-function keep(
-  s: MachineState,
-  c: ConnectionState,
-  fx: Effect[],
-  now: number,
-  frame: SseFrame,
-  classified: ClassifiedFrame,
+  classified: ClassifiedFrame = classifyFrame(frame),
 ): void {
   const { via } = c;
   if (via === 'stream') s.lastStreamFrameAt = frame.receivedAt;
