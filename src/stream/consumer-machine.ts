@@ -1,19 +1,15 @@
 /**
- * The stream consumer as data: the state, the events and the effects (below), the micro-batch's
- * persistent list, the counters; and the verbs every step of the transition function speaks (announce a
- * state, log, end a connection, go connecting or replaying, report a gap), each one effect.
+ * The stream consumer as data: the state the transition function (next-consumer-state.ts) works on, the
+ * events the driver (stream-consumer.ts) feeds it and the effects it asks the driver to perform; the
+ * micro-batch's persistent list and the counters; and the verbs every concern of the transition function
+ * speaks (announce a state, log, end a connection, go connecting or replaying, report a gap), each one
+ * effect. Nothing here does I/O or reads a clock: every event carries its own `now`, and an event after
+ * which the machine may back off carries `jitter`, one uniform draw in [0, 1) for the delay. See
+ * STATE-MACHINE.md next to this file.
  */
 import type { StreamConsumerOptions } from '../config/stream-options.ts';
 import type { StreamCursorValue, StreamGap } from '../warehouse/cursors.ts';
 import type { CommitReason, DataFrame, SseFrame, StreamCounters, StreamState, StreamVia } from './types.ts';
-
-/**
- * The stream consumer as data: the state the transition function (next-consumer-state.ts) works on,
- * the events the driver (stream-consumer.ts) feeds it and the effects it asks the driver to perform.
- * Nothing here does I/O or reads a clock: every event carries its own `now`, and an event after which
- * the machine may back off carries `jitter`, one uniform draw in [0, 1) for the delay.
- * See STATE-MACHINE.md next to this file.
- */
 
 /** Why an open connection ends; the machine acts on it once the driver has closed it (`closed`). */
 export type ConnectionEnd =

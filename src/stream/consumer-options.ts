@@ -12,8 +12,6 @@ import {
   type StreamConsumerOptions,
 } from '../config/stream-options.ts';
 
-/** The consumer's options as callers pass them (every field optional), merged with src/config/stream-options.ts. */
-
 /** Options as callers pass them: every field optional, nested groups merged with the defaults. */
 export type StreamConsumerOptionsInput = Partial<
   Omit<StreamConsumerOptions, 'backoff' | 'idleHygiene' | 'microBatch'>

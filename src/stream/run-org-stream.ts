@@ -1,5 +1,19 @@
 /**
- * One organization's stream, end to end, and the fleet-wide connection slots it takes (below).
+ * One organization's stream, end to end: find the configured stream by name (or create it, with the
+ * optional resource filter) and its reconciliation stream, then keep 1..3 connections to the primary,
+ * each a `StreamConsumer` (src/stream) whose commits go through the loader with the connection's
+ * cursor in the SAME transaction as the data.
+ *
+ * - Each connection has its own cursor (`stream:checkpoint:<name>:<slot>`, `streamCursor` in src/warehouse/cursors.ts),
+ *   so one connection's disconnect (its gap) is never erased by another connection's commits.
+ * - Under the worker, `acquireSlot` hands out fleet-wide lock slots (at most 3 per stream, the
+ *   platform's limit); the slot number names the cursor, so two processes never share one.
+ * - Gaps (unclean ends, replays that could not fill theirs) are recorded in `validic_sync.stream_gaps`
+ *   and left to the reconciliation stream (`requestPass` brings its next pass forward); what it cannot
+ *   reach any more gets one `records.backfill` of the gap's days through the injected `enqueue`.
+ * - One replay at a time per organization (per process): the other connections leave their gaps to it.
+ * - Hooks expose state changes, commits and gaps so the worker can attach its metrics.
+ * See README.md next to this file.
  */
 import type { OrganizationConfig } from '../config/schema.ts';
 import { httpStatusOf, UserFacingError } from '../errors/index.ts';
@@ -38,24 +52,6 @@ import { StreamConsumer } from './stream-consumer.ts';
 import { addLoadCounts, addStreamCounters, type OrgStreamSummary } from './stream-summary.ts';
 import { createStreamWriter } from './stream-writer.ts';
 import type { CommitMeta, DataFrame, ReplayClaim, StreamState } from './types.ts';
-
-/**
- * One organization's stream, end to end: find the configured stream by name (or create it, with the
- * optional resource filter) and its reconciliation stream, then keep 1..3 connections to the primary,
- * each a `StreamConsumer` (src/stream) whose commits go through the loader with the connection's
- * cursor in the SAME transaction as the data.
- *
- * - Each connection has its own cursor (`stream:checkpoint:<name>:<slot>`, `streamCursor` in src/warehouse/cursors.ts),
- *   so one connection's disconnect (its gap) is never erased by another connection's commits.
- * - Under the worker, `acquireSlot` hands out fleet-wide lock slots (at most 3 per stream, the
- *   platform's limit); the slot number names the cursor, so two processes never share one.
- * - Gaps (unclean ends, replays that could not fill theirs) are recorded in `validic_sync.stream_gaps`
- *   and left to the reconciliation stream (`requestPass` brings its next pass forward); what it cannot
- *   reach any more gets one `records.backfill` of the gap's days through the injected `enqueue`.
- * - One replay at a time per organization (per process): the other connections leave their gaps to it.
- * - Hooks expose state changes, commits and gaps so the worker can attach its metrics.
- * See README.md next to this file.
- */
 
 /** A commit as seen by metrics: `committedAt − frame.createdAt` is the lag, `− frame.receivedAt` the latency. */
 export interface StreamCommitEvent {

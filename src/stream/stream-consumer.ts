@@ -1,7 +1,16 @@
 /**
- * The stream consumer's driver, and what it leans on: the one connection's loop that performs the
- * transition function's effects, the sleep that wakes on a signal, and the pipelined commit that lets it
- * read the next micro-batch while the previous one is written.
+ * The stream consumer: keeps one main-stream connection live, detects stale connections, backs off on
+ * 422 rebalancing and errors, fills gaps with replay, and commits frames in micro-batches together with
+ * its cursor (STATE-MACHINE.md next to this file).
+ *
+ * Its decisions are a pure transition function (next-consumer-state.ts). `StreamConsumer` is the
+ * driver: it performs the effects the function asks for (open the stream or a replay, read it, commit,
+ * sleep, report a gap, announce a state change) and feeds what happened back as events, with the time.
+ * Everything outside is injected (`StreamConsumerDeps`). `run(signal)` drives the machine until the
+ * signal aborts (then it flushes what was fully received and resolves) or a permanent error (401/403,
+ * `PermanentError`, a commit that keeps failing) ends it (then it rejects with that error). Beside it:
+ * the sleep that wakes on a signal and the timer race its reads use. Its commits go through the
+ * pipelined writer (stream-writer.ts), which writes one micro-batch while the next is read.
  */
 import type { StreamConsumerOptions } from '../config/stream-options.ts';
 import { classifyFailure } from '../errors/index.ts';
@@ -33,19 +42,6 @@ import type {
   StreamCounters,
   StreamState,
 } from './types.ts';
-
-/**
- * The stream consumer: keeps one main-stream connection live, detects stale connections, backs off on
- * 422 rebalancing and errors, fills gaps with replay, and commits frames in micro-batches together
- * with its cursor (STATE-MACHINE.md next to this file).
- *
- * Its decisions are a pure transition function (next-consumer-state.ts). `StreamConsumer` is the
- * driver: it performs the effects the function asks for (open the stream or a replay, read it, commit,
- * sleep, report a gap, announce a state change) and feeds what happened back as events, with the
- * time. Everything outside is injected (`StreamConsumerDeps`). `run(signal)` drives the machine until
- * the signal aborts (then it flushes what was fully received and resolves) or a permanent error
- * (401/403, `PermanentError`, a commit that keeps failing) ends it (then it rejects with that error).
- */
 
 interface Connection {
   controller: AbortController;
