@@ -13,11 +13,6 @@ import { redactKnownSecrets } from '../redact/redact-secrets.ts';
 import { startTracing, type Tracing } from '../telemetry/start-tracing.ts';
 import type { Warehouse } from '../warehouse/open-warehouse.ts';
 
-/**
- * Runs one command's body with its context and turns the outcome into an exit code. Commands never
- * call process.exit themselves; this is the only place that sets the exit code.
- */
-
 export type CommandBody = (ctx: CommandContext) => Promise<number | undefined>;
 export type CommandRunner = (body: CommandBody) => Promise<void>;
 

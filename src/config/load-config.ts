@@ -1,6 +1,9 @@
 /**
- * Loading the config: defaults, the file, env and secret files merged and checked by the one schema;
- * and the commands' demand that at least one organization is configured.
+ * Loading the config: the JSON file (default `config/default.json`, or `VALIDIC_SYNC_CONFIG`, or
+ * `--config`), then the environment on top (env wins; secrets may come from `NAME_FILE` files, see
+ * secret-files.ts), checked by the one schema, every problem reported at once with the env name to set
+ * and the fix; and the commands' demand that at least one organization is configured. Called by entry
+ * points only: nothing parses config at import time, and library code never exits.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -9,14 +12,6 @@ import { ConfigError, type ConfigProblem, UsageError } from '../errors/index.ts'
 import { registerSecret } from '../redact/redact-secrets.ts';
 import { type Config, configSchema, type OrganizationConfig } from './schema.ts';
 import { readSecretFiles } from './secret-files.ts';
-
-/**
- * Loads the configuration: the JSON file (default `config/default.json`, or `VALIDIC_SYNC_CONFIG`, or
- * `--config`), then the environment on top (env wins; secrets may come from `NAME_FILE` files, see
- * secret-files.ts), then validation. Every problem is reported at
- * once, each with the env name to set and the fix. Called by entry points only: nothing parses config at
- * import time, and library code never exits.
- */
 
 /** Environment variable → path in the config object. Organization ones apply to organizations[0]. */
 const ENV_TO_KEY: Record<string, string> = {

@@ -1,17 +1,14 @@
 /**
- * The HTTP client's types: its options (with defaults), requests and their events, the budget it takes
- * tokens from, and the kind of platform endpoint a URL addresses (a bounded label for metrics).
+ * The HTTP client's public shapes: its options (each with its default), the per-request options, the
+ * event the `onRequest` hook sees, the budget it takes tokens from, the `HttpClient` interface
+ * (http-client.ts builds one), and the kind of platform endpoint a URL addresses (a bounded label for
+ * metrics).
  */
 import type { Dispatcher } from 'undici';
 import type { Logger } from '../log/logger.ts';
 import type { BackoffOptions } from '../time/backoff-delay.ts';
 import type { Clock } from '../time/clock.ts';
 import type { PlatformClock } from '../time/platform-clock.ts';
-
-/**
- * The HTTP client's public shapes: its options (each with its default), the per-request options, the
- * event the `onRequest` hook sees, and the `HttpClient` interface. http-client.ts builds one.
- */
 
 /** What the `onRequest` hook sees for every attempt (metrics attach here). Never carries the URL. */
 export interface RequestEvent {

@@ -1,6 +1,9 @@
 /**
  * What `status` (and the report, and the worker's gauges) says of each organization: cursors, the
- * ledger, quarantine, the queue, the streams and their reconciliation, the budget plan, the audit.
+ * ledger, quarantine, the queue, the streams and their reconciliation, the budget plan, the audit. Read
+ * from the warehouse and, when given, from Redis (queue depths, failed jobs, schedulers, stream slot
+ * holders). Read-only: it never migrates or writes. Works the same on PostgreSQL and on the embedded
+ * PGlite.
  */
 import type { Kysely } from 'kysely';
 import { type FirstSyncStatus, readFirstSyncStatus } from '../budget/first-sync.ts';
@@ -35,12 +38,6 @@ import {
 import { listKnownOrgIds, listShownRuns, readOrgDataSummary } from '../warehouse/summaries.ts';
 import { type LedgerSummary, summarizeLedger } from '../warehouse/window-ledger.ts';
 import { type AuditStatus, readAuditStatus } from './audit-status.ts';
-
-/**
- * What `validic-sync status` reports, read from the warehouse (cursors, records, backfill runs,
- * quarantine) and, when given, from Redis (queue depths, failed jobs, schedulers, stream slot holders).
- * Read-only: it never migrates or writes. Works the same on PostgreSQL and on the embedded PGlite.
- */
 
 export interface RunStatus extends LedgerSummary {
   id: string;

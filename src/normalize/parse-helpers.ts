@@ -1,15 +1,12 @@
 /**
- * What every parser of normalize/ shares: zod helpers that quarantine with a reason, the platform's
- * timestamps read strictly, the shape of a JSON value, and the raw JSON kept as it came (secrets redacted).
+ * What every parser of normalize/ shares: zod helpers that quarantine with a reason, tolerant where the
+ * platform is known to vary (ids as numbers, numeric strings, both timestamp forms) and strict where a
+ * value would be meaningless; the platform's timestamps read strictly, the shape of a JSON value, and the
+ * raw JSON kept as it came (secrets redacted).
  */
 import { z } from 'zod';
 import { isJsonNumberText, type JsonNumberText, jsonNumberText } from '../pipeline/exact-json.ts';
 import { refinePathSegment } from '../validic/platform-limits.ts';
-
-/**
- * Zod building blocks shared by the normalizers, tolerant where the platform is known to vary (ids as
- * numbers, numeric strings, both timestamp forms) and strict where a value would be meaningless.
- */
 
 /** A number kept exactly as sent (src/pipeline/exact-json.ts). */
 const numberTextSchema = z.custom<JsonNumberText>(isJsonNumberText, 'not a number');

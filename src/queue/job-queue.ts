@@ -1,6 +1,8 @@
 /**
- * The one BullMQ queue `jobs` under `redisPrefix`, and the BullMQ options of a job derived from its
- * definition.
+ * The one BullMQ queue every job of the catalog goes through (`jobs`, under `redisPrefix`), and the
+ * BullMQ options of a job derived from its definition. Priorities inside it put reconciliation and
+ * scheduled work before backfill windows. `enqueue` validates the payload against the job's zod schema
+ * before anything reaches Redis.
  */
 import { type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -9,12 +11,6 @@ import { dropRedis } from '../runtime/connect-redis.ts';
 import { bullmqTelemetry } from '../telemetry/start-tracing.ts';
 import type { EnqueueJob, PayloadSchemas } from './enqueue-job.ts';
 import { type JobDefinition, retryOptionsOf } from './job-definition.ts';
-
-/**
- * The BullMQ queue every job of the catalog goes through (one queue, `jobs`, under the config's
- * `redisPrefix`). Priorities inside it put reconciliation and scheduled work before backfill windows.
- * `enqueue` validates the payload against the job's zod schema before anything reaches Redis.
- */
 
 export const QUEUE_NAME = 'jobs';
 

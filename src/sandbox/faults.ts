@@ -1,14 +1,10 @@
 /**
  * The faults the sandbox can be told to show (the control API), and the request budget whose 429s one of
- * them turns on.
- */
-import { createPrng, type Prng } from './prng.ts';
-
-/**
- * Switchable faults. Every switch is off by default. Rates are probabilities per request (or per event)
+ * them turns on. Every switch is off by default. Rates are probabilities per request (or per event)
  * drawn from a PRNG seeded from the sandbox seed and re-seeded whenever faults are set, so the same
  * sequence of requests meets the same faults.
  */
+import { createPrng, type Prng } from './prng.ts';
 
 export type LegacyPaging = 'offset' | 'page' | 'page-and-offset';
 

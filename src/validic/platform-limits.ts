@@ -1,16 +1,12 @@
 /**
- * The platform's documented numbers and names, in one place (never bare literals elsewhere): its
- * limits, the v2 resource names, the v1 object names, what may go in a URL path segment, and the date
- * windows a request may span.
+ * The platform's documented numbers and names, in one place (docs/platform.md): its limits, the v2
+ * resource names, the v1 object names, what may go in a URL path segment, and the date windows a request
+ * may span. Code that plans windows, connections, replays or the request budget takes them from here,
+ * never as a bare literal.
  */
 
 import type { z } from 'zod';
 import { UsageError } from '../errors/index.ts';
-
-/**
- * The platform's documented numbers, in one place (docs/platform.md). Code that plans
- * windows, connections, replays or the request budget takes them from here, never as a bare literal.
- */
 
 /**
  * Record and connection queries: at most this many days from `start_date` to `end_date`, both inclusive

@@ -1,21 +1,17 @@
 /**
  * Cursors: what `validic_sync.checkpoints` holds (the table keeps its name; the word is "cursor").
- * Each kind of cursor is defined here once (its key and the zod schema of its value), and read through
- * its kind; a cursor is only written by applyBatch, with the data it covers, in one transaction.
+ * Each kind of cursor is defined here once: how its key is spelled and the zod schema of its value.
+ * Every cursor is read through its kind (`readCursor` below, `ctx.cursors.read` in a job), so its value
+ * arrives parsed; a stored value the schema rejects reads as absent, as if the cursor had never been
+ * written: its owner starts over from its default and its next write replaces the value. Cursors are
+ * only WRITTEN by applyBatch (`cursor.write(value)` is the CursorWrite of a batch's progress), with the
+ * data they cover, in one transaction.
  */
 
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { CursorWrite } from '../pipeline/batch.ts';
 import type { Database } from './database.ts';
-
-/**
- * A kind of cursor in `validic_sync.checkpoints`: how its key is spelled and the zod schema of its value.
- * Every cursor is read through its kind (`readCursor` below, `ctx.cursors.read` in a job),
- * so its value arrives parsed. A stored value the schema rejects reads as absent, as if the cursor had
- * never been written: its owner starts over from its default and its next write replaces the value.
- * Cursors are only WRITTEN by applyBatch (`cursor.write(value)` is the CursorWrite of a batch's progress).
- */
 
 /** One cursor of one org: its key, how a stored value is read, and the write that replaces it. */
 export interface Cursor<Value, Input = Value> {

@@ -1,18 +1,13 @@
 /**
- * Who may be polled and the recent poll's state of each user: the one rule (`isPollable`), every read
- * of pollable users (`listPollableUids` for backfill, the aggregate counts and the keyset slices of the
- * scheduled recent poll), and its bookkeeping in validic_sync.recent_polls.
+ * Who may be polled and the recent poll's state of each user. Pollable: every user of the org the
+ * warehouse knows, except those found gone from the platform (`removed_at`, see remove-users.ts).
+ * `isPollable` is that rule as a condition, used by every read of pollable users (`listPollableUids` for
+ * backfill, the aggregate counts and the keyset slices of the scheduled recent poll), so a change to who
+ * is polled is made once. And the poll's bookkeeping in validic_sync.recent_polls.
  */
 
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { Database } from './database.ts';
-
-/**
- * Who may be polled: every user of the org the warehouse knows, except those found gone from the
- * platform (`removed_at`, see remove-users.ts). `isPollable` is that rule as a condition, used by
- * `listPollableUids` here (backfill) and by `readUserPollStates` (the scheduled recent poll), so a change to
- * who is polled is made once.
- */
 
 /** The condition on a `validic.users` row (by its alias in the query) that makes its user pollable. */
 export const isPollable = (alias: string): RawBuilder<boolean> =>

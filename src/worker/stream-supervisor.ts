@@ -1,6 +1,11 @@
 /**
- * The worker's streams: each org's connections kept running in this process, on fleet-wide slots
- * (Redis keys with a TTL and renewal), and the Redis lease both the slots and the metrics reporter use.
+ * The worker's streams: every configured org stream kept running in this process for as long as it
+ * runs, on fleet-wide slots (Redis keys with a TTL and renewal), and the Redis lease both the slots and
+ * the metrics reporter use. Streams are not queue jobs: a job holding a connection for hours would pin
+ * a worker slot and fight BullMQ's lock renewal. Instead each process runs `runOrgStream` per org, whose
+ * connections each take a slot first: at most `stream.connections` (≤ 3) connections per stream across
+ * the fleet, and when a process dies its slot lapses and a waiting process takes over. A stream that
+ * stops with an error is restarted after a back-off (capped at a minute).
  */
 
 import { randomUUID } from 'node:crypto';
@@ -14,15 +19,6 @@ import { runOrgStream } from '../stream/run-org-stream.ts';
 import { abortableSleep } from '../time/clock.ts';
 import { MAX_STREAM_CONNECTIONS } from '../validic/platform-limits.ts';
 import type { Runtime } from './runtime.ts';
-
-/**
- * Keeps every configured org stream running in this worker process for as long as the process runs.
- * Streams are not queue jobs: a job holding a connection for hours would pin a worker slot and fight
- * BullMQ's lock renewal. Instead each process runs `runOrgStream` per org, whose connections each take a
- * fleet-wide Redis slot first (stream-supervisor.ts): at most `stream.connections` (≤ 3) connections per
- * stream across the fleet, and when a process dies its slot lapses and a waiting process takes over.
- * A stream that stops with an error is restarted after a back-off (capped at a minute).
- */
 
 export interface StreamSupervisorOptions {
   runtime: Pick<Runtime, 'config' | 'warehouse' | 'org'>;

@@ -1,19 +1,15 @@
 /**
- * One load's transaction: BEGIN, its lock timeout, its advisory locks and its probe in one round trip,
- * and the whole transaction run again after a deadlock, a serialization failure or a lock timeout.
+ * One load's transaction: BEGIN, its lock timeout, its advisory locks and the records' keys-only probe
+ * in ONE round trip (a small batch is bound by round trips, not by bytes), on the general
+ * `Warehouse.transaction` with its `begin` statements; and the whole transaction run again after a
+ * deadlock, a serialization failure or a lock timeout. The other saving, the progress riding in the
+ * new-records statement (`also`), is in apply-batch.ts and insert-new-records.ts.
  */
 
 import { CONFLICT_CODES, errorCodeIn } from '../../errors/index.ts';
 import { type BackoffOptions, backoffDelay } from '../../time/backoff-delay.ts';
 import { type Clock, systemClock } from '../../time/clock.ts';
 import type { Warehouse, WarehouseTransaction } from '../open-warehouse.ts';
-
-/**
- * The loader's transaction: BEGIN, its lock timeout, its advisory locks and the records' keys-only
- * probe in ONE round trip (a small batch is bound by round trips, not by bytes), on the general
- * `Warehouse.transaction` with its `begin` statements. The other saving, the progress riding in the
- * new-records statement (`also`), is in apply-batch.ts and insert-new-records.ts.
- */
 
 /**
  * Transaction-level advisory locks on `hashtextextended(key, 0)`: the shared ones first, then the
