@@ -47,6 +47,12 @@ export function bindExample(
     .replaceAll(quoted(EXAMPLE_MONTH), quoted(values.month));
 }
 
+/** A meal's nutrients summed from its record's metrics: the columns of both meal examples. */
+const MEAL_NUTRIENTS = `sum(m.value) filter (where m.type = 'energy_consumed') as energy_kcal,
+       sum(m.value) filter (where m.type = 'carbohydrate') as carbohydrate,
+       sum(m.value) filter (where m.type = 'fat') as fat,
+       sum(m.value) filter (where m.type = 'protein') as protein`;
+
 export const EXAMPLE_QUERIES: ExampleQuery[] = [
   {
     name: 'daily-steps',
@@ -87,10 +93,7 @@ order by measured_at desc;`,
     description:
       'Energy, carbohydrate, fat and protein per nutrition record (meal), with its name and category, newest first.',
     sql: `select r.uid, r.start_time, r.name as meal, r.category,
-       sum(m.value) filter (where m.type = 'energy_consumed') as energy_kcal,
-       sum(m.value) filter (where m.type = 'carbohydrate') as carbohydrate,
-       sum(m.value) filter (where m.type = 'fat') as fat,
-       sum(m.value) filter (where m.type = 'protein') as protein
+       ${MEAL_NUTRIENTS}
 from validic.records r
 join validic.record_metrics m on m.org_id = r.org_id and m.record_id = r.id and m.start_time = r.start_time
 where r.type = 'nutrition' and r.deleted_at is null
@@ -232,10 +235,7 @@ where uid = '${EXAMPLE_UID}';`,
     description:
       'Energy, carbohydrate, fat and protein of every nutrition record (meal) of one user in one month (UTC start time), in order.',
     sql: `select r.start_time, r.name as meal, r.category,
-       sum(m.value) filter (where m.type = 'energy_consumed') as energy_kcal,
-       sum(m.value) filter (where m.type = 'carbohydrate') as carbohydrate,
-       sum(m.value) filter (where m.type = 'fat') as fat,
-       sum(m.value) filter (where m.type = 'protein') as protein
+       ${MEAL_NUTRIENTS}
 from validic.records r
 join validic.record_metrics m on m.org_id = r.org_id and m.record_id = r.id and m.start_time = r.start_time
 where r.uid = '${EXAMPLE_UID}'

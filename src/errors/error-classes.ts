@@ -172,28 +172,32 @@ export class StreamRebalancingError extends HttpError {
   }
 }
 
-/** The connection failed, timed out or was cut (after the last attempt). Retryable by a later job run. */
-export class NetworkError extends SyncError {
+/** A request that failed in a way a later try may not (retried; thrown after the last try). */
+abstract class RetryableRequestError extends SyncError {
   readonly method: string;
   readonly url: string;
-  readonly code: string | undefined;
   readonly retryable = true;
+  constructor(method: string, redactedUrl: string, what: string, options: { cause?: unknown } = {}) {
+    super(`${method} ${redactedUrl} ${what}`, options);
+    this.method = method;
+    this.url = redactedUrl;
+  }
+}
+
+/** The connection failed, timed out or was cut (after the last attempt). Retryable by a later job run. */
+export class NetworkError extends RetryableRequestError {
+  readonly code: string | undefined;
   constructor(method: string, redactedUrl: string, cause: unknown, secrets: readonly string[] = []) {
     const code = errorCodeOf(cause);
     const reason = maskSecrets(cause instanceof Error ? cause.message : String(cause), secrets);
-    super(`${method} ${redactedUrl} failed: ${code ?? 'network error'} (${reason})`, { cause });
-    this.method = method;
-    this.url = redactedUrl;
+    super(method, redactedUrl, `failed: ${code ?? 'network error'} (${reason})`, { cause });
     this.code = code;
   }
 }
 
 /** A 2xx whose body was cut short or is not the JSON it should be (retried; thrown after the last try). */
-export class ResponseBodyError extends SyncError {
-  readonly method: string;
-  readonly url: string;
+export class ResponseBodyError extends RetryableRequestError {
   readonly status: number;
-  readonly retryable = true;
   constructor(
     method: string,
     redactedUrl: string,
@@ -201,9 +205,7 @@ export class ResponseBodyError extends SyncError {
     reason: string,
     options: { cause?: unknown } = {},
   ) {
-    super(`${method} ${redactedUrl} answered ${status} with an unreadable body: ${reason}`, options);
-    this.method = method;
-    this.url = redactedUrl;
+    super(method, redactedUrl, `answered ${status} with an unreadable body: ${reason}`, options);
     this.status = status;
   }
 }

@@ -3,7 +3,7 @@
  * interval per stratum, the drift per day, and the gauges read from them.
  */
 import type { Kysely } from 'kysely';
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, type Registry } from 'prom-client';
 import { type CompletenessEstimate, estimateCompleteness } from '../audit/completeness-interval.ts';
 import { estimateStratum } from '../audit/stratum-estimate.ts';
 import {
@@ -17,6 +17,7 @@ import {
 } from '../warehouse/audits.ts';
 import type { Database } from '../warehouse/database.ts';
 import { heartbeatStopped } from '../warehouse/run-heartbeats.ts';
+import { oncePerScrape, readAtScrape, scrapedGauge } from './scraped-metrics.ts';
 
 /**
  * The completeness audit as `status`, `status --json` (`orgs[].audit`), `/metrics` and the HTML report
@@ -135,61 +136,57 @@ export function registerAuditMetrics(
   source: () => Promise<AuditMetricsRow[] | undefined>,
   fleetReporter: () => Promise<boolean | undefined>,
 ): void {
-  let read: { at: number; value: Promise<AuditMetricsRow[] | undefined> } | undefined;
-  const rows = async () => {
-    if (!(await fleetReporter())) return [];
-    if (!read || Date.now() - read.at > 1000) read = { at: Date.now(), value: source() };
-    return (await read.value) ?? [];
-  };
-  new Counter({
-    name: 'validic_sync_audit_cells_total',
-    help: 'Cells (user × resource × ≤ 30-day window) the completeness audit compared with the platform, per org and outcome (complete, drift, failed; unsynced: drawn by a tick before any sync covered its days, not judged)',
-    labelNames: ['org', 'outcome'],
-    registers: [registry],
-    async collect() {
-      this.reset();
-      for (const r of await rows())
-        for (const [outcome, n] of Object.entries(r.allTime.cells)) this.inc({ org: r.orgId, outcome }, n);
-    },
-  });
-  new Counter({
-    name: 'validic_sync_audit_records_total',
-    help: 'Records the completeness audit compared, per org and outcome (equal, missing, stale, extra), and those it repaired (repaired)',
-    labelNames: ['org', 'outcome'],
-    registers: [registry],
-    async collect() {
-      this.reset();
-      for (const r of await rows())
-        for (const [outcome, n] of Object.entries(r.allTime.records)) this.inc({ org: r.orgId, outcome }, n);
-    },
-  });
-  new Gauge({
-    name: 'validic_sync_audit_completeness_ratio',
-    help: "The scheduled audit's estimate of the share of cells whose warehouse copy equals the platform, per org and stratum (recent: the last 30 days; history: older), with its 95 % interval (bound: estimate, lower, upper)",
-    labelNames: ['org', 'stratum', 'bound'],
-    registers: [registry],
-    async collect() {
-      this.reset();
+  const read = oncePerScrape(source);
+  const rows = async () => ((await fleetReporter()) ? ((await read()) ?? []) : []);
+  // Cells and records, each by outcome: the audit's totals, which its tables keep.
+  for (const [name, help, counted] of [
+    [
+      'validic_sync_audit_cells_total',
+      'Cells (user × resource × ≤ 30-day window) the completeness audit compared with the platform, per org and outcome (complete, drift, failed; unsynced: drawn by a tick before any sync covered its days, not judged)',
+      'cells',
+    ],
+    [
+      'validic_sync_audit_records_total',
+      'Records the completeness audit compared, per org and outcome (equal, missing, stale, extra), and those it repaired (repaired)',
+      'records',
+    ],
+  ] as const)
+    new Counter({
+      name,
+      help,
+      labelNames: ['org', 'outcome'],
+      registers: [registry],
+      ...readAtScrape<Counter>(async (counter) => {
+        for (const r of await rows())
+          for (const [outcome, n] of Object.entries(r.allTime[counted]))
+            counter.inc({ org: r.orgId, outcome }, n);
+      }),
+    });
+  scrapedGauge(
+    registry,
+    'validic_sync_audit_completeness_ratio',
+    "The scheduled audit's estimate of the share of cells whose warehouse copy equals the platform, per org and stratum (recent: the last 30 days; history: older), with its 95 % interval (bound: estimate, lower, upper)",
+    ['org', 'stratum', 'bound'],
+    async (gauge) => {
       for (const r of await rows())
         for (const stratum of ['recent', 'history'] as const) {
           const e = r.completeness[stratum];
           if (!e) continue;
-          this.set({ org: r.orgId, stratum, bound: 'estimate' }, e.estimate);
-          this.set({ org: r.orgId, stratum, bound: 'lower' }, e.lower);
-          this.set({ org: r.orgId, stratum, bound: 'upper' }, e.upper);
+          gauge.set({ org: r.orgId, stratum, bound: 'estimate' }, e.estimate);
+          gauge.set({ org: r.orgId, stratum, bound: 'lower' }, e.lower);
+          gauge.set({ org: r.orgId, stratum, bound: 'upper' }, e.upper);
         }
     },
-  });
-  new Gauge({
-    name: 'validic_sync_audit_last_run_timestamp_seconds',
-    help: 'When the newest run of the completeness audit started, per org and kind (schedule, command)',
-    labelNames: ['org', 'kind'],
-    registers: [registry],
-    async collect() {
-      this.reset();
+  );
+  scrapedGauge(
+    registry,
+    'validic_sync_audit_last_run_timestamp_seconds',
+    'When the newest run of the completeness audit started, per org and kind (schedule, command)',
+    ['org', 'kind'],
+    async (gauge) => {
       for (const r of await rows())
         if (r.lastRun)
-          this.set({ org: r.orgId, kind: r.lastRun.kind }, Date.parse(r.lastRun.startedAt) / 1000);
+          gauge.set({ org: r.orgId, kind: r.lastRun.kind }, Date.parse(r.lastRun.startedAt) / 1000);
     },
-  });
+  );
 }

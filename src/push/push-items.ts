@@ -186,11 +186,7 @@ function parseDocumentedItem(value: Obj, index: number): PushItem | string {
   const activityDate = instant(value.activity_date);
   const source = text(value.source);
   const organizationId = text(value.organization_id, value.organizationId, value.org_id);
-  const problem = itemProblem(index, {
-    ...(userId !== undefined ? { userId } : {}),
-    ...(source !== undefined ? { source } : {}),
-    ...(organizationId !== undefined ? { organizationId } : {}),
-  });
+  const problem = itemProblem(index, { userId, source, organizationId });
   if (problem) return problem;
   if (userId) item.userId = userId;
   if (activityDate) item.activityDate = activityDate;
@@ -221,11 +217,7 @@ function parseItem(value: unknown, index: number): PushItem | string {
   const lastUpdated = instant(value.last_updated ?? value.lastUpdated ?? value.updated_at);
   const organizationId =
     text(value.organization_id, value.organizationId, value.org_id) ?? fromPath.organizationId;
-  const problem = itemProblem(index, {
-    ...(recordId !== undefined ? { recordId } : {}),
-    ...(userId !== undefined ? { userId } : {}),
-    ...(organizationId !== undefined ? { organizationId } : {}),
-  });
+  const problem = itemProblem(index, { recordId, userId, organizationId });
   if (problem) return problem;
   if (recordId) item.recordId = recordId;
   if (userId) item.userId = userId;

@@ -14,15 +14,10 @@ import { type JobDefinition, retryOptionsOf } from './job-definition.ts';
 
 export const QUEUE_NAME = 'jobs';
 
+/** The BullMQ states whose counts `counts()` gives, in the order `status` shows them. */
+const COUNTED_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'failed', 'completed'] as const;
 /** The queue's jobs by state (BullMQ's states): what `status` and the metrics show. */
-export interface JobCounts {
-  waiting: number;
-  prioritized: number;
-  active: number;
-  delayed: number;
-  failed: number;
-  completed: number;
-}
+export type JobCounts = Record<(typeof COUNTED_STATES)[number], number>;
 
 /** A job that failed for good, as the queue keeps it (`worker.keepFailed`). */
 export interface FailedJobInfo {
@@ -91,22 +86,8 @@ export function openJobQueue<Payloads extends PayloadSchemas = any>(
     queue,
     enqueue: enqueue as EnqueueJob<Payloads, QueueEnqueueOptions>,
     async counts() {
-      const c = await queue.getJobCounts(
-        'waiting',
-        'prioritized',
-        'active',
-        'delayed',
-        'failed',
-        'completed',
-      );
-      return {
-        waiting: c.waiting ?? 0,
-        prioritized: c.prioritized ?? 0,
-        active: c.active ?? 0,
-        delayed: c.delayed ?? 0,
-        failed: c.failed ?? 0,
-        completed: c.completed ?? 0,
-      };
+      const c = await queue.getJobCounts(...COUNTED_STATES);
+      return Object.fromEntries(COUNTED_STATES.map((state) => [state, c[state] ?? 0])) as JobCounts;
     },
     async failed(limit = 10) {
       const jobs = await queue.getFailed(0, Math.max(0, limit - 1));

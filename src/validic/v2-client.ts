@@ -118,6 +118,42 @@ function createdAt(user: RawObject): number {
   return typeof user.created_at === 'string' ? Date.parse(user.created_at) : Number.NaN;
 }
 
+/**
+ * Adds to `read` the key of each element (its string `field`, else its JSON): how many were not there yet,
+ * so a page that repeats part of what a pass read shows.
+ */
+function markRead(elements: readonly unknown[], read: Set<string>, field: 'uid' | 'id'): number {
+  let fresh = 0;
+  for (const element of elements) {
+    const value = (element as Record<string, unknown> | null)?.[field];
+    const key = typeof value === 'string' ? `${field}:${value}` : `json:${JSON.stringify(element)}`;
+    if (!read.has(key)) {
+      read.add(key);
+      fresh++;
+    }
+  }
+  return fresh;
+}
+
+/**
+ * How a listing moved under the pager, if it did: its count changed from the pass's first page
+ * (`total`), or page `page` repeated some of what was read (`fresh` of its `count` elements were new).
+ * Offsets then shifted, and one element may have been skipped: the pass is read again from the start.
+ */
+function listingMoved(
+  total: number | undefined,
+  pageTotal: number | undefined,
+  page: number,
+  count: number,
+  fresh: number,
+  noun: string,
+): string | undefined {
+  if (total !== undefined && pageTotal !== undefined && pageTotal !== total)
+    return `meta.total went from ${total} to ${pageTotal}`;
+  if (fresh < count) return `page ${page} repeated ${count - fresh} ${noun} already read`;
+  return undefined;
+}
+
 export function createV2Client(options: V2ClientOptions): V2Client {
   const { http, apiUrl, orgId, token } = options;
   const maxPages = options.maxPages ?? 100_000;
@@ -154,15 +190,7 @@ export function createV2Client(options: V2ClientOptions): V2Client {
           const { items, rejected, meta } = listItems(body, 'data', what);
           const pageTotal = numberField(meta, 'total');
           const elements: unknown[] = [...items, ...rejected];
-          let fresh = 0;
-          for (const element of elements) {
-            const uid = (element as { uid?: unknown } | null)?.uid;
-            const key = typeof uid === 'string' ? `uid:${uid}` : `json:${JSON.stringify(element)}`;
-            if (!read.has(key)) {
-              read.add(key);
-              fresh++;
-            }
-          }
+          const fresh = markRead(elements, read, 'uid');
           // Only a full listing started at the first page can be held against meta.total.
           const ended = (how: string) => {
             if (startOffset === 0 && total !== undefined && read.size < total)
@@ -171,17 +199,10 @@ export function createV2Client(options: V2ClientOptions): V2Client {
           if (elements.length > 0 && fresh === 0)
             throw incomplete(`page ${offset} repeated users already read`);
           if (elements.length > 0) yield { offset, users: items, rejected, meta, pass };
-          // The listing moved under the pager: users were added or deleted while it was paged (its count
-          // changed), or a page repeats part of what was read; a user deleted before the read point shifts
-          // every later one back, and one of them is never served. Read it again from the start.
-          if (total !== undefined && pageTotal !== undefined && pageTotal !== total) {
-            moved = `meta.total went from ${total} to ${pageTotal}`;
-            break;
-          }
-          if (fresh < elements.length) {
-            moved = `page ${offset} repeated ${elements.length - fresh} users already read`;
-            break;
-          }
+          // Users added or deleted while the listing was paged: a user deleted before the read point shifts
+          // every later one back, and one of them is never served.
+          moved = listingMoved(total, pageTotal, offset, elements.length, fresh, 'users');
+          if (moved) break;
           // A user created since the first page was asked: the listing changed under the pager, and a
           // user deleted meanwhile (its count then unchanged) may have shifted one past the read point.
           const listedSince = since;
@@ -248,28 +269,12 @@ export function createV2Client(options: V2ClientOptions): V2Client {
           const signature = pageSignature(items);
           if (signature === previous) return;
           previous = signature;
-          let fresh = 0;
           const elements: unknown[] = [...items, ...rejected];
-          for (const element of elements) {
-            const id = (element as { id?: unknown } | null)?.id;
-            const key = typeof id === 'string' ? `id:${id}` : `json:${JSON.stringify(element)}`;
-            if (!read.has(key)) {
-              read.add(key);
-              fresh++;
-            }
-          }
+          const fresh = markRead(elements, read, 'id');
           yield { page, connections: items, rejected, meta, pass };
-          // Events came or went while the listing was paged (its count changed, or a page repeats part of
-          // what was read): offsets shifted, and what was left to read may have skipped one. Read again.
           const pageTotal = numberField(meta, 'total');
-          if (total !== undefined && pageTotal !== undefined && pageTotal !== total) {
-            moved = `meta.total went from ${total} to ${pageTotal}`;
-            break;
-          }
-          if (fresh < elements.length) {
-            moved = `page ${page} repeated ${elements.length - fresh} events already read`;
-            break;
-          }
+          moved = listingMoved(total, pageTotal, page, elements.length, fresh, 'events');
+          if (moved) break;
           total ??= pageTotal;
           if (isLastPage(items.length, meta, page)) return;
         }

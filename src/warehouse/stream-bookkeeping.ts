@@ -106,27 +106,24 @@ export async function setStreamGapsHandledBy(
     .execute();
 }
 
+/** The org's gaps, to narrow and select from. */
+const gapsOf = (db: Kysely<Database>, orgId: string) =>
+  db.selectFrom('validic_sync.stream_gaps').where('org_id', '=', orgId);
+
+async function countGaps(gaps: ReturnType<typeof gapsOf>): Promise<number> {
+  const row = await gaps.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 export async function readOpenStreamGaps(
   db: Kysely<Database>,
   orgId: string,
   limit = 20,
 ): Promise<{ open: number; gaps: StoredStreamGap[] }> {
-  const rows = await db
-    .selectFrom('validic_sync.stream_gaps')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .where('covered_at', 'is', null)
-    .orderBy('gap_from')
-    .limit(limit)
-    .execute();
-  const count = await db
-    .selectFrom('validic_sync.stream_gaps')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('org_id', '=', orgId)
-    .where('covered_at', 'is', null)
-    .executeTakeFirstOrThrow();
+  const open = gapsOf(db, orgId).where('covered_at', 'is', null);
+  const rows = await open.selectAll().orderBy('gap_from').limit(limit).execute();
   return {
-    open: Number(count.n),
+    open: await countGaps(open),
     gaps: rows.map((r) => ({
       id: r.id,
       streamName: r.stream_name,
@@ -147,13 +144,7 @@ export async function countStreamGapsSince(
   orgId: string,
   since: Date,
 ): Promise<number> {
-  const row = await db
-    .selectFrom('validic_sync.stream_gaps')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('org_id', '=', orgId)
-    .where('recorded_at', '>=', since)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
+  return await countGaps(gapsOf(db, orgId).where('recorded_at', '>=', since));
 }
 
 /**
@@ -249,6 +240,22 @@ function toPass(r: Record<keyof Row, unknown>): ReconcilePassRow {
   };
 }
 
+/** The org's deliveries (passes and replays), to narrow. */
+const deliveriesOf = (db: Kysely<Database>, orgId: string) =>
+  db.selectFrom('validic_sync.reconcile_passes').selectAll().where('org_id', '=', orgId);
+
+/** The newest of `deliveries`: the latest start, and of those started at once the later id. */
+async function newestDelivery(
+  deliveries: ReturnType<typeof deliveriesOf>,
+): Promise<ReconcilePassRow | undefined> {
+  const row = await deliveries
+    .orderBy('started_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row ? toPass(row) : undefined;
+}
+
 /**
  * The org's newest pass over the reconciliation stream named `streamName` that has ended (or was found
  * interrupted), if any: where the next pass goes on from.
@@ -258,17 +265,9 @@ export async function readLastReconcilePass(
   orgId: string,
   streamName: string,
 ): Promise<ReconcilePassRow | undefined> {
-  const row = await db
-    .selectFrom('validic_sync.reconcile_passes')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .where('stream_name', '=', streamName)
-    .where('source', '=', 'stream')
-    .orderBy('started_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-  return row ? toPass(row) : undefined;
+  return await newestDelivery(
+    deliveriesOf(db, orgId).where('stream_name', '=', streamName).where('source', '=', 'stream'),
+  );
 }
 
 /** The org's newest delivery of any source (for status and the reconcile command's replay). */
@@ -276,15 +275,7 @@ export async function readLastDelivery(
   db: Kysely<Database>,
   orgId: string,
 ): Promise<ReconcilePassRow | undefined> {
-  const row = await db
-    .selectFrom('validic_sync.reconcile_passes')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .orderBy('started_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-  return row ? toPass(row) : undefined;
+  return await newestDelivery(deliveriesOf(db, orgId));
 }
 
 /**

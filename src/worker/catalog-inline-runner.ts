@@ -54,23 +54,17 @@ export function createInlineRunner(
   // run is stopping.
   const why = (error: Error) =>
     runtime.log.isLevelEnabled('debug') ? { err: error } : { reason: redactedMessage(error) };
-  runner.on(
-    'retrying',
-    (job, error, delayMs) =>
-      signal.aborted ||
-      runtime.log.warn(
-        { job: job.name, jobId: job.id, attempt: job.attempt, delayMs, ...why(error) },
-        'job failed, retrying',
-      ),
-  );
-  runner.on(
-    'waiting',
-    (job, error, delayMs) =>
-      signal.aborted ||
-      runtime.log.warn(
-        { job: job.name, jobId: job.id, attempt: job.attempt, delayMs, ...why(error) },
-        `job waits ${Math.round(delayMs / 1000)} s without spending an attempt: ${waitReason(error)}`,
-      ),
+  const warn = (job: InlineJob, error: Error, delayMs: number, message: string) =>
+    signal.aborted ||
+    runtime.log.warn({ job: job.name, jobId: job.id, attempt: job.attempt, delayMs, ...why(error) }, message);
+  runner.on('retrying', (job, error, delayMs) => warn(job, error, delayMs, 'job failed, retrying'));
+  runner.on('waiting', (job, error, delayMs) =>
+    warn(
+      job,
+      error,
+      delayMs,
+      `job waits ${Math.round(delayMs / 1000)} s without spending an attempt: ${waitReason(error)}`,
+    ),
   );
   runner.on('failed', (job, error) =>
     runtime.log.debug({ job: job.name, jobId: job.id, err: error }, 'job failed'),

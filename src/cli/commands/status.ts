@@ -12,7 +12,7 @@ import type { FirstSyncStatus } from '../../budget/first-sync.ts';
 import { formatPeriod } from '../../budget/plan-request-budget.ts';
 import type { BudgetStatus } from '../../budget/read-budget-plan.ts';
 import { UserFacingError } from '../../errors/index.ts';
-import type { SyncStatus } from '../../metrics/sync-status.ts';
+import type { CursorStatus, SyncStatus } from '../../metrics/sync-status.ts';
 import { formatColumns } from '../../report/format-table.ts';
 import { reconcileStreamName } from '../../stream/reconciliation.ts';
 import type { CommandRunner } from '../command-runner.ts';
@@ -142,6 +142,16 @@ function ago(seconds: number | null): string {
 /** `status`'s tables: left-aligned columns with a header rule, through the one table formatter, uncut. */
 const table = formatColumns;
 
+/** A table set in two spaces under its heading. */
+function indentedTable(header: string[], rows: string[][]): string[] {
+  return table(header, rows).map((l) => `  ${l}`);
+}
+
+/** A heading and its table, or `none` under it when there is no row. */
+function section(heading: string, none: string, header: string[], rows: string[][]): string[] {
+  return ['', heading, ...(rows.length === 0 ? [`  ${none}`] : indentedTable(header, rows))];
+}
+
 function brief(value: unknown, max = 70): string {
   const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
@@ -169,10 +179,10 @@ export function formatBudget(b: BudgetStatus): string[] {
   ];
   return [
     `request budget: ${b.requestsPerHour} per hour, ${Math.round(b.usablePerHour)} usable${b.grantedPerHour !== undefined && b.grantedPerHour < Math.round(b.usablePerHour) ? `, ${b.grantedPerHour} granted now (lowered after the platform answered 429)` : ''}${b.overcommitted ? ' (OVERCOMMITTED: reservations exceed what backfill leaves)' : ''}`,
-    ...table(
+    ...indentedTable(
       ['work', 'requests/h', 'share'],
       kinds.map(([label, k]) => [label, String(Math.round(b.perHour[k])), pct(b.shares[k])]),
-    ).map((l) => `  ${l}`),
+    ),
     `  recent poll (${r.mode}): ${r.polling ? `ON, ${r.days} day${r.days === 1 ? '' : 's'} back` : 'off'}: ${r.reason}; stream last heard ${r.streamLastHeardSeconds === null ? 'never' : `${period(r.streamLastHeardSeconds)} ago`}`,
     ...(r.polling
       ? [
@@ -274,6 +284,11 @@ export function formatStatus(status: SyncStatus, warehouse: string = status.ware
   for (const org of status.orgs) {
     const lagOf = (at: string | null) =>
       at ? ago(Math.round((Date.parse(status.at) - Date.parse(at)) / 1000)) : '—';
+    const cursorTable = (cursors: CursorStatus[]) =>
+      indentedTable(
+        ['cursor', 'updated', 'value'],
+        cursors.map((c) => [c.key, `${lagOf(c.updatedAt)} ago`, brief(c.value, 60)]),
+      );
     out.push('', `== ${org.orgId}`);
     out.push(
       ...table(
@@ -313,89 +328,61 @@ export function formatStatus(status: SyncStatus, warehouse: string = status.ware
           : '  connections: none (no worker holds a stream slot)',
       );
     }
-    if (org.stream.cursors.length === 0) out.push('  no cursor yet');
-    else
-      out.push(
-        ...table(
-          ['cursor', 'updated', 'value'],
-          org.stream.cursors.map((c) => [c.key, `${lagOf(c.updatedAt)} ago`, brief(c.value, 60)]),
-        ).map((l) => `  ${l}`),
-      );
+    out.push(...(org.stream.cursors.length === 0 ? ['  no cursor yet'] : cursorTable(org.stream.cursors)));
     out.push(...formatGapsAndPasses(org, lagOf));
     if (org.firstSync) out.push(formatFirstSync(org.firstSync, lagOf));
-    if (org.legacy.length > 0) {
-      out.push('', 'legacy cursors');
-      out.push(
-        ...table(
-          ['cursor', 'updated', 'value'],
-          org.legacy.map((c) => [c.key, `${lagOf(c.updatedAt)} ago`, brief(c.value, 60)]),
-        ).map((l) => `  ${l}`),
-      );
-    }
-    if (org.otherCursors.length > 0) {
-      out.push('', 'other cursors');
-      out.push(
-        ...table(
-          ['cursor', 'updated', 'value'],
-          org.otherCursors.map((c) => [c.key, `${lagOf(c.updatedAt)} ago`, brief(c.value, 60)]),
-        ).map((l) => `  ${l}`),
-      );
-    }
+    if (org.legacy.length > 0) out.push('', 'legacy cursors', ...cursorTable(org.legacy));
+    if (org.otherCursors.length > 0) out.push('', 'other cursors', ...cursorTable(org.otherCursors));
     if (org.budget) out.push('', ...formatBudget(org.budget));
     out.push(...formatAuditStatus(org.audit, lagOf));
-    out.push('', 'backfill runs (running, and failed or interrupted in the last 7 days)');
-    if (org.runs.length === 0) out.push('  none');
-    else
-      out.push(
-        ...table(
-          ['run', 'status', 'started', 'windows done', 'pending', 'records', 'args'],
-          org.runs.map((r) => [
-            r.id.slice(0, 8),
-            r.status,
-            `${lagOf(r.startedAt)} ago`,
-            `${r.done}/${r.windows}`,
-            String(r.pending),
-            String(r.records),
-            brief(r.args, 50),
-          ]),
-        ).map((l) => `  ${l}`),
-      );
-    out.push('', 'quarantine');
-    if (org.quarantine.length === 0) out.push('  empty');
-    else
-      out.push(
-        ...table(
-          ['kind', 'reason', 'items', 'seen'],
-          org.quarantine.map((q) => [q.kind, brief(q.reason, 60), String(q.items), String(q.seen)]),
-        ).map((l) => `  ${l}`),
-      );
+    out.push(
+      ...section(
+        'backfill runs (running, and failed or interrupted in the last 7 days)',
+        'none',
+        ['run', 'status', 'started', 'windows done', 'pending', 'records', 'args'],
+        org.runs.map((r) => [
+          r.id.slice(0, 8),
+          r.status,
+          `${lagOf(r.startedAt)} ago`,
+          `${r.done}/${r.windows}`,
+          String(r.pending),
+          String(r.records),
+          brief(r.args, 50),
+        ]),
+      ),
+      ...section(
+        'quarantine',
+        'empty',
+        ['kind', 'reason', 'items', 'seen'],
+        org.quarantine.map((q) => [q.kind, brief(q.reason, 60), String(q.items), String(q.seen)]),
+      ),
+    );
   }
   if (status.queue) {
     const q = status.queue;
     out.push('', '== queue');
-    out.push(...table(Object.keys(q.counts), [Object.values(q.counts).map(String)]).map((l) => `  ${l}`));
-    if (q.schedulers.length > 0) {
-      out.push('', 'schedules');
+    out.push(...indentedTable(Object.keys(q.counts), [Object.values(q.counts).map(String)]));
+    if (q.schedulers.length > 0)
       out.push(
-        ...table(
+        '',
+        'schedules',
+        ...indentedTable(
           ['id', 'every', 'next'],
           q.schedulers.map((s) => [
             s.id,
             s.every ? `${Math.round(s.every / 60_000)} min` : '—',
             s.next ? new Date(s.next).toISOString() : '—',
           ]),
-        ).map((l) => `  ${l}`),
+        ),
       );
-    }
-    out.push('', 'failed jobs (newest)');
-    if (q.failed.length === 0) out.push('  none');
-    else
-      out.push(
-        ...table(
-          ['job', 'id', 'attempts', 'reason'],
-          q.failed.map((f) => [f.name, brief(f.id, 40), String(f.attemptsMade), brief(f.failedReason, 70)]),
-        ).map((l) => `  ${l}`),
-      );
+    out.push(
+      ...section(
+        'failed jobs (newest)',
+        'none',
+        ['job', 'id', 'attempts', 'reason'],
+        q.failed.map((f) => [f.name, brief(f.id, 40), String(f.attemptsMade), brief(f.failedReason, 70)]),
+      ),
+    );
   } else if (status.queueError) {
     out.push('', `queue: unavailable (${status.queueError})`);
   } else {

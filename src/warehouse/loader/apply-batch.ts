@@ -128,13 +128,13 @@ export async function prepareBatch(batch: Batch, options: PrepareOptions = {}): 
   return { batch, sorted, encoded };
 }
 
+/** `applyPreparedBatch` of a batch not prepared yet: it is prepared here, the rest passed on as it is. */
 export async function applyBatch(
   warehouse: Warehouse,
   batch: Batch,
-  progress: BatchProgress = {},
-  options: ApplyBatchOptions = {},
+  ...rest: [progress?: BatchProgress, options?: ApplyBatchOptions]
 ): Promise<LoadResult> {
-  return await applyPreparedBatch(warehouse, await prepareBatch(batch), progress, options);
+  return await applyPreparedBatch(warehouse, await prepareBatch(batch), ...rest);
 }
 
 export async function applyPreparedBatch(

@@ -18,17 +18,20 @@ import {
   valueRow,
 } from './record-rows.ts';
 
+/** The load of one kind: its rows of the batch into the warehouse, in the batch's transaction, counted in `result`. */
+type LoadKind<Row> = (
+  tx: WarehouseTransaction,
+  batch: Batch,
+  rows: Row[],
+  result: LoadResult,
+) => Promise<void>;
+
 /**
  * Users keyed (org_id, uid): inserted, or updated when a field differs and updated_at is not older.
  * Users come from the users listing only, so a user loaded is a user listed: one marked removed
  * (remove-users.ts) is un-removed, even when nothing else changed.
  */
-export async function loadUsers(
-  tx: WarehouseTransaction,
-  batch: Batch,
-  users: UserRow[],
-  result: LoadResult,
-) {
+export const loadUsers: LoadKind<UserRow> = async (tx, batch, users, result) => {
   if (users.length === 0) return;
   // Newest per uid (later updated_at; equal or unknown: the later item in the batch).
   const byUid = new Map<string, UserRow>();
@@ -54,15 +57,10 @@ export async function loadUsers(
   bump(result, 'user', 'inserted', inserted);
   bump(result, 'user', 'updated', written.rows.length - inserted);
   bump(result, 'user', 'unchanged', users.length - written.rows.length);
-}
+};
 
 /** Connection events keyed (org_id, id): immutable, so an id already stored is never written again. */
-export async function loadConnectionEvents(
-  tx: WarehouseTransaction,
-  batch: Batch,
-  events: ConnectionEventRow[],
-  result: LoadResult,
-) {
+export const loadConnectionEvents: LoadKind<ConnectionEventRow> = async (tx, batch, events, result) => {
   if (events.length === 0) return;
   const byId = new Map<string, ConnectionEventRow>();
   for (const e of events) if (!byId.has(e.id)) byId.set(e.id, e);
@@ -77,7 +75,7 @@ export async function loadConnectionEvents(
     returning id`.execute(tx.db);
   bump(result, 'connection_event', 'inserted', written.rows.length);
   bump(result, 'connection_event', 'unchanged', events.length - written.rows.length);
-}
+};
 
 /**
  * Legacy (v1) records keyed (org_id, object, _id): the later last_updated wins (tie: the greater
@@ -88,12 +86,7 @@ export async function loadConnectionEvents(
  * seen but the current one. One statement: the decision, the history and the upsert read the same
  * snapshot under the batch's locks.
  */
-export async function loadLegacy(
-  tx: WarehouseTransaction,
-  batch: Batch,
-  legacy: LegacyRecordRow[],
-  result: LoadResult,
-) {
+export const loadLegacy: LoadKind<LegacyRecordRow> = async (tx, batch, legacy, result) => {
   if (legacy.length === 0) return;
   // Newest per (object, _id): later last_updated (missing = oldest); tie: the greater raw text.
   const newest = new Map<string, LegacyRecordRow>();
@@ -164,4 +157,4 @@ export async function loadLegacy(
       bump(result, type, 'unchanged');
     }
   }
-}
+};
