@@ -28,6 +28,7 @@ import {
   copyStreamCounters,
   type Effect,
   endConnection,
+  initialMachineState,
   type MachineState,
   reportGap,
   type Transition,
@@ -147,33 +148,32 @@ function start(
   now: number,
   loaded: NonNullable<MachineState['cursor']>,
 ): void {
-  s.cursor = pickCursor(loaded);
-  s.committing = undefined;
-  s.lastStreamFrameAt = parseTime(loaded.lastLiveAt);
-  // Not live yet: the gap runs from the last disconnect, or from the last sign of life if the
-  // previous process died without recording one.
-  s.gapStartMs = parseTime(loaded.lastDisconnectAt) ?? s.lastStreamFrameAt;
-  s.gapReported = false;
-  s.lastCommitAt = now;
-  s.attempt = 0;
-  s.idleRound = 0;
-  s.replayFailures = 0;
-  s.replayStartedAt = undefined;
-  s.quietFromMs = undefined;
-  s.lastPokeAtMs = undefined;
-  s.replay = undefined;
-  s.connection = undefined;
-  // The offset the stored times were written with: it puts the gap start on the platform's clock.
-  s.platformOffsetMs = s.cursor.platformOffsetMs;
-  s.unsaved = undefined;
-  s.holdAttempt = 0;
-  s.rateLimitAttempt = 0;
-  s.replayFloorMs = undefined;
-  s.passOutcome = undefined;
-  s.passReachedMs = undefined;
-  s.passEndedQuiet = false;
-  s.quietThroughMs = parseTime(s.cursor.quietAt);
-  s.uncleanEnd = s.cursor.uncleanEnd;
+  const cursor = pickCursor(loaded);
+  const lastStreamFrameAt = parseTime(loaded.lastLiveAt);
+  // A run starts afresh: every field at its initial value (a field added later is reset too) but what
+  // carries over (the counters, the micro-batch, the last wait), then what the loaded cursor says.
+  const { phase, counters, buffer, bufferBytes, bufferVia, bufferSince, delayMs, afterBackoff, staleVia } = s;
+  Object.assign(s, initialMachineState(s.options), {
+    phase,
+    counters,
+    buffer,
+    bufferBytes,
+    bufferVia,
+    bufferSince,
+    delayMs,
+    afterBackoff,
+    staleVia,
+    cursor,
+    lastStreamFrameAt,
+    // Not live yet: the gap runs from the last disconnect, or from the last sign of life if the
+    // previous process died without recording one.
+    gapStartMs: parseTime(loaded.lastDisconnectAt) ?? lastStreamFrameAt,
+    lastCommitAt: now,
+    // The offset the stored times were written with: it puts the gap start on the platform's clock.
+    platformOffsetMs: cursor.platformOffsetMs,
+    quietThroughMs: parseTime(cursor.quietAt),
+    uncleanEnd: cursor.uncleanEnd,
+  });
   if (s.options.role === 'pass') {
     s.gapStartMs = undefined;
     s.replayStartedAt = now;
