@@ -24,8 +24,6 @@ export const connectionsRecentPayload = z.object({
 export const connectionsRecent = defineJob({
   name: 'connections.recent',
   payload: connectionsRecentPayload,
-  priority: 8,
-  retry: 'plan',
   jobId: (p) => jobKey('connections.recent', p.orgId),
   async run(ctx, payload): Promise<{ from: string; to: string; enqueued: number }> {
     const days = payload.days ?? ctx.settings.reconcileDays;

@@ -35,9 +35,6 @@ const ORDER_SLACK_MS = 2_000;
 export const connectionsReconcile = defineJob({
   name: 'connections.reconcile',
   payload: connectionsReconcilePayload,
-  /** Reconciliation goes before backfill work. */
-  priority: 10,
-  retry: 'fetch',
   jobId: (p) => jobKey('connections.reconcile', p.orgId, p.startDate, p.endDate, p.runId),
   async run(ctx, payload): Promise<ConnectionsReconcileResult> {
     const org = ctx.org(payload.orgId);

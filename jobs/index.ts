@@ -2,7 +2,8 @@
  * The job catalog: every job module of this folder, found by reading the folder (as Graphile Worker reads
  * its task directory), so adding a job is adding its file. A job file exports its `defineJob(…)`
  * (job-context.ts) and adds its payload and result to the catalog's types (src/queue/job-catalog.ts).
- * The one other module here, job-context.ts, defines no job: it is what every job is given. The worker
+ * The other modules here define no job: job-context.ts is what every job is given, job-schedule.ts
+ * where each stands in the queue. The worker
  * registers the jobs with BullMQ; one-shot commands run them through the inline runner.
  */
 import { readdirSync } from 'node:fs';

@@ -4,6 +4,7 @@
  * job of the catalog this context.
  */
 
+import type { z } from 'zod';
 import type { OrgBudget } from '../src/budget/read-budget-plan.ts';
 import type { Config, OrganizationConfig } from '../src/config/schema.ts';
 import type { HttpClient } from '../src/http/http-client-types.ts';
@@ -23,7 +24,7 @@ import type { Logger } from '../src/log/logger.ts';
 import { resumePushNotifications } from '../src/push/process-push-notification.ts';
 import type { PayloadSchemas } from '../src/queue/enqueue-job.ts';
 import type { CatalogPayloads } from '../src/queue/job-catalog.ts';
-import { defineJobFor } from '../src/queue/job-definition.ts';
+import { defineJobFor, type JobDefinition } from '../src/queue/job-definition.ts';
 import type { JobExecution } from '../src/queue/job-execution.ts';
 import type { StreamConsumerOptionsInput } from '../src/stream/consumer-options.ts';
 import {
@@ -93,6 +94,7 @@ import {
   planWindows,
   startRun,
 } from '../src/warehouse/window-ledger.ts';
+import { JOB_SCHEDULE, type ScheduledJobName } from './job-schedule.ts';
 
 /**
  * What a job may touch: `{ log, warehouse, cursors, org(), signal, attempt, jobId, enqueue, settings,
@@ -136,8 +138,23 @@ export interface JobContext<Payloads extends PayloadSchemas = any> extends JobEx
 /** What a job of the catalog may touch, its `ctx.enqueue` typed by the catalog. */
 export type CatalogJobContext = JobContext<CatalogPayloads>;
 
-/** `defineJob` of the catalog's job files: `ctx.enqueue` takes the payload type of the job it names. */
-export const defineJob = defineJobFor<CatalogJobContext>();
+const defineCatalogJob = defineJobFor<CatalogJobContext>();
+
+/**
+ * `defineJob` of the catalog's job files: `ctx.enqueue` takes the payload type of the job it names, and
+ * the job's priority and retry class are its row of JOB_SCHEDULE (job-schedule.ts).
+ */
+export function defineJob<const Name extends ScheduledJobName, Schema extends z.ZodType, Result>(
+  definition: Omit<JobDefinition<Schema, Result, CatalogJobContext>, 'priority' | 'retry'> & { name: Name },
+): JobDefinition<Schema, Result, CatalogJobContext> & { name: Name } {
+  const schedule: (typeof JOB_SCHEDULE)[ScheduledJobName] | undefined = JOB_SCHEDULE[definition.name];
+  if (!schedule) {
+    throw new Error(
+      `job ${definition.name} has no row in JOB_SCHEDULE (jobs/job-schedule.ts): give it its priority and retry class there`,
+    );
+  }
+  return defineCatalogJob({ ...definition, ...schedule });
+}
 
 /** A job outside the catalog (tests, benchmarks): its `ctx.enqueue` takes any name, checked at run time. */
 export const defineUncatalogedJob = defineJobFor<JobContext<PayloadSchemas>>();

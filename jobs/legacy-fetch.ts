@@ -185,12 +185,6 @@ async function fetchAnnounced(
 export const legacyFetch = defineJob({
   name: 'legacy.fetch',
   payload: legacyFetchPayload,
-  /**
-   * Push is about latency: before the recent poll and backfills. push.drain queues these only within
-   * push's share of the request budget, so this priority cannot starve the kinds below it.
-   */
-  priority: 10,
-  retry: 'fetch',
   jobId: legacyFetchJobId,
   async run(ctx, payload): Promise<LegacyFetchResult> {
     const { fetchId } = payload;

@@ -84,8 +84,6 @@ export function nextLegacyWindow(
 export const legacyLatest = defineJob({
   name: 'legacy.latest',
   payload: legacyLatestPayload,
-  priority: 20,
-  retry: 'fetch',
   jobId: legacyLatestJobId,
   async run(ctx, payload): Promise<LegacyLatestResult> {
     const { orgId, object } = payload;

@@ -51,8 +51,6 @@ export interface LegacySyncResult {
 export const legacySync = defineJob({
   name: 'legacy.sync',
   payload: legacySyncPayload,
-  priority: 25,
-  retry: 'plan',
   async run(ctx, payload): Promise<LegacySyncResult> {
     const { orgId } = payload;
     const org = ctx.org(orgId);

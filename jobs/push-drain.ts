@@ -130,9 +130,6 @@ export async function drainPushFetches(
 export const pushDrain = defineJob({
   name: 'push.drain',
   payload: pushDrainPayload,
-  /** Like the recent tick: a few statements that queue push fetches within push's share. */
-  priority: 7,
-  retry: 'plan',
   // A kick names the instant its items fall due: one drain per org and second, however many pushes.
   jobId: (p) => jobKey('push.drain', p.orgId, p.due),
   run: (ctx, payload) => drainPushFetches(ctx, payload.orgId, Date.now()),

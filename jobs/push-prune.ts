@@ -16,8 +16,6 @@ export const pushPrunePayload = z.object({});
 export const pushPrune = defineJob({
   name: 'push.prune',
   payload: pushPrunePayload,
-  priority: 50,
-  retry: 'housekeeping',
   jobId: () => jobKey('push.prune'),
   async run(ctx): Promise<{ deleted: number; fetches: number; before: string }> {
     const before = new Date(Date.now() - ctx.settings.pushRetentionDays * 86_400_000);

@@ -82,12 +82,6 @@ export interface RecordsAuditResult {
 export const recordsAudit = defineJob({
   name: 'records.audit',
   payload: recordsAuditPayload,
-  /**
-   * The completeness audit: last of the platform work (a tick audits only its planned share of the hour;
-   * a command run's cells wait behind everything that keeps the warehouse fresh).
-   */
-  priority: 40,
-  retry: 'fetch',
   jobId: (p) =>
     p.auditId === undefined || p.cells === undefined
       ? undefined

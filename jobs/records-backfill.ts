@@ -58,8 +58,6 @@ export interface RecordsBackfillResult {
 export const recordsBackfill = defineJob({
   name: 'records.backfill',
   payload: recordsBackfillPayload,
-  priority: 30,
-  retry: 'plan',
   // One backfill per stream gap, one per batch of users new since a listing; a backfill asked for by a
   // person is never deduplicated.
   jobId: (p) =>

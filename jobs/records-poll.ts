@@ -69,8 +69,6 @@ export interface RecordsPollResult extends LoadResult {
 export const recordsPoll = defineJob({
   name: 'records.poll',
   payload: recordsPollPayload,
-  priority: 20,
-  retry: 'fetch',
   // A first sync's poll is its own unit of work (it records what it covers), never one queued before.
   jobId: (p) =>
     jobKey(

@@ -78,9 +78,6 @@ const lastMode = new Map<string, string>();
 export const recordsRecent = defineJob({
   name: 'records.recent',
   payload: recordsRecentPayload,
-  /** The tick is one read of the warehouse: it goes before the polls it queues, so it runs on time. */
-  priority: 7,
-  retry: 'plan',
   jobId: (p) => jobKey('records.recent', p.orgId),
   async run(ctx, payload): Promise<RecordsRecentResult> {
     const org = ctx.org(payload.orgId);

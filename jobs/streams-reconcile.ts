@@ -28,9 +28,6 @@ export const streamsReconcilePayload = z.object({
 export const streamsReconcile = defineJob({
   name: 'streams.reconcile',
   payload: streamsReconcilePayload,
-  /** One or two requests, and what it finds is data the stream lost. */
-  priority: 6,
-  retry: 'fetch',
   jobId: (p) => jobKey('streams.reconcile', p.orgId, p.trigger),
   async run(ctx, payload): Promise<ReconcileOrgSummary> {
     const summary = await ctx.org(payload.orgId).reconcileStream({

@@ -165,8 +165,6 @@ export const NEW_USERS_PER_BACKFILL = 500;
 export const usersSync = defineJob({
   name: 'users.sync',
   payload: usersSyncPayload,
-  priority: 5,
-  retry: 'fetch',
   jobId: (p) => jobKey('users.sync', p.orgId),
   async run(ctx, payload): Promise<UsersSyncResult & { newUsers: number }> {
     const listedBefore = await ctx.cursors.read(payload.orgId, usersFullSyncCursor());

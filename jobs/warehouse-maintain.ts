@@ -15,8 +15,6 @@ export const warehouseMaintainPayload = z.object({});
 export const warehouseMaintain = defineJob({
   name: 'warehouse.maintain',
   payload: warehouseMaintainPayload,
-  priority: 50,
-  retry: 'housekeeping',
   jobId: () => jobKey('warehouse.maintain'),
   async run(ctx): Promise<{ partitionsCreated: number; rawEmptied: number; months: string[] }> {
     const now = new Date();
