@@ -159,24 +159,24 @@ function createRecords(
 ) {
   const payload = body[object];
   if (payload === undefined) return sendJson(ctx, 422, { code: 422, message: `body must carry "${object}"` });
-  const seen = new Set<string>();
-  if (!Array.isArray(payload)) {
-    const item = buildItem(core, object, userId, payload, seen);
-    if (isItemError(item)) return sendJson(ctx, item.code === 409 ? 409 : 422, { ...item });
-    storeLegacyRecords(core, object, [item]);
-    return sendJson(ctx, 201, { code: 201, message: 'Ok', [object]: item });
-  }
-  if (payload.length > MAX_RECORDS_PER_POST) {
+  // One record or a list of them: each built the same way; the answer's shape follows the request's.
+  const many = Array.isArray(payload);
+  const inputs: unknown[] = many ? payload : [payload];
+  if (inputs.length > MAX_RECORDS_PER_POST) {
     return sendJson(ctx, 422, { code: 422, message: `at most ${MAX_RECORDS_PER_POST} records per request` });
   }
+  const seen = new Set<string>();
   const created: LegacyRecord[] = [];
   const errors: ItemError[] = [];
-  for (const input of payload) {
+  for (const input of inputs) {
     const item = buildItem(core, object, userId, input, seen);
     if (isItemError(item)) errors.push(item);
     else created.push(item);
   }
+  const [error] = errors;
+  if (!many && error) return sendJson(ctx, error.code === 409 ? 409 : 422, { ...error });
   storeLegacyRecords(core, object, created);
+  if (!many) return sendJson(ctx, 201, { code: 201, message: 'Ok', [object]: created[0] });
   const status = created.length > 0 ? 201 : 422;
   sendJson(ctx, status, {
     code: status,
