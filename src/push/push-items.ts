@@ -364,30 +364,31 @@ export function pushFetchOfItem(item: PushItem, orgId: string, timing: PushFetch
     items: 1,
     dueAt: iso(coalescedDueAt(timing.now, timing.coalesceMs)),
   };
-  if (item.activityDate) {
-    const at = clampAnnouncedDate(Date.parse(item.activityDate), timing.now);
+  // An announced time, clamped to what the platform can mean: its bucket and the range around it.
+  const around = (
+    announced: string,
+    mode: 'activity' | 'updated',
+    bucketOf: (ms: number) => string,
+    marginMs: number,
+    sources: string[] | null,
+  ): PushFetchInput => {
+    const at = clampAnnouncedDate(Date.parse(announced), timing.now);
     return {
       ...base,
-      mode: 'activity',
-      bucket: activityBucketOf(at),
-      rangeStart: iso(at),
-      rangeEnd: iso(at),
-      sources: item.source ? [item.source] : null,
+      mode,
+      bucket: bucketOf(at),
+      rangeStart: iso(at - marginMs),
+      rangeEnd: iso(at + marginMs),
+      sources,
     };
+  };
+  if (item.activityDate) {
+    return around(item.activityDate, 'activity', activityBucketOf, 0, item.source ? [item.source] : null);
   }
   if (item.recordId && item.userId) {
     return { ...base, mode: 'record', recordId: item.recordId, rangeStart: null, rangeEnd: null };
   }
-  if (item.lastUpdated) {
-    const at = clampAnnouncedDate(Date.parse(item.lastUpdated), timing.now);
-    return {
-      ...base,
-      mode: 'updated',
-      bucket: hourOf(at),
-      rangeStart: iso(at - timing.updatedMarginMs),
-      rangeEnd: iso(at + timing.updatedMarginMs),
-    };
-  }
+  if (item.lastUpdated) return around(item.lastUpdated, 'updated', hourOf, timing.updatedMarginMs, null);
   return { ...base, mode: 'updated', rangeStart: null, rangeEnd: null };
 }
 
