@@ -236,17 +236,16 @@ export function createWorkerMetrics(sources: MetricSources = {}): WorkerMetrics 
       for (const { kind, items } of (await quietly(sources.quarantine)) ?? []) g.set({ kind }, items);
     },
   );
-  // Not emptied at a scrape: a reconciliation that cannot be read keeps showing the last one read.
-  new Gauge({
-    name: 'validic_sync_reconcile_missed',
-    help: 'Connection events the last reconciliation found missing from the warehouse, per org',
-    labelNames: ['org'],
-    registers: [registry],
-    async collect() {
+  scrapedGauge(
+    registry,
+    'validic_sync_reconcile_missed',
+    'Connection events the last reconciliation found missing from the warehouse, per org',
+    ['org'],
+    async (g) => {
       for (const { orgId, missed } of (await quietly(sources.reconcileMissed)) ?? [])
-        this.set({ org: orgId }, missed);
+        g.set({ org: orgId }, missed);
     },
-  });
+  );
 
   /** Gauges set from each row of one source, which a scrape reads once for all of them. */
   const gaugesOfRows =
