@@ -77,13 +77,10 @@ function handle(s: MachineState, fx: Effect[], event: ConsumerEvent): boolean {
       replayClaimed(s, fx, event);
       return true;
     case 'opened':
-      if (s.phase === 'connecting' && !c) {
-        noteDateHeader(s, event.serverTimeMs, event.now);
-        connected(s, fx, event.now);
-      } else if (s.phase === 'replaying' && !c && s.replay) {
-        noteDateHeader(s, event.serverTimeMs, event.now);
-        replayOpened(s, fx, event.now);
-      } else return false;
+      if (c || !(s.phase === 'connecting' || (s.phase === 'replaying' && s.replay))) return false;
+      noteDateHeader(s, event.serverTimeMs, event.now);
+      if (s.phase === 'connecting') connected(s, fx, event.now);
+      else replayOpened(s, fx, event.now);
       return true;
     case 'open-failed': {
       const via: StreamVia | undefined =
